@@ -45,13 +45,13 @@ def log_softmax(x, axis: int = -1) -> np.ndarray:
     """
     x = float_array(x, "x")
     _axis(x, axis, "x")
-    m = _finite_max(x, axis)
-    with np.errstate(divide="ignore"):
-        lse = np.log(np.exp(x - m).sum(axis=axis, keepdims=True)) + m
+    shifted = x - _finite_max(x, axis)
+    e = np.exp(shifted)
+    # log(sum e) = log1p(sum of the others): the top term is exactly 1, so keep it out of the sum
+    np.put_along_axis(e, np.argmax(shifted, axis=axis, keepdims=True), 0, axis=axis)
     with np.errstate(invalid="ignore"):
-        out = x - lse
-    out[np.isneginf(lse).repeat(x.shape[axis], axis=axis)] = -np.inf
-    return out
+        shifted -= np.log1p(e.sum(axis=axis, keepdims=True))
+    return shifted
 
 
 def naive_softmax(x, axis: int = -1) -> np.ndarray:

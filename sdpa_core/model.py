@@ -1,0 +1,121 @@
+"""A tiny single-head attention model on a toy retrieval task, with hand-written forward/backward.
+
+Task: an example is ``n_keys`` random key vectors ``x_j`` (d_in) each carrying a class label
+``c_j``, and one query, a noisy copy of one key ``x_t``. The model must output ``c_t``: it can
+only do that by attending to the key that matches the query. Chance accuracy is 1/n_classes.
+
+Model (one head, shapes per example)::
+
+    q = x_query Wq          (1, d_k)     K = X Wk            (n, d_k)
+    V = Wv[c]               (n, d_v)     out, w = attention(q, K, V, scale=rule)
+    logits = out Wo         (1, C)       loss = cross-entropy(logits, c_t)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import integer, real
+from .attention import attention, attention_backward
+from .scaling import check_rule, logit_scale, qk_normalize, qk_normalize_backward
+from .softmax import log_softmax
+
+__all__ = ["TrainConfig", "Batch", "make_batch", "init_params", "loss_and_grads"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a run depends on. Two configs that differ only in ``rule`` see the same data and init."""
+    d_k: int = 64           # query/key width: the quantity the scaling rule must compensate
+    rule: str = "sqrt"      # "none" | "sqrt" | "linear" | "alpha" | "qknorm"
+    alpha: float = 0.5      # exponent for rule "alpha": scale = d_k**-alpha
+    temperature: float = 0.1  # for rule "qknorm": logits = cos(q, k) / temperature
+    n_keys: int = 8         # keys per example (the sequence length)
+    n_classes: int = 8      # chance accuracy is 1/n_classes, chance loss log(n_classes)
+    d_in: int = 16          # width of the token vectors
+    d_v: int = 16           # width of the values
+    batch: int = 32         # examples per step
+    lr: float = 1e-2        # Adam learning rate
+    noise: float = 0.5      # query = matching key + noise * N(0, 1): retrieval by similarity
+    seed: int = 0           # data and init; shared by runs that are compared
+
+    def __post_init__(self):
+        integer(self.d_k, "d_k", low=1, high=4096)
+        check_rule(self.rule, alpha=self.alpha, temperature=self.temperature)
+        integer(self.n_keys, "n_keys", low=2, high=256)
+        integer(self.n_classes, "n_classes", low=2, high=256)
+        integer(self.d_in, "d_in", low=1, high=1024)
+        integer(self.d_v, "d_v", low=1, high=1024)
+        integer(self.batch, "batch", low=1, high=4096)
+        real(self.lr, "lr", low=0.0, low_open=True, high=10.0)
+        real(self.noise, "noise", low=0.0, high=100.0)
+        integer(self.seed, "seed", low=0)
+
+    @property
+    def scale(self) -> float:
+        return logit_scale(self.d_k, self.rule, alpha=self.alpha, temperature=self.temperature)
+
+
+@dataclass
+class Batch:
+    keys: np.ndarray     # (B, n, d_in)
+    labels: np.ndarray   # (B, n) ints in [0, C)
+    query: np.ndarray    # (B, 1, d_in)
+    target: np.ndarray   # (B,) index of the matching key
+
+
+def make_batch(rng: np.random.Generator, cfg: TrainConfig, size: int | None = None) -> Batch:
+    size = cfg.batch if size is None else size
+    keys = rng.standard_normal((size, cfg.n_keys, cfg.d_in))
+    labels = rng.integers(0, cfg.n_classes, (size, cfg.n_keys))
+    target = rng.integers(0, cfg.n_keys, size)
+    query = keys[np.arange(size), target][:, None, :] + cfg.noise * rng.standard_normal((size, 1, cfg.d_in))
+    return Batch(keys, labels, query, target)
+
+
+def init_params(rng: np.random.Generator, cfg: TrainConfig) -> dict[str, np.ndarray]:
+    """Unit-variance q and k entries at init (``Wq, Wk ~ N(0, 1/d_in)``), as in a standard transformer."""
+    return {
+        "Wq": rng.standard_normal((cfg.d_in, cfg.d_k)) / math.sqrt(cfg.d_in),
+        "Wk": rng.standard_normal((cfg.d_in, cfg.d_k)) / math.sqrt(cfg.d_in),
+        "Wv": rng.standard_normal((cfg.n_classes, cfg.d_v)),
+        "Wo": rng.standard_normal((cfg.d_v, cfg.n_classes)) / math.sqrt(cfg.d_v),
+    }
+
+
+def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool = True):
+    """Mean cross-entropy over the batch, its gradients w.r.t. every parameter, and extras.
+
+    Returns ``(loss, grads, aux)``; ``aux`` has ``accuracy`` and ``weights`` (B, n).
+    """
+    B = len(batch.target)
+    q_raw = batch.query @ params["Wq"]                   # (B, 1, d_k)
+    k_raw = batch.keys @ params["Wk"]                    # (B, n, d_k)
+    v = params["Wv"][batch.labels]                       # (B, n, d_v)
+    qknorm = cfg.rule == "qknorm"
+    q, k = (qk_normalize(q_raw), qk_normalize(k_raw)) if qknorm else (q_raw, k_raw)
+    out, w = attention(q, k, v, scale=cfg.scale)         # (B, 1, d_v), (B, 1, n)
+    logits = out[:, 0] @ params["Wo"]                    # (B, C)
+    label = batch.labels[np.arange(B), batch.target]
+    logp = log_softmax(logits)
+    loss = float(-logp[np.arange(B), label].mean())
+    aux = {"accuracy": float((logits.argmax(axis=-1) == label).mean()), "weights": w[:, 0]}
+    if not need_grads:
+        return loss, None, aux
+
+    dlogits = np.exp(logp)                               # softmax - onehot, / B
+    dlogits[np.arange(B), label] -= 1
+    dlogits /= B
+    grads = {"Wo": out[:, 0].T @ dlogits}
+    dout = (dlogits @ params["Wo"].T)[:, None, :]        # (B, 1, d_v)
+    dq, dk, dv = attention_backward(q, k, v, dout, scale=cfg.scale)
+    if qknorm:
+        dq, dk = qk_normalize_backward(q_raw, dq), qk_normalize_backward(k_raw, dk)
+    grads["Wq"] = batch.query.reshape(B, -1).T @ dq.reshape(B, -1)
+    grads["Wk"] = batch.keys.reshape(-1, cfg.d_in).T @ dk.reshape(-1, cfg.d_k)
+    dWv = np.zeros_like(params["Wv"])
+    np.add.at(dWv, batch.labels.ravel(), dv.reshape(-1, cfg.d_v))
+    grads["Wv"] = dWv
+    return loss, grads, aux

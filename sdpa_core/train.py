@@ -1,0 +1,117 @@
+"""Adam and a step-by-step training loop for the tiny model (the page animates it one step at a time)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import integer
+from .model import TrainConfig, init_params, loss_and_grads, make_batch
+
+__all__ = ["Adam", "StepResult", "Trainer", "train"]
+
+
+class Adam:
+    """Adam (Kingma & Ba 2015) with bias correction, updating a dict of arrays in place."""
+
+    def __init__(self, params: dict, lr: float, betas=(0.9, 0.999), eps=1e-8):
+        self.params, self.lr, (self.b1, self.b2), self.eps = params, lr, betas, eps
+        self.m = {k: np.zeros_like(p) for k, p in params.items()}
+        self.v = {k: np.zeros_like(p) for k, p in params.items()}
+        self.t = 0
+
+    def step(self, grads: dict) -> None:
+        self.t += 1
+        c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
+        for k, g in grads.items():
+            self.m[k] = self.b1 * self.m[k] + (1 - self.b1) * g
+            self.v[k] = self.b2 * self.v[k] + (1 - self.b2) * g * g
+            self.params[k] -= self.lr * (self.m[k] / c1) / (np.sqrt(self.v[k] / c2) + self.eps)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    step: int
+    loss: float
+    accuracy: float
+
+
+class Trainer:
+    """One training run, advanced with :meth:`step`.
+
+    Data and initial weights come from ``config.seed`` only, so two trainers whose configs
+    differ only in the scaling rule see the same batches from the same starting point.
+    A non-finite loss stops the run: ``diverged`` becomes True and ``message`` says why.
+
+    Examples
+    --------
+    >>> t = Trainer(TrainConfig(d_k=16, seed=1))
+    >>> t.step().step
+    1
+    """
+
+    def __init__(self, config: TrainConfig):
+        if not isinstance(config, TrainConfig):
+            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+        self.config = config
+        self.params = init_params(np.random.default_rng([config.seed, 0]), config)
+        self._data = np.random.default_rng([config.seed, 1])
+        # a fixed example whose attention map the page shows evolving
+        self._example = make_batch(np.random.default_rng([config.seed, 2]), config, size=1)
+        self.optimizer = Adam(self.params, config.lr)
+        self.history = {"step": [], "loss": [], "accuracy": []}
+        self.diverged = False
+        self.message = ""
+
+    @property
+    def chance_loss(self) -> float:
+        return math.log(self.config.n_classes)
+
+    @property
+    def steps_done(self) -> int:
+        return len(self.history["step"])
+
+    def step(self) -> StepResult | None:
+        """One Adam step on a fresh batch; the loss/accuracy reported are the batch's before the update.
+        Returns None (and changes nothing) once the run has diverged."""
+        if self.diverged:
+            return None
+        batch = make_batch(self._data, self.config)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            loss, grads, aux = loss_and_grads(self.params, batch, self.config)
+            finite = math.isfinite(loss) and all(np.isfinite(g).all() for g in grads.values())
+            if finite:
+                self.optimizer.step(grads)
+        if not finite:
+            self.diverged = True
+            self.message = (f"diverged at step {self.steps_done + 1}: the loss or a gradient became "
+                            f"{'NaN' if math.isnan(loss) else 'infinite'}; try a smaller learning rate")
+            return None
+        result = StepResult(self.steps_done + 1, loss, aux["accuracy"])
+        for key, val in zip(("step", "loss", "accuracy"), (result.step, result.loss, result.accuracy)):
+            self.history[key].append(val)
+        return result
+
+    def run(self, steps: int) -> list[StepResult]:
+        steps = integer(steps, "steps", low=0, high=1_000_000)
+        out = []
+        for _ in range(steps):
+            r = self.step()
+            if r is None:
+                break
+            out.append(r)
+        return out
+
+    def example_weights(self) -> tuple[np.ndarray, int]:
+        """Attention weights (n_keys,) of the fixed example under the current parameters, and its target key."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            _, _, aux = loss_and_grads(self.params, self._example, self.config, need_grads=False)
+        return aux["weights"][0], int(self._example.target[0])
+
+
+def train(config: TrainConfig, steps: int) -> Trainer:
+    """Run ``steps`` steps (fewer if the run diverges) and return the trainer with its history."""
+    trainer = Trainer(config)
+    trainer.run(steps)
+    return trainer

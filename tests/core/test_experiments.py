@@ -1,0 +1,121 @@
+"""Scaling rules, the exact Gram sampler, the sweeps and their theory curves."""
+import math
+
+import numpy as np
+import pytest
+
+from sdpa_core import (FLOAT16_MAX, POW2_D_K, RULE_NAMES, draw_qkv, dot_samples, logit_scale, precision_sweep,
+                       row_stats, rule_attention, sample_gram, scale_for, sweep, theory_logit_std)
+
+
+def test_scale_for_rules():
+    assert scale_for(64, "none") == 1 and scale_for(64, "sqrt") == 0.125 and scale_for(64, "linear") == 1 / 64
+    assert scale_for(16, 0.25) == 0.5 and scale_for(16, 0.5) == scale_for(16, "sqrt")
+    with pytest.raises(ValueError, match="unknown scaling rule 'cube'.*'none', 'sqrt', 'linear'"):
+        scale_for(16, "cube")
+    with pytest.raises(ValueError, match="d_k must be >= 1"):
+        scale_for(0)
+    with pytest.raises(ValueError, match="d_k must be >= 1"):
+        scale_for(-4)
+    with pytest.raises(TypeError, match="d_k must be an integer"):
+        scale_for(2.5)
+    assert logit_scale(64, "qknorm", temperature=0.25) == 4
+
+
+@pytest.mark.parametrize("d_k", [3, 64, 1000])
+def test_bartlett_gram_has_the_distribution_of_direct_dot_products(d_k):
+    """The O(p^2) Wishart draw matches Gram matrices of explicit vectors: mean d_k on the diagonal,
+    0 off it, variances 2 d_k and d_k, within Monte-Carlo error."""
+    rng = np.random.default_rng(0)
+    g = sample_gram(d_k, 4, 20000, rng)
+    m = 20000
+    np.testing.assert_allclose(g[:, 0, 0].mean(), d_k, rtol=4 * math.sqrt(2 / (d_k * m)))
+    assert abs(g[:, 1, 0].mean()) < 4 * math.sqrt(d_k / m)
+    np.testing.assert_allclose(g[:, 2, 2].var(), 2 * d_k, rtol=0.06)
+    np.testing.assert_allclose(g[:, 3, 1].var(), d_k, rtol=0.06)
+    np.testing.assert_allclose(g, g.swapaxes(-1, -2))
+
+
+def test_dot_product_variance_is_d_k_sigma4():
+    """Var(q.k) = d_k sigma_q^2 sigma_k^2 for independent entries, at d_k up to 4096."""
+    for d_k in (1, 64, 4096):
+        x = dot_samples(d_k, 40000, sigma=1.5, seed=d_k)
+        np.testing.assert_allclose(x.var(), d_k * 1.5 ** 4, rtol=0.04)
+        assert abs(x.mean()) < 4 * math.sqrt(d_k) * 1.5 ** 2 / 200
+
+
+def test_aligned_vectors_grow_like_d_k_independent_like_sqrt():
+    """Log-log slope of the logit std: 1/2 for rho = 0, close to 1 for rho = 1 (Monte-Carlo and theory)."""
+    d = np.array([64, 4096])
+    for rho, slope in ((0.0, 0.5), (1.0, 1.0)):
+        s = sweep(d, ("none",), n=16, samples=64, rho=rho, seed=1)
+        mc = np.ptp(np.log(s.mean["logit_std"]["none"])) / np.ptp(np.log(d))
+        th = np.ptp(np.log(s.theory_logit_std["none"])) / np.ptp(np.log(d))
+        assert abs(mc - slope) < 0.08 and abs(th - slope) < 0.08
+
+
+def test_sweep_monte_carlo_agrees_with_theory_and_the_paper():
+    s = sweep(POW2_D_K, RULE_NAMES, n=16, samples=48, seed=3)
+    for rule in ("none", "sqrt", "linear"):
+        np.testing.assert_allclose(s.mean["logit_std"][rule], s.theory_logit_std[rule], rtol=0.12)
+    ent, health = s.mean["entropy"], s.mean["gradient_health"]
+    # unscaled: saturates (entropy to ~0, max weight to ~1) and its gradient vanishes as d_k grows
+    assert ent["none"][-1] < 0.15 and s.mean["max_weight"]["none"][-1] > 0.9
+    assert health["none"][-1] < 0.25 * health["sqrt"][-1]
+    # 1/sqrt(d_k): the same statistics at d_k = 4 and 4096
+    np.testing.assert_allclose(ent["sqrt"][2], ent["sqrt"][-1], rtol=0.05)
+    # 1/d_k: logits shrink, attention tends to uniform (entropy -> log n)
+    assert ent["linear"][-1] > 0.98 * math.log(16)
+    for m in s.mean:
+        for r in s.rules:
+            assert np.isfinite(s.mean[m][r]).all() and (s.spread[m][r] >= 0).all()
+    csv = s.to_csv().splitlines()
+    assert csv[0].startswith("rule,d_k,logit_std_mean") and len(csv) == 1 + len(RULE_NAMES) * len(POW2_D_K)
+
+
+def test_theory_logit_std_closed_form():
+    assert theory_logit_std(64) == pytest.approx(8.0)
+    assert theory_logit_std(64, scale=1 / 8) == pytest.approx(1.0)
+    assert theory_logit_std(64, sigma=2.0, scale=1 / 8) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="rho must be <= 1"):
+        theory_logit_std(64, rho=1.5)
+
+
+def test_playground_helpers():
+    q, k, v = draw_qkv(8, 64, seed=4)
+    _, w_none, z_none = rule_attention(q, k, v, "none")
+    _, w_sqrt, z_sqrt = rule_attention(q, k, v, "sqrt", causal=True)
+    np.testing.assert_allclose(z_sqrt, z_none / 8)
+    assert (np.triu(w_sqrt, 1) == 0).all()
+    a, b = row_stats(w_none, z_none), row_stats(w_sqrt, z_sqrt)
+    assert a["max_weight"] > b["max_weight"] and a["entropy"] < b["entropy"]
+    q16, k16, v16 = draw_qkv(4, 4096, sigma=4.0, rho=1.0, dtype=np.float16)
+    _, w, z = rule_attention(q16, k16, v16, "none")
+    assert math.isnan(row_stats(w, z)["entropy"])  # overflow shows as NaN, never as a wrong number
+    with pytest.raises(ValueError, match="rho must be <= 1"):
+        draw_qkv(4, 4, rho=2.0)
+    with pytest.raises(ValueError, match="unknown scaling rule"):
+        rule_attention(q, k, v, "sqrtt")
+
+
+def test_precision_sweep_shows_where_float16_breaks():
+    """Aligned q = k with sigma 4 at d_k = 4096: q.k = 65536 > 65504 overflows in float16 when the
+    scale is applied after the matmul, not before; the naive softmax breaks long before that."""
+    p = precision_sweep([16, 4096], sigma=4.0, rho=1.0)
+    assert p.max_abs_logit["float16"]["after"][-1] == np.inf and FLOAT16_MAX == 65504
+    assert p.max_abs_logit["float16"]["before"][-1] < FLOAT16_MAX
+    assert p.nonfinite_rows["float16"]["before"]["stable"][-1] == 0
+    assert p.nonfinite_rows["float16"]["after"]["stable"][-1] > 0
+    assert p.nonfinite_rows["float16"]["none"]["naive"][0] > 0       # exp(x) > 65504 from x > 11.1
+    assert p.nonfinite_rows["float64"]["before"]["stable"].max() == 0
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(n=1), "n must be >= 2"), (dict(samples=10**9), "samples must be <="),
+    (dict(sigma=-1.0), "sigma must be >"), (dict(rho=float("nan")), "rho must be finite"),
+    (dict(rules=("none", "bogus")), "unknown scaling rule"), (dict(d_ks=[0]), "d_k must be >= 1"),
+    (dict(n=512, samples=100_000), "sweep too large"),
+])
+def test_sweep_validates_its_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        sweep(**kwargs)
