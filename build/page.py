@@ -1,0 +1,88 @@
+"""Turn Panel's pre-rendered HTML into our page: self-hosted URLs, CSP, manifest, our boot script."""
+from __future__ import annotations
+
+import html as htmllib
+import re
+
+from prerender import SENTINEL
+
+PANEL_DIST = "static/panel/1.9.4/dist/"       # what SENTINEL + "<version>/dist/" becomes
+BOKEH_DIR = "static/bokeh/3.9.2/"
+BOKEH_CDN = re.compile(r"https://cdn\.bokeh\.org/bokeh/release/(bokeh(?:-[a-z]+)?)-3\.9\.2(\.min)?\.js")
+# URLs that are names, not requests (SVG and XML namespaces).
+NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink", "http://www.w3.org/1999/xhtml")
+URL_ATTR = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"']+)["']""", re.I)
+# http(s) URLs, and protocol-relative ones (//host.tld/...) where a URL can start
+ABSOLUTE = re.compile(r"""https?://[^\s"'<>)\\]+|(?<=["'(=\s])//[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:[:/][^\s"'<>)\\]*)?""", re.I)
+
+
+def self_host(page: str) -> str:
+    """Every asset URL Panel and Bokeh wrote, pointed at our own copy under static/."""
+    page = page.replace(SENTINEL + "1.9.4/dist/", "./" + PANEL_DIST)
+    page = re.sub(r"""(["'])(?:\./)?static/extensions/panel/""", r"\1./" + PANEL_DIST, page)
+    page = BOKEH_CDN.sub(lambda m: f"./{BOKEH_DIR}{m.group(1)}.min.js", page)
+    # Web fonts from Google: the system sans-serif is fine, and nothing leaves the tab.
+    page = re.sub(r"""<link[^>]+fonts\.(?:googleapis|gstatic)\.com[^>]*>\s*""", "", page)
+    page = re.sub(r"""@import\s+url\([^)]*fonts\.googleapis\.com[^)]*\);?""", "", page)
+    # Panel's favicon and touch icon become ours (written by icons.py).
+    page = re.sub(r"""<link rel="apple-touch-icon"[^>]*>""", "", page)
+    page = re.sub(r"""<link rel="icon"[^>]*>""", "", page)
+    return page
+
+
+def local_paths(page: str) -> list[str]:
+    """Site-relative paths of the files the HTML references (query strings dropped)."""
+    out = []
+    for url in URL_ATTR.findall(page):
+        url = htmllib.unescape(url)
+        if url.startswith(("#", "data:", "blob:", "javascript:", "mailto:")) or ABSOLUTE.match(url) or not url:
+            continue
+        out.append(url.split("?")[0].split("#")[0].removeprefix("./"))
+    # stylesheets and modules named inside the document's JSON (model properties)
+    out += re.findall(r"(?:\./)?(" + re.escape(PANEL_DIST) + r"[^\s\"'?#<>\\]+)", page)
+    return sorted(set(out))
+
+
+def foreign_urls(text: str) -> list[str]:
+    """Absolute URLs that would be requests to another origin (namespaces are not requests)."""
+    return sorted({u for u in ABSOLUTE.findall(text) if not u.startswith(NAMESPACES)})
+
+
+def csp(extra_origins: tuple[str, ...] = ()) -> str:
+    more = "".join(" " + o for o in extra_origins)
+    # Panel's templates use inline handlers and Bokeh/Panel compile small functions at run time,
+    # hence 'unsafe-inline'/'unsafe-eval' for scripts; all fetching stays on this origin.
+    return "; ".join([
+        "default-src 'self'",
+        f"script-src 'self' 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:{more}",  # es-module-shims: blob:
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data: blob:",
+        "font-src 'self' data:",
+        f"connect-src 'self'{more}",
+        "worker-src 'self' blob:",
+        "manifest-src 'self'",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'none'",
+    ])
+
+
+def finish(page: str, *, title: str, theme: str, policy: str) -> str:
+    head = "\n".join([
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+        '<meta name="referrer" content="no-referrer">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta name="theme-color" content="{theme}">',
+        '<link rel="manifest" href="./manifest.webmanifest">',
+        '<link rel="icon" href="./icons/icon.svg" type="image/svg+xml">',
+        '<link rel="apple-touch-icon" href="./icons/icon-192.png">',
+        '<link rel="stylesheet" href="./boot.css">',
+    ])
+    # CSP must come before anything it governs: right after <meta charset>.
+    page = re.sub(r"(<meta charset=[^>]*>)", lambda m: m.group(1) + "\n" + head, page, count=1)
+    # Panel's worker handler (an inline script creating the Worker) gives way to ours.
+    page, n = re.subn(r"<script[^>]*>(?:(?!</script>).)*new Worker\((?:(?!</script>).)*</script>",
+                      '<script src="./boot.js"></script>', page, count=1, flags=re.S)
+    if n != 1:
+        raise SystemExit("make site: Panel's worker handler script not found in the pre-rendered page")
+    return page

@@ -1,0 +1,45 @@
+"""Render the app once in CPython: the first paint of the page, and the list of what it imports.
+
+Run as a script in its own process (make_site.py does), so that Panel reads
+PANEL_CDN_ROOT at import and the import record is the app's alone:
+
+    python build/prerender.py web/app.py OUT.json
+
+Packages the page must never load in the browser are made unimportable here, so
+an app that starts needing one fails the build instead of silently growing it.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import os
+import sys
+from pathlib import Path
+
+# Absolute, so Panel treats it as a CDN; make_site.py rewrites it to a relative ./static/ path.
+SENTINEL = "https://sdpa-lab.invalid/static/panel/"
+NEVER = ("pandas", "PIL", "tqdm", "requests", "bleach", "matplotlib", "pyarrow")
+
+
+def main(app: str, out: str) -> None:
+    os.environ["PANEL_CDN_ROOT"] = SENTINEL
+    for name in NEVER:
+        sys.modules[name] = None      # find_spec() -> None: "not installed" to Bokeh and Panel
+    app_path = Path(app).resolve()
+    # Like `panel serve web/app.py` next to the repository: both `web.x` and `x` import.
+    sys.path[:0] = [str(app_path.parent), str(app_path.parent.parent)]
+
+    from panel.io.convert import script_to_html
+
+    html, _ = script_to_html(str(app_path), runtime="pyodide-worker", requirements=[], prerender=True,
+                             panel_version="auto", inline=False, manifest=None, compiled=False)
+    top = {m.split(".")[0] for m in list(sys.modules) if sys.modules.get(m) is not None}
+    owners = md.packages_distributions()
+    dists = sorted({d for m in top for d in owners.get(m, [])})
+    first_party = sorted(m for m in top if (Path(app_path.parent) / f"{m}.py").exists())
+    Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top),
+                                     "sibling_modules": first_party}))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
