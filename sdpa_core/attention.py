@@ -13,7 +13,7 @@ import numpy as np
 
 from ._checks import float_array, real
 
-__all__ = ["attention", "attention_backward"]
+__all__ = ["attention", "attention_backward", "matmul"]
 
 
 def attention(q, k, v, *, scale=None, mask=None, causal=False):
@@ -55,7 +55,7 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
     """
     q, k, v, scale, allowed, bias = _prepare(q, k, v, scale, mask, causal)
     weights = _weights(q, k, scale, allowed, bias)
-    return weights @ v, weights
+    return matmul(weights, v), weights
 
 
 def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False):
@@ -84,12 +84,12 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
         raise ValueError(f"grad_out must have the output's shape {out_shape}, got {grad_out.shape}") from None
     w = _weights(q, k, scale, allowed, bias)
     with np.errstate(over="ignore", invalid="ignore"):
-        dv = w.swapaxes(-1, -2) @ grad_out
-        dz = grad_out @ v.swapaxes(-1, -2)                  # dW, then turned into dZ in place
+        dv = matmul(w.swapaxes(-1, -2), grad_out)
+        dz = matmul(grad_out, v.swapaxes(-1, -2))          # dW, then turned into dZ in place
         dz -= (dz * w).sum(axis=-1, keepdims=True)
         dz *= w                                             # dZ / scale: scale goes on the smaller products
-        dq = (dz @ k) * scale
-        dk = (dz.swapaxes(-1, -2) @ q) * scale
+        dq = matmul(dz, k) * scale
+        dk = matmul(dz.swapaxes(-1, -2), q) * scale
     return _unbroadcast(dq, q.shape), _unbroadcast(dk, k.shape), _unbroadcast(dv, v.shape)
 
 
@@ -145,7 +145,7 @@ def _weights(q, k, scale, allowed, bias):
     # Scaling q before the matmul (L*E multiplies instead of L*S) is what PyTorch's math path does too.
     with np.errstate(over="ignore", invalid="ignore"):
         qs = q * scale
-        z = qs @ k.swapaxes(-1, -2)
+        z = matmul(qs, k.swapaxes(-1, -2))
         if bias is None and allowed is None and _exp_is_safe(qs, k):
             np.exp(z, out=z)
             z *= np.reciprocal(z.sum(axis=-1, keepdims=True))
@@ -180,6 +180,16 @@ def _exp_is_safe(qs, k) -> bool:
     kn = np.sqrt(np.einsum("...e,...e->...", k, k).max())
     bound = float(qn) * float(kn)
     return bound < limit  # False for NaN too
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` in the inputs' dtype. float16 is multiplied in float32 and rounded once, as half
+    precision tensor cores do (products accumulate in float32); results past 65504 become inf.
+    It also avoids numpy's float16 matmul, which has no BLAS and is ~100x slower."""
+    if a.dtype == np.float16:
+        with np.errstate(over="ignore"):
+            return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    return a @ b
 
 
 def _unbroadcast(grad: np.ndarray, shape: tuple) -> np.ndarray:

@@ -173,3 +173,16 @@ def test_hypothesis_matches_torch(L, S, E, seed, causal):
     _, expected = _torch(q, k, v, mask, False, None)
     expected = np.nan_to_num(expected.detach().numpy())  # torch's math path: NaN rows where ours are 0
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_float16_matches_a_float64_reference_within_half_precision():
+    """float16 inputs stay float16 end to end and agree with float64 maths to half precision."""
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 6, 16)).astype(np.float16) for _ in range(3))
+    out, w = attention(q, k, v, causal=True)
+    ref, wref = attention(*(a.astype(np.float64) for a in (q, k, v)), causal=True)
+    assert out.dtype == w.dtype == np.float16
+    np.testing.assert_allclose(out, ref, atol=8e-3)
+    np.testing.assert_allclose(w, wref, atol=4e-3)
+    dq, dk, dv = attention_backward(q, k, v, np.ones_like(out))
+    assert dq.dtype == np.float16 and np.isfinite(dq).all()
