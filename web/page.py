@@ -1,0 +1,141 @@
+"""Assemble the page: template, intro, view navigation, the notice, and the two-way URL mirror."""
+from __future__ import annotations
+
+
+import panel as pn
+import param
+
+from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
+from .theme import CSS, HEADER_BG, NOTICE_STYLES
+from .urlstate import KEYS, apply_query, to_query
+from .views.common import caption, shared_controls
+from .views.playground import Playground
+from .views.precision import Precision
+from .views.questions import Questions
+from .views.saturation import Saturation
+from .views.training import Training
+from .views.variance import Variance
+
+TITLE = "SDPA Lab: why attention divides by √d_k"
+
+INTRO = """
+<div class="sdpa-intro">
+<p>Transformer attention computes <b>softmax(q·k / √d<sub>k</sub>)</b>. Why divide by √d<sub>k</sub>, the width of
+each query and key? This page answers it with live numbers: every plot is computed in your tab from random
+queries and keys, a small training run, or a floating-point experiment, and it changes as you move the settings.</p>
+<p>Start in the <b>Playground</b> and drag <b>d_k</b> up; then follow the views from left to right, or jump to the
+<b>Questions</b>. Every setting is kept in the page's address, so a copied link opens exactly what you see.</p>
+</div>
+"""
+
+VIEW_CLASSES = {"playground": Playground, "variance": Variance, "saturation": Saturation,
+                "training": Training, "precision": Precision, "questions": Questions}
+
+
+class Page(param.Parameterized):
+    """The whole page for one session: state, views (built on first visit), notice and URL mirror."""
+
+    notices = param.List(default=[], doc="Corrections made to the link's settings, shown until dismissed.")
+
+    def __init__(self, search: str | None = None, **params):
+        super().__init__(**params)
+        self.lab = LabState()
+        self.train = TrainingState(self.lab)
+        self._views = {}
+        self._last_search = None
+        self.notice = pn.pane.HTML("", styles=NOTICE_STYLES, visible=False, sizing_mode="stretch_width",
+                                   margin=(4, 10))
+        self.dismiss = pn.widgets.Button(name="Dismiss notice", button_type="light", visible=False, width=140)
+        self.dismiss.on_click(lambda e: setattr(self, "notices", []))
+        self.nav = pn.widgets.RadioButtonGroup.from_param(
+            self.lab.param.view, name="View", options={VIEW_LABELS[v]: v for v in VIEWS}, button_type="primary",
+            button_style="outline", sizing_mode="stretch_width", orientation="horizontal")
+        self.content = pn.Column(sizing_mode="stretch_width", min_height=600)
+        self.lab.param.watch(self._show_view, ["view"])
+        if search:
+            self.apply_search(search)
+        self._show_view()
+        self.lab.param.watch(self._push_url, [name for o, name, _, _ in KEYS.values() if o == "lab"])
+        self.train.param.watch(self._push_url, [name for o, name, _, _ in KEYS.values() if o == "train"])
+
+    # ---- URL --------------------------------------------------------------------------------------
+    def apply_search(self, search: str) -> None:
+        """Set the state from a query string; bad values become notices, never exceptions."""
+        self._last_search = search
+        try:
+            self.notices = apply_query(search, self.lab, self.train)
+        except Exception as exc:  # the parser clamps everything; this is the last line of defence
+            self.notices = [f"The link's settings could not be applied ({type(exc).__name__}); defaults are used."]
+
+    @param.depends("notices", watch=True)
+    def _show_notices(self):
+        if self.notices:
+            items = "".join(f"<li>{n}</li>" for n in self.notices)  # each notice is built from escaped text
+            self.notice.object = (f"<div role='status'><b>Some settings in the link were corrected:</b>"
+                                  f"<ul style='margin:2px 0'>{items}</ul></div>")
+        self.notice.visible = self.dismiss.visible = bool(self.notices)
+
+    def current_search(self) -> str:
+        q = to_query(self.lab, self.train)
+        return "" if q == "?" else q
+
+    def _push_url(self, *_):
+        loc = pn.state.location
+        search = self.current_search()
+        self._last_search = search
+        if loc is not None and loc.search != search:
+            loc.search = search
+
+    def _on_location(self, event):
+        """The browser's address changed (first sync in Pyodide, or the back button): follow it."""
+        if event.new != self._last_search and event.new != self.current_search():
+            self.apply_search(event.new)
+
+    def connect_location(self):
+        loc = pn.state.location
+        if loc is None:
+            return
+        if loc.search and loc.search != self._last_search:
+            self.apply_search(loc.search)
+        loc.param.watch(self._on_location, ["search"])
+
+    # ---- views ------------------------------------------------------------------------------------
+    def view(self, name: str):
+        if name not in self._views:
+            cls = VIEW_CLASSES[name]
+            kw = {"train": self.train} if cls is Training else {"lab": self.lab}
+            if cls is Questions:
+                kw["train"] = self.train
+            self._views[name] = cls(**kw)
+        return self._views[name]
+
+    def _show_view(self, *_):
+        if self.lab.view != "training" and self.train.running:
+            self.train.running = False  # no animation runs off-screen
+        self.content.objects = [self.view(self.lab.view)]
+
+    # ---- template ---------------------------------------------------------------------------------
+    def template(self):
+        controls = shared_controls(self.lab)
+        header = pn.Column(
+            pn.pane.HTML(INTRO, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS]),
+            self.notice, self.dismiss,
+            pn.pane.HTML("<div id='sdpa-views-label' style='font-size:14px;color:#333'>Views</div>", margin=(4, 10, 0, 10)),
+            self.nav,
+            sizing_mode="stretch_width")
+        footer = caption("All numbers come from the `sdpa_core` numpy library in this repository. Colours: Okabe-Ito "
+                         "for rules and dtypes (colour-blind safe, with distinct dash patterns), viridis for weights.")
+        tmpl = pn.template.BootstrapTemplate(
+            title=TITLE, sidebar=[controls], main=[header, self.content, footer], header_background=HEADER_BG,
+            sidebar_width=330)
+        return tmpl
+
+
+def create_app(search: str | None = None):
+    """A new page for this session, mirrored to and from the browser's address bar."""
+    page = Page(search=search)
+    tmpl = page.template()
+    if pn.state.location is not None:
+        page.connect_location()
+    tmpl.page = page  # handle for tests and the latency script
+    return tmpl

@@ -1,0 +1,88 @@
+"""Colours, figure defaults and page CSS shared by every view: one palette, one look.
+
+Rules use the Okabe-Ito palette (distinguishable with every common colour-vision deficiency)
+and also differ in dash pattern; heatmaps use viridis (perceptually uniform, readable in grey).
+"""
+from __future__ import annotations
+
+from bokeh.models import HoverTool
+from bokeh.palettes import Viridis256
+from bokeh.plotting import figure
+
+# Okabe & Ito (2008), "Color Universal Design".
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7",
+}
+RULE_COLORS = {
+    "none": OKABE_ITO["vermillion"], "sqrt": OKABE_ITO["blue"], "linear": OKABE_ITO["green"],
+    "alpha": OKABE_ITO["purple"], "qknorm": OKABE_ITO["orange"],
+}
+RULE_DASH = {"none": "solid", "sqrt": "solid", "linear": "dashed", "alpha": "dotdash", "qknorm": "dotted"}
+DTYPE_COLORS = {"float16": OKABE_ITO["vermillion"], "float32": OKABE_ITO["sky"], "float64": OKABE_ITO["black"]}
+THEORY_COLOR = "#555555"
+MARK_COLOR = "#444444"
+HEATMAP = Viridis256
+NAN_COLOR = "#ff00ff"  # magenta: not in viridis, so an overflowed (NaN) weight cannot be mistaken
+
+ACCENT = OKABE_ITO["blue"]
+HEADER_BG = "#1d3557"
+
+#: host styles (Panel panes live in shadow DOM: ``styles`` reach the pane itself, CSS classes would not)
+VERDICT_STYLES = {"border-left": "5px solid " + OKABE_ITO["blue"], "background": "#f2f6fb", "padding": "2px 12px",
+                  "font-size": "16.5px", "font-weight": "600", "border-radius": "3px"}
+NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "background": "#fff4ec",
+                 "padding": "2px 12px", "border-radius": "3px"}
+
+
+def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, tools: str = "pan,wheel_zoom,box_zoom,reset,save",
+                hover: list | None = None, **kw):
+    """A Bokeh figure with the page's defaults: responsive width, readable fonts, save tool for PNG."""
+    p = figure(title=title, height=height, sizing_mode="stretch_width", tools=tools,
+               toolbar_location="right", min_width=280, **kw)
+    p.toolbar.logo = None
+    p.xaxis.axis_label, p.yaxis.axis_label = x_label, y_label
+    p.title.text_font_size = "14px"
+    p.title.text_font_style = "bold"
+    for ax in (p.xaxis, p.yaxis):
+        ax.axis_label_text_font_size = "13px"
+        ax.axis_label_text_font_style = "normal"
+        ax.major_label_text_font_size = "12px"
+    p.outline_line_color = None
+    p.grid.grid_line_alpha = 0.4
+    p.background_fill_color = "#ffffff"
+    p.border_fill_color = "#ffffff"
+    if hover:
+        p.add_tools(HoverTool(tooltips=hover))
+    return p
+
+
+def style_legend(p, location="top_left"):
+    if p.legend:
+        p.legend.location = location
+        p.legend.click_policy = "hide"
+        p.legend.label_text_font_size = "12px"
+        p.legend.background_fill_alpha = 0.85
+        p.legend.spacing = 0
+        p.legend.padding = 4
+
+
+CSS = """
+:root { --sdpa-accent: %(accent)s; }
+body { font-size: 16px; line-height: 1.5; }
+.sdpa-intro { max-width: 70em; }
+.sdpa-intro p { margin: 0.3em 0; }
+.sdpa-caption { color: #333; font-size: 14px; margin: 2px 0 10px 0; max-width: 70em; }
+.sdpa-caption p { margin: 0; }
+.sdpa-verdict { font-size: 17px; font-weight: 600; border-left: 5px solid var(--sdpa-accent);
+                padding: 6px 12px; background: #f2f6fb; }
+.sdpa-notice { border-left: 5px solid #D55E00; background: #fff4ec; padding: 6px 12px; }
+table.sdpa-readouts { border-collapse: collapse; font-size: 15px; width: 100%%; }
+table.sdpa-readouts th, table.sdpa-readouts td { padding: 4px 8px; border-bottom: 1px solid #ddd; text-align: right; }
+table.sdpa-readouts th:first-child, table.sdpa-readouts td:first-child { text-align: left; }
+table.sdpa-readouts caption { text-align: left; font-weight: 600; padding: 4px 0; }
+table.sdpa-readouts th { font-weight: 600; }
+.sdpa-meaning { font-weight: normal; font-size: 13px; color: #444; }
+.sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
+.sdpa-status { font-size: 15px; }
+""" % {"accent": ACCENT}

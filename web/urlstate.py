@@ -1,0 +1,174 @@
+"""The query string: parse any input into valid state (with notices), and write state back.
+
+Hostile input (negative, huge, NaN, text, markup, repeated keys, very long strings) never raises:
+each bad value is clamped or reset to its default and produces one plain-words notice.
+Notices never echo more than a short, HTML-escaped excerpt of what was given.
+"""
+from __future__ import annotations
+
+import html
+import math
+from urllib.parse import parse_qsl, urlencode
+
+import param
+
+from .state import (D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, LabState, TrainingState,
+                    nearest_option)
+
+MAX_QUERY_CHARS = 2000
+MAX_VALUE_CHARS = 40
+MAX_NOTICES = 6
+
+# key -> (object "lab" or "train", parameter name, kind, options for snapping)
+KEYS = {
+    "view": ("lab", "view", "select", None),
+    "d_k": ("lab", "d_k", "int", D_K_OPTIONS),
+    "n": ("lab", "n", "int", None),
+    "sigma": ("lab", "sigma", "float", None),
+    "rho": ("lab", "rho", "float", None),
+    "seed": ("lab", "seed", "int", None),
+    "rule": ("lab", "rule", "select", None),
+    "alpha": ("lab", "alpha", "float", None),
+    "temperature": ("lab", "temperature", "float", None),
+    "causal": ("lab", "causal", "bool", None),
+    "dtype": ("lab", "dtype", "select", None),
+    "query": ("lab", "query", "int", None),
+    "samples": ("lab", "samples", "int", SAMPLES_OPTIONS),
+    "order": ("lab", "order", "select", None),
+    "rule_a": ("train", "rule_a", "select", None),
+    "rule_b": ("train", "rule_b", "select", None),
+    "lr": ("train", "lr", "float", LR_OPTIONS),
+    "train_d_k": ("train", "d_k", "int", TRAIN_D_K_OPTIONS),
+}
+TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _show(raw: str) -> str:
+    """A short, escaped excerpt of untrusted text, safe to put in HTML."""
+    raw = raw if len(raw) <= MAX_VALUE_CHARS else raw[:MAX_VALUE_CHARS] + "…"
+    return html.escape(repr(raw)[1:-1] if raw.isprintable() else raw.encode("unicode_escape").decode("ascii"))
+
+
+def _param(key: str):
+    obj, name, _, _ = KEYS[key]
+    return (LabState if obj == "lab" else TrainingState).param[name]
+
+
+def parse_value(key: str, raw: str):
+    """``(value, notice or None)`` for one key; ``value`` is always valid for the parameter."""
+    _, _, kind, options = KEYS[key]
+    p = _param(key)
+    default = p.default
+    if len(raw) > MAX_VALUE_CHARS:
+        return default, f"{key}: the value was too long; reset to {default}."
+    if kind == "select":
+        if raw in p.objects:
+            return raw, None
+        return default, f"{key}: “{_show(raw)}” is not one of {', '.join(map(str, p.objects))}; reset to {default}."
+    if kind == "bool":
+        low = raw.strip().lower()
+        if low in TRUE or low in FALSE:
+            return low in TRUE, None
+        return default, f"{key}: “{_show(raw)}” is not true or false; reset to {str(default).lower()}."
+    try:
+        x = float(raw.strip())
+    except ValueError:
+        return default, f"{key}: “{_show(raw)}” is not a number; reset to {default}."
+    if not math.isfinite(x):
+        return default, f"{key}: “{_show(raw)}” is not a finite number; reset to {default}."
+    lo, hi = p.bounds
+    notice = None
+    if x < lo or x > hi:
+        clamped = min(max(x, lo), hi)
+        notice = f"{key}: {_show(raw)} is outside [{lo}, {hi}]; clamped to {clamped:g}."
+        x = clamped
+    if kind == "int":
+        if x != int(x) and notice is None:
+            notice = f"{key}: {_show(raw)} is not a whole number; rounded to {round(x)}."
+        x = int(round(x))
+    if options is not None and x not in options:
+        snapped = nearest_option(x, options)
+        if notice is None:
+            notice = f"{key}: {_show(raw)} is not one of the slider's steps; snapped to {snapped:g}."
+        else:
+            notice = notice.rstrip(".") + f", then snapped to {snapped:g}."
+        x = snapped
+    return x, notice
+
+
+def parse_query(search: str) -> tuple[dict, dict, list[str]]:
+    """Parse ``?a=1&b=2`` into ``(lab_values, train_values, notices)``. Never raises."""
+    notices = []
+    search = search or ""
+    if search.startswith("?"):
+        search = search[1:]
+    if len(search) > MAX_QUERY_CHARS:
+        notices.append(f"The link's query string was longer than {MAX_QUERY_CHARS} characters; the rest was ignored.")
+        search = search[:MAX_QUERY_CHARS]
+    try:
+        pairs = parse_qsl(search, keep_blank_values=True, max_num_fields=200)
+    except Exception:  # e.g. too many fields
+        return {}, {}, ["The link's query string could not be read; every setting was reset."]
+    lab, train, seen, unknown = {}, {}, {}, []
+    for key, raw in pairs:
+        if key not in KEYS:
+            if key not in unknown:
+                unknown.append(key)
+            continue
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            continue
+        value, notice = parse_value(key, raw)
+        if notice:
+            notices.append(notice)
+        (lab if KEYS[key][0] == "lab" else train)[KEYS[key][1]] = value
+    for key, count in seen.items():
+        if count > 1:
+            notices.append(f"{key} was given {count} times; the first value was used.")
+    if unknown:
+        shown = ", ".join(f"“{_show(k)}”" for k in unknown[:3])
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        notices.append(f"Ignored unknown setting(s) {shown}{more}.")
+    # the selected query row must exist for the (possibly new) sequence length
+    n = lab.get("n", LabState.param.n.default)
+    if lab.get("query", 0) > n - 1:
+        notices.append(f"query: {lab['query']} is past the last row for n = {n}; set to {n - 1}.")
+        lab["query"] = n - 1
+    if len(notices) > MAX_NOTICES:
+        notices = notices[:MAX_NOTICES - 1] + [f"…and {len(notices) - MAX_NOTICES + 1} more corrections."]
+    return lab, train, notices
+
+
+def apply_query(search: str, lab: LabState, train: TrainingState) -> list[str]:
+    """Set ``lab`` and ``train`` from a query string (valid values only); returns the notices."""
+    lab_values, train_values, notices = parse_query(search)
+    # unspecified keys go back to their defaults, so a link reproduces the view exactly
+    lab_all = {name: LabState.param[name].default for _, (o, name, _, _) in KEYS.items() if o == "lab"}
+    train_all = {name: TrainingState.param[name].default for _, (o, name, _, _) in KEYS.items() if o == "train"}
+    lab_all.update(lab_values)
+    train_all.update(train_values)
+    n = lab_all["n"]
+    lab_all["query"] = min(lab_all["query"], n - 1)
+    with param.parameterized.batch_call_watchers(lab):
+        lab.param.update(**{k: v for k, v in lab_all.items() if getattr(lab, k) != v})
+    changed = {k: v for k, v in train_all.items() if getattr(train, k) != v}
+    if changed:
+        train.param.update(**changed)
+    return notices
+
+
+def to_query(lab: LabState, train: TrainingState) -> str:
+    """The query string of the current state: ``view`` always, every other key when not at its default."""
+    out = {}
+    for key, (obj, name, kind, _) in KEYS.items():
+        target = lab if obj == "lab" else train
+        value = getattr(target, name)
+        if key != "view" and value == target.param[name].default:
+            continue
+        if kind == "bool":
+            value = "true" if value else "false"
+        elif kind == "float":
+            value = f"{value:.6g}"
+        out[key] = value
+    return "?" + urlencode(out)
+

@@ -1,0 +1,85 @@
+"""Small building blocks shared by the views: captions, readout formatting, the shared controls."""
+from __future__ import annotations
+
+import html
+import math
+
+import panel as pn
+
+from ..state import D_K_OPTIONS, DTYPES, RULE_LABELS, LabState
+from ..theme import CSS, RULE_COLORS
+
+
+def caption(text: str, **kw) -> pn.pane.Markdown:
+    """A one-sentence explanation under a plot or control (trusted text, no maths renderer needed)."""
+    return pn.pane.Markdown(text, css_classes=["sdpa-caption"], stylesheets=[CSS], disable_math=True, margin=(0, 10, 8, 10),
+                            sizing_mode="stretch_width", **kw)
+
+
+def heading(text: str, level: int = 2) -> pn.pane.HTML:
+    return pn.pane.HTML(f"<h{level} style='margin:8px 0 2px 0'>{html.escape(text)}</h{level}>",
+                        sizing_mode="stretch_width", margin=(4, 10, 0, 10))
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "overflow (NaN)"
+    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+        return f"{x:.2e}"
+    return f"{x:.{digits}g}"
+
+
+def swatch(rule: str) -> str:
+    return f"<span class='sdpa-swatch' style='background:{RULE_COLORS[rule]}'></span>"
+
+
+def rule_options() -> dict:
+    """Select options: readable label -> rule name."""
+    return {RULE_LABELS[r]: r for r in RULE_LABELS}
+
+
+def shared_controls(lab: LabState) -> pn.Column:
+    """The controls every view shares (sidebar). Sliders that trigger Monte-Carlo sweeps follow the
+    throttled value (on release); d_k follows the drag, since every view updates cheaply for it."""
+    w = {}
+    w["d_k"] = pn.widgets.DiscreteSlider.from_param(lab.param.d_k, options=D_K_OPTIONS, name="d_k (key/query dimension)",
+                                                   sizing_mode="stretch_width")
+    w["n"] = pn.widgets.IntSlider.from_param(lab.param.n, name="n (sequence length)", throttled=True,
+                                             sizing_mode="stretch_width")
+    w["sigma"] = pn.widgets.FloatSlider.from_param(lab.param.sigma, name="σ (std of q, k entries)", step=0.1,
+                                                   throttled=True, sizing_mode="stretch_width")
+    w["rho"] = pn.widgets.FloatSlider.from_param(lab.param.rho, name="ρ (q/k correlation)", step=0.05,
+                                                 throttled=True, sizing_mode="stretch_width")
+    w["rule"] = pn.widgets.Select.from_param(lab.param.rule, name="Scaling rule", options=rule_options(),
+                                             sizing_mode="stretch_width")
+    w["alpha"] = pn.widgets.FloatSlider.from_param(lab.param.alpha, name="α (custom rule: d_k^-α)", step=0.05,
+                                                   throttled=True, sizing_mode="stretch_width")
+    w["temperature"] = pn.widgets.FloatSlider.from_param(lab.param.temperature, name="QK-norm temperature",
+                                                         step=0.01, throttled=True, sizing_mode="stretch_width")
+    w["causal"] = pn.widgets.Checkbox.from_param(lab.param.causal, name="Causal mask")
+    w["dtype"] = pn.widgets.RadioButtonGroup.from_param(lab.param.dtype, name="dtype", options=list(DTYPES),
+                                                        button_type="primary", button_style="outline",
+                                                        sizing_mode="stretch_width")
+    w["seed"] = pn.widgets.IntInput.from_param(lab.param.seed, name="Seed", sizing_mode="stretch_width")
+    captions = {
+        "d_k": "Width of each q and k. Arrow keys step through powers of two and the 1.5× steps between.",
+        "n": "How many queries and keys the head sees.",
+        "sigma": "Spread of every q and k entry; the unscaled logit std is about σ²√d_k.",
+        "rho": "0: q and k independent; 1: each key equals its query, so q·k grows like d_k.",
+        "rule": "What multiplies q·k before the softmax; every plot compares it with no scaling.",
+        "alpha": "Used by the rule d_k^-α: 0.5 is 1/√d_k, 1 is muP's 1/d_k.",
+        "temperature": "Used by QK-norm: q and k are unit vectors, logits = cos(q, k) / temperature.",
+        "causal": "Query i may only look at keys 0…i (as in a decoder).",
+        "dtype": "Number format of the playground's arithmetic: float16 overflows past 65504.",
+        "seed": "Draw a different random Q, K, V.",
+    }
+    items = [pn.pane.HTML("<h2 style='margin:4px 0'>Settings</h2>", margin=(0, 10))]
+    for key in ("d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed"):
+        if key == "dtype":
+            items.append(pn.pane.HTML("<div style='font-size:14px'>dtype (playground arithmetic)</div>",
+                                      margin=(6, 10, 0, 10)))
+        items.append(w[key])
+        items.append(caption(captions[key]))
+    col = pn.Column(*items, sizing_mode="stretch_width")
+    col.widgets = w
+    return col

@@ -1,0 +1,127 @@
+"""Playground: one attention head on random Q, K, V, unscaled beside the chosen rule."""
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
+
+from ..state import RULE_LABELS, LabState
+from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, RULE_COLORS, make_figure, style_legend
+from .common import caption, fmt, heading, swatch
+
+
+def heatmap_data(weights: np.ndarray) -> dict:
+    n = weights.shape[0]
+    i, j = np.divmod(np.arange(n * n), n)
+    return {"i": i, "j": j, "x": j + 0.5, "y": i + 0.5, "w": weights.ravel()}
+
+
+class Playground(pn.viewable.Viewer):
+    """Heatmaps, one query's weights and the readouts, for no scaling and the chosen rule."""
+
+    lab = param.ClassSelector(class_=LabState, doc="The shared state.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.mapper = LinearColorMapper(palette=HEATMAP, low=0, high=1, nan_color=NAN_COLOR)
+        self.maps, self.map_sources = {}, {}
+        for side in ("none", "rule"):
+            src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
+            p = make_figure(title="", x_label="key j", y_label="query i", height=340,
+                            hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
+                            x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True)
+            p.rect("x", "y", width=1, height=1, source=src, line_color=None,
+                   fill_color={"field": "w", "transform": self.mapper})
+            p.grid.visible = False
+            p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="weight", title_text_font_size="11px",
+                                  major_label_text_font_size="11px"), "right")
+            self.maps[side], self.map_sources[side] = p, src
+        self.bar_source = ColumnDataSource({"x0": [], "x1": [], "none": [], "rule": []})
+        p = make_figure(title="", x_label="key j", y_label="attention weight", height=260,
+                        hover=[("key j", "@x0{0}"), ("no scaling", "@none{0.000}"), ("chosen rule", "@rule{0.000}")],
+                        y_range=Range1d(0, 1.02))
+        self.bar_none = p.vbar(x="x0", top="none", width=0.4, source=self.bar_source, color=RULE_COLORS["none"],
+                               legend_label="no scaling")
+        self.bar_rule = p.vbar(x="x1", top="rule", width=0.4, source=self.bar_source, color=RULE_COLORS["sqrt"],
+                               legend_label="chosen rule")
+        style_legend(p, "top_right")
+        p.xgrid.visible = False
+        self.bars = p
+        self.query_slider = pn.widgets.IntSlider.from_param(self.lab.param.query, name="Query row i shown in the bar chart",
+                                                            end=self.lab.n - 1, sizing_mode="stretch_width")
+        self.readouts = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
+        self.verdict = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.lab.param.watch(self._update, ["playground"])
+        self.lab.param.watch(self._update_bars, ["query"])
+        self._update()
+
+    def _update(self, *_):
+        res, lab = self.lab.playground, self.lab
+        n = lab.n
+        finite = [np.nanmax(res[s]["weights"]) for s in ("none", "rule") if np.isfinite(res[s]["weights"]).any()]
+        self.mapper.high = float(max(finite)) if finite and max(finite) > 0 else 1.0
+        for side in ("none", "rule"):
+            p, r = self.maps[side], res[side]
+            self.map_sources[side].data = heatmap_data(r["weights"])
+            p.x_range.end = n
+            p.y_range.start = n
+            label = RULE_LABELS[r["rule"]]
+            p.title.text = f"{label}: weights (scale {fmt(r['scale'])})"
+        self.query_slider.end = n - 1
+        self.bar_rule.glyph.fill_color = self.bar_rule.glyph.line_color = RULE_COLORS[res["rule"]["rule"]]
+        self.bars.legend.items[1].label = {"value": RULE_LABELS[res["rule"]["rule"]]}
+        self._update_bars()
+        self.readouts.object = self._table(res)
+        self.verdict.object = lab.verdict
+
+    def _update_bars(self, *_):
+        res, q = self.lab.playground, min(self.lab.query, self.lab.n - 1)
+        n = res["none"]["weights"].shape[0]
+        x = np.arange(n)
+        self.bar_source.data = {"x0": x - 0.2, "x1": x + 0.2,
+                                "none": np.nan_to_num(res["none"]["weights"][q]),
+                                "rule": np.nan_to_num(res["rule"]["weights"][q])}
+        self.bars.title.text = f"Weights of query {q} over the keys"
+
+    def _table(self, res) -> str:
+        n = self.lab.n
+        rows = [("logit std", "logit_std", "spread of the scaled scores the softmax sees"),
+                ("entropy (nats)", "entropy", f"0 = one token, {np.log(n):.2f} = uniform over {n}"),
+                ("max weight", "max_weight", "share of the largest weight, averaged over queries"),
+                ("tokens attended", "effective_support", f"exp(entropy): 1 = one token, {n} = all"),
+                ("gradient health", "gradient_health", "‖softmax Jacobian‖: 0 = no gradient flows")]
+        rule = res["rule"]["rule"]
+        head = (f"<tr><th scope='col'>readout</th><th scope='col'>{swatch('none')}no scaling</th>"
+                f"<th scope='col'>{swatch(rule)}{RULE_LABELS[rule]}</th></tr>")
+        body = "".join(
+            f"<tr><th scope='row'>{name}<div class='sdpa-meaning'>{meaning}</div></th>"
+            f"<td>{fmt(res['none']['stats'][key])}</td><td>{fmt(res['rule']['stats'][key])}</td></tr>"
+            for name, key, meaning in rows)
+        return (f"<table class='sdpa-readouts'><caption>Readouts, averaged over the {n} queries</caption>"
+                f"{head}{body}</table>")
+
+    def __panel__(self):
+        maps = pn.FlexBox(*(pn.Column(self.maps[s], sizing_mode="stretch_width", min_width=300,
+                                      styles={"flex": "1 1 340px"}) for s in ("none", "rule")),
+                          sizing_mode="stretch_width")
+        lower = pn.FlexBox(
+            pn.Column(self.query_slider, self.bars,
+                      caption("One row of each heatmap as bars: a saturated softmax puts almost all of it on one key."),
+                      sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300),
+            pn.Column(self.readouts,
+                      caption("Gradient health is the size of the softmax's Jacobian diag(p) − ppᵀ: "
+                              "it falls to 0 as a row saturates, so almost no gradient reaches q and k."),
+                      sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300),
+            sizing_mode="stretch_width")
+        return pn.Column(
+            heading("Playground: one attention head, with and without scaling"),
+            caption("Random Q and K with the settings on the left; the same Q and K go through the softmax "
+                    "unscaled (left) and with the chosen rule (right). Drag d_k up and watch the left map "
+                    "collapse to one bright cell per row."),
+            self.verdict,
+            maps,
+            caption("Attention weights softmax(scale · qᵢ·kⱼ), one row per query, on one shared viridis scale "
+                    "(magenta marks NaN from overflow). Hover a cell for its value; the save tool exports a PNG."),
+            lower,
+            sizing_mode="stretch_width")

@@ -1,0 +1,174 @@
+"""Train it: two runs of sdpa_core's tiny attention model, identical except for the scaling rule."""
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, Range1d, Span
+
+from ..state import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS, TrainingState
+from ..theme import VERDICT_STYLES, OKABE_ITO, RULE_COLORS, THEORY_COLOR, make_figure, style_legend
+from .common import caption, heading, rule_options
+
+RUN_DASH = {"a": "solid", "b": "dashed"}
+TICK_MS = 120
+
+
+class Training(pn.viewable.Viewer):
+    """Play / pause / step / reset, streaming loss and accuracy curves, and one example's attention."""
+
+    train = param.ClassSelector(class_=TrainingState, doc="The two runs.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        tr = self.train
+        self.curves = {k: ColumnDataSource({"step": [], "loss": [], "accuracy": []}) for k in ("a", "b")}
+        self.loss_fig = make_figure(title="Training loss (cross-entropy)", x_label="step", y_label="loss", height=300,
+                                    hover=[("step", "@step"), ("loss", "@loss{0.000}")])
+        self.acc_fig = make_figure(title="Batch accuracy", x_label="step", y_label="accuracy", height=300,
+                                   hover=[("step", "@step"), ("accuracy", "@accuracy{0%}")], y_range=Range1d(0, 1.02))
+        self.loss_lines, self.acc_lines = {}, {}
+        for k in ("a", "b"):
+            self.loss_lines[k] = self.loss_fig.line("step", "loss", source=self.curves[k], line_width=2.5,
+                                                    line_dash=RUN_DASH[k], legend_label=f"run {k.upper()}")
+            self.acc_lines[k] = self.acc_fig.line("step", "accuracy", source=self.curves[k], line_width=2.5,
+                                                  line_dash=RUN_DASH[k], legend_label=f"run {k.upper()}")
+        self.chance = Span(location=math.log(8), dimension="width", line_color=THEORY_COLOR, line_dash="dotted",
+                           line_width=1.5)
+        self.loss_fig.add_layout(self.chance)
+        self.acc_fig.add_layout(Span(location=1 / 8, dimension="width", line_color=THEORY_COLOR, line_dash="dotted",
+                                     line_width=1.5))
+        style_legend(self.loss_fig, "top_right")
+        style_legend(self.acc_fig, "bottom_right")
+        self.example_source = ColumnDataSource({"x0": [], "x1": [], "a": [], "b": []})
+        self.target_source = ColumnDataSource({"x": [], "y": []})
+        p = make_figure(title="Attention of one fixed example", x_label="key j", y_label="weight", height=300,
+                        hover=[("key", "@x0{0}"), ("run A", "@a{0.000}"), ("run B", "@b{0.000}")],
+                        y_range=Range1d(0, 1.1))
+        self.ex_bars = {
+            "a": p.vbar(x="x0", top="a", width=0.4, source=self.example_source, legend_label="run A"),
+            "b": p.vbar(x="x1", top="b", width=0.4, source=self.example_source, legend_label="run B",
+                        hatch_pattern="/", hatch_color="white", hatch_alpha=0.6),
+        }
+        p.scatter("x", "y", source=self.target_source, marker="inverted_triangle", size=14, color=OKABE_ITO["black"],
+                  legend_label="the key to find")
+        p.xgrid.visible = False
+        style_legend(p, "top_left")
+        self.example_fig = p
+
+        self.rule_a = pn.widgets.Select.from_param(tr.param.rule_a, name="Run A: scaling rule", options=rule_options())
+        self.rule_b = pn.widgets.Select.from_param(tr.param.rule_b, name="Run B: scaling rule", options=rule_options())
+        self.lr = pn.widgets.DiscreteSlider.from_param(tr.param.lr, name="Learning rate (Adam)", options=LR_OPTIONS)
+        self.d_k = pn.widgets.DiscreteSlider.from_param(tr.param.d_k, name="d_k of the trained head",
+                                                        options=TRAIN_D_K_OPTIONS)
+        self.play = pn.widgets.Button(name="▶ Play", button_type="primary", width=110)
+        self.step_btn = pn.widgets.Button(name="Step ×10", button_type="default", width=110)
+        self.reset_btn = pn.widgets.Button(name="Reset", button_type="default", width=110)
+        self.download = pn.widgets.FileDownload(callback=lambda: io.StringIO(tr.history_csv()),
+                                                filename="sdpa_training.csv", label="Download curves as CSV",
+                                                button_type="primary", button_style="outline", embed=False, width=220)
+        self.status = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.play.on_click(self._toggle)
+        self.step_btn.on_click(lambda e: self._advance(10))
+        self.reset_btn.on_click(lambda e: tr.reset())
+        tr.param.watch(self._on_reset, ["version"])
+        tr.param.watch(self._on_running, ["running"])
+        tr.param.watch(self._on_status, ["status"])
+        self._callback = None
+        self._on_reset()
+
+    # ---- animation ---------------------------------------------------------------------------
+    def _toggle(self, *_):
+        self.train.running = not self.train.running
+
+    def _on_running(self, *_):
+        running = self.train.running
+        self.play.name = "⏸ Pause" if running else "▶ Play"
+        if running and self.train.finished:
+            self.train.running = False
+            return
+        if running and self._callback is None:
+            # a periodic callback works under `panel serve` and in Pyodide alike (no threads)
+            self._callback = pn.state.add_periodic_callback(self._tick, period=TICK_MS, start=True)
+        elif not running and self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+
+    def _tick(self):
+        if not self.train.running:
+            return
+        self._advance(None)
+
+    def _advance(self, steps):
+        new = self.train.advance(steps, budget=0.04)
+        for k, pts in new.items():
+            if pts["step"]:
+                self.curves[k].stream(pts)
+        self._update_example()
+
+    def stop(self):
+        """Stop the animation (used when the view is hidden or the session ends)."""
+        self.train.running = False
+
+    # ---- redraw ------------------------------------------------------------------------------
+    def _on_reset(self, *_):
+        tr = self.train
+        for k in ("a", "b"):
+            self.curves[k].data = {"step": [], "loss": [], "accuracy": []}
+            rule = tr.trainers[k].config.rule
+            color = RULE_COLORS[rule]
+            for line in (self.loss_lines[k], self.acc_lines[k]):
+                line.glyph.line_color = color
+            self.ex_bars[k].glyph.fill_color = self.ex_bars[k].glyph.line_color = color
+            label = {"value": f"run {k.upper()}: {RULE_LABELS[rule]}"}
+            for fig in (self.loss_fig, self.acc_fig, self.example_fig):
+                for item in fig.legend.items:
+                    if item.renderers[0] in (self.loss_lines[k], self.acc_lines[k], self.ex_bars[k]):
+                        item.label = label
+        self.chance.location = tr.trainers["a"].chance_loss
+        self._update_example()
+        self._on_status()
+        self._on_running()
+
+    def _update_example(self):
+        ex = self.train.example()
+        wa, target = ex["a"]
+        wb, _ = ex["b"]
+        x = np.arange(len(wa))
+        self.example_source.data = {"x0": x - 0.2, "x1": x + 0.2, "a": wa, "b": wb}
+        self.target_source.data = {"x": [target], "y": [1.05]}
+
+    def _on_status(self, *_):
+        self.status.object = self.train.status
+
+    def __panel__(self):
+        controls = pn.FlexBox(
+            pn.Column(self.rule_a, caption("Usually no scaling: the run that struggles."), width=240),
+            pn.Column(self.rule_b, caption("Usually 1/√d_k: the run that learns."), width=240),
+            pn.Column(self.lr, caption("Step size of Adam for both runs; too large and a run diverges."), width=260),
+            pn.Column(self.d_k, caption("Width of q and k; the wider, the larger unscaled logits get."), width=260),
+            sizing_mode="stretch_width")
+        buttons = pn.FlexBox(self.play, self.step_btn, self.reset_btn, self.download, sizing_mode="stretch_width")
+        figs = pn.FlexBox(*(pn.Column(f, sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300)
+                            for f in (self.loss_fig, self.acc_fig)), sizing_mode="stretch_width")
+        return pn.Column(
+            heading("Train it: the same model, two scaling rules"),
+            caption("A one-head attention model learns to retrieve: it sees 8 keys with class labels and a noisy copy "
+                    "of one key as the query, and must output that key's label, which it can only do by attending to "
+                    "it. Both runs start from the same weights and see the same batches; only the scaling rule "
+                    "differs. Changing a setting resets both runs."),
+            controls,
+            buttons,
+            caption("Play trains a few steps every tick (at most 1500 steps); Pause stops; Step ×10 advances by hand; "
+                    "a run whose loss becomes NaN or infinite stops with a message and the other keeps going."),
+            self.status,
+            figs,
+            caption("Loss and accuracy of each batch before its update; dotted lines are chance (log 8 and 1/8). "
+                    "Run B is dashed."),
+            self.example_fig,
+            caption("The attention weights of one fixed example as training goes on; the triangle marks the key that "
+                    "holds the answer. A healthy run moves its weight there."),
+            sizing_mode="stretch_width")
