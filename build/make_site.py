@@ -127,6 +127,7 @@ def copy_assets(html: str, out: Path) -> None:
     todo += ["static/panel/1.9.4/dist/" + p.relative_to(PANEL_DIST_DIR).as_posix()
              for sub in ("css", "assets") for p in (PANEL_DIST_DIR / sub).rglob("*") if p.is_file()]
     seen = set()
+    optional = set()     # fonts a stylesheet lists as alternatives: copy the ones Panel ships
     while todo:
         rel = todo.pop()
         if rel in seen:
@@ -138,6 +139,8 @@ def copy_assets(html: str, out: Path) -> None:
             src = BOKEH_JS_DIR / rel[len(page.BOKEH_DIR):]
         else:
             raise SystemExit(f"make site: the page references {rel}, which nothing provides")
+        if not src.is_file() and rel in optional:
+            continue
         if not src.is_file():
             raise SystemExit(f"make site: the page references {rel}, but {src} does not exist")
         dst = out / rel
@@ -148,6 +151,7 @@ def copy_assets(html: str, out: Path) -> None:
                 if not ref.startswith(("data:", "#", "http:", "https:", "//")):
                     target = (Path(rel).parent / ref.split("?")[0].split("#")[0]).as_posix()
                     todo.append(os.path.normpath(target))
+                    optional.add(todo[-1])
 
 
 def render_template(name: str, **values: str) -> str:

@@ -77,12 +77,14 @@ def finish(page: str, *, title: str, theme: str, policy: str) -> str:
         '<link rel="icon" href="./icons/icon.svg" type="image/svg+xml">',
         '<link rel="apple-touch-icon" href="./icons/icon-192.png">',
         '<link rel="stylesheet" href="./boot.css">',
+        # first script of the page: the Python worker starts while BokehJS is still downloading
+        '<script src="./boot.js"></script>',
     ])
     # CSP must come before anything it governs: right after <meta charset>.
     page = re.sub(r"(<meta charset=[^>]*>)", lambda m: m.group(1) + "\n" + head, page, count=1)
-    # Panel's worker handler (an inline script creating the Worker) gives way to ours.
+    # Panel's worker handler (an inline script creating the Worker) gives way to ours (in <head>).
     page, n = re.subn(r"<script[^>]*>(?:(?!</script>).)*new Worker\((?:(?!</script>).)*</script>",
-                      '<script src="./boot.js"></script>', page, count=1, flags=re.S)
+                      "", page, count=1, flags=re.S)
     if n != 1:
         raise SystemExit("make site: Panel's worker handler script not found in the pre-rendered page")
     return page

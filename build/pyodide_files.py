@@ -78,6 +78,10 @@ def _check_dist(folder: Path) -> str:
     return f"{folder} lacks {', '.join(missing)}" if missing else ""
 
 
+def download_folder(cdn: str) -> Path:
+    return cache_root() / "pyodide" / f"{VERSION}-{hashlib.sha1(cdn.encode()).hexdigest()[:12]}"
+
+
 def locate() -> PyodideFiles:
     cdn = os.environ.get("PYODIDE_CDN", DEFAULT_CDN).rstrip("/") + "/"
     dist = os.environ.get("PYODIDE_DIST")
@@ -88,7 +92,7 @@ def locate() -> PyodideFiles:
             raise SystemExit(f"make site: PYODIDE_DIST={dist} is not a Pyodide distribution: {problem}")
         return PyodideFiles("dist", folder, cdn, json.loads((folder / "pyodide-lock.json").read_text()))
 
-    folder = cache_root() / "pyodide" / hashlib.sha1(cdn.encode()).hexdigest()[:12]
+    folder = download_folder(cdn)
     try:
         for f in ("pyodide-lock.json", *RUNTIME):
             if not (folder / f).is_file():
@@ -96,3 +100,13 @@ def locate() -> PyodideFiles:
     except OSError as exc:
         return PyodideFiles("cdn", None, cdn, None, problem=f"{cdn} unreachable ({exc})")
     return PyodideFiles("download", folder, cdn, json.loads((folder / "pyodide-lock.json").read_text()))
+
+
+if __name__ == "__main__":
+    # `python build/pyodide_files.py --folder`: where a build without PYODIDE_DIST keeps the
+    # downloaded distribution (CI points PYODIDE_DIST at it for the browser tests).
+    import sys
+    cdn = os.environ.get("PYODIDE_CDN", DEFAULT_CDN).rstrip("/") + "/"
+    if sys.argv[1:] != ["--folder"]:
+        raise SystemExit("usage: python build/pyodide_files.py --folder")
+    print(download_folder(cdn))

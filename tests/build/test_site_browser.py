@@ -1,0 +1,88 @@
+"""The built site in Chromium: boots from localhost alone, reacts to d_k, then boots again offline."""
+from __future__ import annotations
+
+import pytest
+
+from urllib.parse import unquote
+
+from conftest import pyodide_dist
+
+pytestmark = pytest.mark.ui
+
+BOOT_MS = 120_000
+# A digest of every ColumnDataSource's data: changes when any plot's data changes.
+PLOT_STATE = """() => {
+  const doc = Bokeh.documents[Bokeh.documents.length - 1];
+  const parts = [];
+  for (const m of doc.all_models) {
+    if (m.constructor.__name__ === "ColumnDataSource") {
+      const data = m.data instanceof Map ? [...m.data] : Object.entries(m.data);
+      for (const [k, v] of data) parts.push(k + ":" + Array.from(v, (x) => Array.isArray(x) ? x.length : x).join(","));
+    }
+  }
+  return parts.sort().join("|");
+}"""
+
+
+@pytest.fixture
+def offline_site(site):
+    if pyodide_dist() is None:
+        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json> "
+                    "(/work/shared/tools/pyodide-dist assembles one)")
+    assert site.self_hosted
+    return site
+
+
+def wait_ready(page):
+    page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=BOOT_MS)
+    error = page.evaluate("window.sdpaLab.error")
+    assert error is None, error
+
+
+def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_path):
+    """With every request off localhost blocked, the page boots; moving d_k changes the plots;
+    offline, a reload boots it again from the service worker's cache; nothing but GET is sent."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    foreign, methods, failed, fetched = [], [], [], set()
+
+    def route(r):
+        if r.request.url.startswith(served):
+            r.continue_()
+        else:
+            foreign.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    context.on("request", lambda r: (methods.append(r.method),
+                                     fetched.add(unquote(r.url[len(served):].split("?")[0])) if r.url.startswith(served) else None))
+    context.on("response", lambda r: r.status >= 400 and failed.append(f"{r.status} {r.url}"))
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    page.goto(served)
+    wait_ready(page)
+    page.screenshot(path=tmp_path / "booted.png")
+
+    before = page.evaluate(PLOT_STATE)
+    handle = page.locator(".noUi-handle").first        # the sidebar's first slider is d_k
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function(f"({PLOT_STATE})() !== {before!r}", timeout=30_000)
+
+    page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
+    # "" is the page itself (index.html); sw.js is fetched by the browser to look for updates
+    precached = set(offline_site.assets) | {"", "sw.js"}
+    missing = sorted(p for p in fetched if p not in precached)
+    assert missing == [], f"fetched but not precached: {missing}"
+
+    context.set_offline(True)
+    page.reload()
+    wait_ready(page)
+    assert page.evaluate("navigator.serviceWorker.controller !== null")
+    page.screenshot(path=tmp_path / "offline.png")
+
+    assert foreign == [], f"requests to other origins: {foreign}"
+    assert set(methods) == {"GET"}, f"non-GET requests: {set(methods) - {'GET'}}"
+    assert failed == []
+    context.close()

@@ -1,0 +1,116 @@
+"""The built site, file by file: self-contained, fully precached, lean, installable, locked down."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+from xml.etree import ElementTree
+
+from conftest import build_module
+
+page = build_module("page")
+
+NEVER_SHIPPED = {"pandas", "pillow", "requests", "tqdm", "bleach", "matplotlib", "pyarrow", "micropip"}
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_every_url_is_relative_or_allowed(site):
+    """Every URL in the HTML, the worker, the boot script and the service worker is relative (or,
+    only when no Pyodide distribution was available, on the Pyodide CDN)."""
+    allowed = () if site.self_hosted else (re.match(r"https?://[^/]+/", site.config["pyodideJs"])[0],)
+    for name in ("index.html", "worker.js", "boot.js", "sw.js", "manifest.webmanifest"):
+        text = (site.root / name).read_text()
+        foreign = [u for u in page.foreign_urls(text) if not u.startswith(allowed)]
+        assert foreign == [], f"{name} names other origins: {foreign}"
+
+
+def test_precache_names_every_file_with_its_hash(site):
+    """The service worker precaches every file of the site (except itself), each with its sha256."""
+    files = {p.relative_to(site.root).as_posix() for p in site.root.rglob("*")
+             if p.is_file() and not p.name.startswith(".")} - {"sw.js"}
+    assert set(site.assets) == files
+    for path, digest in site.assets.items():
+        assert sha256(site.root / path) == digest, path
+
+
+def test_page_references_only_files_that_ship(site):
+    """Every local script, stylesheet, icon and JSON-named asset of the page exists and is precached."""
+    refs = page.local_paths(site.html)
+    assert "boot.js" in refs and "manifest.webmanifest" in refs
+    for ref in refs:
+        assert ref in site.assets, f"index.html references {ref}, which is not precached"
+
+
+def test_lock_is_pre_solved_and_hashes_match(site):
+    """Every package the worker loads is in the site's lock, with its file and sha256, dependencies closed."""
+    packages = site.lock["packages"]
+    for name in site.config["packages"]:
+        if not site.self_hosted and name not in packages:
+            continue   # from the CDN's lock at run time (fallback build only)
+        entry = packages[name]
+        wheel = site.root / "pyodide" / entry["file_name"]
+        assert wheel.is_file(), name
+        assert sha256(wheel) == entry["sha256"], name
+        if site.self_hosted:
+            assert set(entry["depends"]) <= set(packages), f"{name} depends on {entry['depends']}"
+    assert set(packages) <= set(site.config["packages"]), "the worker loads every locked package up front"
+
+
+def test_lean_no_unused_heavy_packages(site):
+    """Pandas, Pillow, requests, tqdm and a real sanitiser never ship; Panel and Bokeh come as slim wheels."""
+    packages = site.lock["packages"]
+    assert not NEVER_SHIPPED & set(packages)
+    if "nh3" in packages:
+        assert "stub" in packages["nh3"]["version"]
+    for name, limit in (("panel", 3e6), ("bokeh", 2e6)):
+        size = (site.root / "pyodide" / packages[name]["file_name"]).stat().st_size
+        assert size < limit, f"{name} wheel is {size / 1e6:.1f} MB: bundled JS not stripped?"
+    assert not any(site.root.rglob("*.map")), "source maps are not needed by the page"
+
+
+def test_manifest_is_installable(site):
+    """The web manifest names the app, uses relative start_url/scope, and its icons exist at their sizes."""
+    manifest = json.loads((site.root / "manifest.webmanifest").read_text())
+    assert manifest["name"] and manifest["short_name"]
+    assert manifest["start_url"] == "./" and manifest["scope"] == "./"
+    assert manifest["display"] == "standalone"
+    assert re.fullmatch(r"#[0-9a-fA-F]{6}", manifest["theme_color"])
+    sizes = set()
+    for icon in manifest["icons"]:
+        data = (site.root / icon["src"]).read_bytes()
+        assert icon["src"] in site.assets
+        if icon["type"] == "image/png":
+            assert data[:8] == b"\x89PNG\r\n\x1a\n"
+            width, height = struct.unpack(">II", data[16:24])
+            assert icon["sizes"] == f"{width}x{height}"
+            sizes.add(width)
+        else:
+            assert ElementTree.fromstring(data).tag.endswith("svg")
+    assert {192, 512} <= sizes
+
+
+def test_csp_is_first_in_head_and_keeps_requests_on_this_origin(site):
+    """A Content-Security-Policy meta comes before any script or stylesheet; fetches stay on 'self'."""
+    head = site.html.split("</head>")[0]
+    meta = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', head)
+    assert meta, "no CSP meta"
+    assert meta.start() < min(i for i in (head.find("<script"), head.find("<link")) if i >= 0)
+    policy = dict((d.split()[0], d.split()[1:]) for d in meta[1].split("; "))
+    assert policy["default-src"] == ["'self'"]
+    assert policy["object-src"] == ["'none'"]
+    if site.self_hosted:
+        assert policy["connect-src"] == ["'self'"]
+        assert not [s for d in policy.values() for s in d if s.startswith("http")]
+
+
+def test_service_worker_scope_and_cache_are_relative_and_content_keyed(site):
+    """The service worker registers with a relative scope and keys cached files by their content hash."""
+    boot = (site.root / "boot.js").read_text()
+    assert 'register("./sw.js", {scope: "./"})' in boot
+    sw = (site.root / "sw.js").read_text()
+    assert "?sha256=${ASSETS[path]}" in sw
+    assert "registration.scope" in sw
