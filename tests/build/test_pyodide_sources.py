@@ -1,0 +1,59 @@
+"""Where Pyodide's files come from: PYODIDE_DIST, else the CDN into a cache, else the CDN at run time."""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from conftest import Site, build_module, make_site, pyodide_dist
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A fresh cache for Pyodide's files that shares the pinned-wheel cache (no PyPI round trips)."""
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    wheels = build_module("pyodide_files").cache_root() / "wheels"
+    if wheels.is_dir():
+        os.symlink(wheels, folder / "wheels")
+    return folder
+
+
+def test_download_from_cdn_into_cache(tmp_path, cache):
+    """Without PYODIDE_DIST the build downloads Pyodide from PYODIDE_CDN into its cache and self-hosts it;
+    a second build works from the cache alone."""
+    dist = pyodide_dist()
+    if dist is None:
+        pytest.skip("needs PYODIDE_DIST: its folder plays the CDN in this test")
+    serve = build_module("serve")
+    cdn, url = serve.start(dist)
+    env = {"PYODIDE_DIST": "", "PYODIDE_CDN": url, "SDPA_LAB_CACHE": str(cache)}
+    try:
+        done = make_site(tmp_path / "a", env)
+    finally:
+        cdn.shutdown()
+    site = Site(tmp_path / "a", done.stdout + done.stderr)
+    assert "(download)" in site.log and site.self_hosted
+    for name in ("pyodide.asm.wasm", "python_stdlib.zip"):
+        assert hashlib.sha256((site.root / "pyodide" / name).read_bytes()).digest() == \
+            hashlib.sha256((dist / name).read_bytes()).digest()
+    assert "numpy" in site.lock["packages"]
+
+    again = make_site(tmp_path / "b", env)          # the "CDN" is gone now
+    assert "(download)" in again.stdout and "WARNING" not in again.stderr
+
+
+def test_unreachable_cdn_falls_back_loudly(tmp_path, cache):
+    """When neither a distribution nor the CDN is available, the site loads Pyodide from the CDN at run
+    time and the build says so, naming both ways out."""
+    cdn = "http://127.0.0.1:9/pyodide/"   # discard port: nothing listens
+    done = make_site(tmp_path / "s", {"PYODIDE_DIST": "", "PYODIDE_CDN": cdn, "SDPA_LAB_CACHE": str(cache)})
+    site = Site(tmp_path / "s", done.stdout + done.stderr)
+    warning = [line for line in done.stderr.splitlines() if line.startswith("make site: WARNING")]
+    assert len(warning) == 1 and "PYODIDE_DIST=" in warning[0] and "make dev" in warning[0]
+    assert not site.self_hosted and site.config["pyodideJs"] == cdn + "pyodide.js"
+    assert "connect-src 'self' http://127.0.0.1:9" in site.html
+    assert not (site.root / "pyodide" / "pyodide.asm.wasm").exists()
