@@ -5,8 +5,9 @@ from __future__ import annotations
 import panel as pn
 import param
 
+from . import a11y
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
-from .theme import CSS, HEADER_BG, NOTICE_STYLES
+from .theme import CSS, HEADER_BG, NOTICE_STYLES, TEMPLATE_CSS
 from .urlstate import KEYS, apply_query, to_query
 from .views.common import caption, shared_controls
 from .views.playground import Playground
@@ -49,7 +50,8 @@ class Page(param.Parameterized):
         self.dismiss.on_click(lambda e: setattr(self, "notices", []))
         self.nav = pn.widgets.RadioButtonGroup.from_param(
             self.lab.param.view, name="View", options={VIEW_LABELS[v]: v for v in VIEWS}, button_type="primary",
-            button_style="outline", sizing_mode="stretch_width", orientation="horizontal")
+            button_style="outline", sizing_mode="stretch_width", orientation="horizontal",
+            stylesheets=[":host .bk-btn-group { flex-wrap: wrap; } :host .bk-btn { flex: 1 1 auto; }"])
         self.content = pn.Column(sizing_mode="stretch_width", min_height=600)
         self.lab.param.watch(self._show_view, ["view"])
         if search:
@@ -128,6 +130,7 @@ class Page(param.Parameterized):
         tmpl = pn.template.BootstrapTemplate(
             title=TITLE, sidebar=[controls], main=[header, self.content, footer], header_background=HEADER_BG,
             sidebar_width=330)
+        tmpl.config.raw_css.append(TEMPLATE_CSS)
         return tmpl
 
 
@@ -137,5 +140,6 @@ def create_app(search: str | None = None):
     tmpl = page.template()
     if pn.state.location is not None:
         page.connect_location()
+    a11y.install(pn.state.curdoc)
     tmpl.page = page  # handle for tests and the latency script
     return tmpl

@@ -66,7 +66,7 @@ class LabState(param.Parameterized):
     query = param.Integer(default=0, bounds=(0, MAX_N - 1), doc="Which query's weights the bar chart shows.")
     samples = param.Integer(default=32, bounds=(min(SAMPLES_OPTIONS), max(SAMPLES_OPTIONS)),
                             doc="Monte-Carlo samples per d_k in the sweeps.")
-    order = param.Selector(default="after", objects=list(sc.ORDERS),
+    order = param.Selector(default="none", objects=list(sc.ORDERS),
                            doc="Half precision: scale the logits after the matmul, before it, or not at all.")
 
     # derived (read-only for views)

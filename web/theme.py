@@ -57,7 +57,21 @@ def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, to
     return p
 
 
-def style_legend(p, location="top_left"):
+def style_legend(p, location="top_left", *, below: bool = False, ncols: int = 2):
+    """Legend inside the plot at ``location``, or under it in ``ncols`` columns when ``below``
+    (plots with many entries: the legend never hides data then)."""
+    if p.legend and below:
+        legend = p.legend[0]
+        p.legend.location = "top_left"
+        legend.ncols = ncols
+        p.add_layout(legend, "below")
+        p.legend.click_policy = "hide"
+        p.legend.label_text_font_size = "12px"
+        p.legend.border_line_color = None
+        p.legend.padding = 2
+        p.legend.spacing = 0
+        p.legend.margin = 4
+        return
     if p.legend:
         p.legend.location = location
         p.legend.click_policy = "hide"
@@ -86,3 +100,17 @@ table.sdpa-readouts th { font-weight: 600; }
 .sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
 .sdpa-status { font-size: 15px; }
 """ % {"accent": ACCENT}
+
+
+#: Document-level CSS for the template's own (non-shadow) layout: on a phone the settings stack
+#: above the views instead of squeezing them, and the page scrolls as a whole.
+TEMPLATE_CSS = """
+@media (max-width: 760px) {
+  html, body { height: auto !important; overflow: auto !important; }
+  #content { display: block !important; height: auto !important; overflow: visible !important; }
+  #sidebar { max-width: 100% !important; width: 100% !important; height: auto !important;
+             border-right: none !important; border-bottom: 1px solid #ccc; padding: 8px 4px !important; }
+  #main { overflow: visible !important; padding: 6px 4px 16px 4px !important; width: 100% !important; }
+  .navbar .app-header .title, .navbar-brand, .title { font-size: 1.05rem !important; white-space: normal !important; }
+}
+"""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Label, Span
+from bokeh.models import ColumnDataSource, Label, Range1d, Span
 
 import sdpa_core as sc
 
@@ -27,8 +27,9 @@ class Precision(pn.viewable.Viewer):
         lab = self.lab
         self.logit_sources = {t: ColumnDataSource({"d_k": [], "y": [], "over_d_k": [], "over_y": []}) for t in DTYPE_NAMES}
         self.over_sources = {t: ColumnDataSource({"d_k": [], "y": []}) for t in DTYPE_NAMES}
-        p = make_figure(title="Largest |logit| the matmul produces", x_label="d_k", y_label="max |logit|", height=340,
-                        x_axis_type="log", y_axis_type="log", hover=[("dtype", "@dtype"), ("d_k", "@d_k"), ("max |logit|", "@y{0.00}")])
+        p = make_figure(title="Largest |logit| the matmul produces", x_label="d_k", y_label="max |logit|", height=400,
+                        x_axis_type="log", y_axis_type="log", y_range=Range1d(0.3, 1e6),
+                        hover=[("dtype", "@dtype"), ("d_k", "@d_k"), ("max |logit|", "@y{0.00}")])
         for t in DTYPE_NAMES:
             p.line("d_k", "y", source=self.logit_sources[t], color=DTYPE_COLORS[t], line_width=2.5,
                    line_dash={"float16": "solid", "float32": "dashed", "float64": "dotted"}[t], legend_label=t)
@@ -39,11 +40,11 @@ class Precision(pn.viewable.Viewer):
                           line_dash="dashed"))
         p.add_layout(Label(x=1, y=sc.FLOAT16_MAX, text="float16 max 65504", text_font_size="12px", text_color="#D55E00",
                            x_offset=4, y_offset=4))
-        style_legend(p, "top_left")
+        style_legend(p, below=True, ncols=3)
         self.logit_fig = p
         self.row_sources = {(t, k): ColumnDataSource({"d_k": [], "y": []}) for t in DTYPE_NAMES for k in ("naive", "stable")}
         q = make_figure(title="Rows of attention weights containing NaN or inf", x_label="d_k",
-                        y_label="share of rows", height=340, x_axis_type="log",
+                        y_label="share of rows", height=400, x_axis_type="log", y_range=Range1d(-0.03, 1.05),
                         hover=[("d_k", "@d_k"), ("share", "@y{0%}")])
         for t in DTYPE_NAMES:
             for k in ("naive", "stable"):
@@ -52,8 +53,7 @@ class Precision(pn.viewable.Viewer):
                        legend_label=f"{t}, {k} softmax")
                 q.scatter("d_k", "y", source=src, color=DTYPE_COLORS[t], marker=KIND_MARK[k], size=7,
                           legend_label=f"{t}, {k} softmax")
-        q.y_range.start, q.y_range.end = -0.03, 1.05
-        style_legend(q, "top_left")
+        style_legend(q, below=True, ncols=2)
         self.row_fig = q
         for fig in (p, q):
             mark = Span(location=lab.d_k, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
@@ -62,7 +62,7 @@ class Precision(pn.viewable.Viewer):
         self.order = pn.widgets.RadioButtonGroup.from_param(lab.param.order, name="Where the 1/√d_k scaling happens",
                                                             options={v: k for k, v in ORDER_LABELS.items()},
                                                             button_type="primary", button_style="outline")
-        self.preset = pn.widgets.Button(name="Show an overflow (σ = 4, ρ = 1)", button_type="warning",
+        self.preset = pn.widgets.Button(name="Show an overflow (σ = 4, ρ = 1)", button_type="primary",
                                         button_style="outline")
         self.preset.on_click(lambda e: lab.param.update(sigma=4.0, rho=1.0, order="after"))
         self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))

@@ -33,7 +33,7 @@ class Saturation(pn.viewable.Viewer):
         self.lines, self.marks, self.figs = {}, {}, {}
         self.uniform = ColumnDataSource({"d_k": [], "y": []})
         for metric, (title, ylabel, loc) in PLOTS.items():
-            p = make_figure(title=title, x_label="d_k", y_label=ylabel, height=300, x_axis_type="log",
+            p = make_figure(title=title, x_label="d_k", y_label=ylabel, height=360, x_axis_type="log",
                             hover=[("rule", "@rule"), ("d_k", "@d_k"), ("mean", "@mean{0.000}")])
             if metric == "entropy":
                 p.line("d_k", "y", source=self.uniform, color=THEORY_COLOR, line_dash="dashed", line_width=1.5,
@@ -48,7 +48,7 @@ class Saturation(pn.viewable.Viewer):
                 p.scatter("d_k", "mean", source=src, color=RULE_COLORS[rule], size=5, legend_label=label)
             mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
             p.add_layout(mark)
-            style_legend(p, loc)
+            style_legend(p, below=True, ncols=3)
             self.marks[metric], self.figs[metric] = mark, p
         self.samples = pn.widgets.DiscreteSlider.from_param(self.lab.param.samples, options=SAMPLES_OPTIONS,
                                                             name="Monte-Carlo samples per d_k", sizing_mode="stretch_width")
@@ -99,8 +99,8 @@ class Saturation(pn.viewable.Viewer):
             heading("Saturation and gradients"),
             caption("The paper's claim, measured: without scaling the softmax saturates as d_k grows (entropy → 0, "
                     "max weight → 1) and its Jacobian, the only path for gradient to reach q and k, shrinks towards 0. "
-                    "1/√d_k keeps all three flat; 1/d_k (muP) drifts towards uniform attention; QK-norm does not depend "
-                    "on d_k at all."),
+                    "1/√d_k keeps all three flat; 1/d_k (muP) drifts towards uniform attention on random vectors; QK-norm "
+                    "bounds every logit by 1/temperature, and on random vectors its cosines shrink like 1/√d_k."),
             self.note,
             figs,
             caption("Lines are Monte-Carlo means, bands ±1 standard deviation across samples; the chosen rule is drawn "

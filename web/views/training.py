@@ -26,10 +26,14 @@ class Training(pn.viewable.Viewer):
         super().__init__(**params)
         tr = self.train
         self.curves = {k: ColumnDataSource({"step": [], "loss": [], "accuracy": []}) for k in ("a", "b")}
+        # explicit ranges, grown as the runs stream in: an empty plot still has axes
+        self.steps_range = Range1d(0, 100)
         self.loss_fig = make_figure(title="Training loss (cross-entropy)", x_label="step", y_label="loss", height=300,
-                                    hover=[("step", "@step"), ("loss", "@loss{0.000}")])
+                                    hover=[("step", "@step"), ("loss", "@loss{0.000}")], x_range=self.steps_range,
+                                    y_range=Range1d(0, 2.6))
         self.acc_fig = make_figure(title="Batch accuracy", x_label="step", y_label="accuracy", height=300,
-                                   hover=[("step", "@step"), ("accuracy", "@accuracy{0%}")], y_range=Range1d(0, 1.02))
+                                   hover=[("step", "@step"), ("accuracy", "@accuracy{0%}")], y_range=Range1d(0, 1.02),
+                                   x_range=self.steps_range)
         self.loss_lines, self.acc_lines = {}, {}
         for k in ("a", "b"):
             self.loss_lines[k] = self.loss_fig.line("step", "loss", source=self.curves[k], line_width=2.5,
@@ -107,7 +111,18 @@ class Training(pn.viewable.Viewer):
         for k, pts in new.items():
             if pts["step"]:
                 self.curves[k].stream(pts)
+        self._grow_ranges()
         self._update_example()
+
+    def _grow_ranges(self):
+        tr = self.train
+        steps = tr.steps_done
+        if steps > self.steps_range.end:
+            self.steps_range.end = min(float(max(100, steps * 1.5)), 1500.0)
+        losses = [x for t in tr.trainers.values() for x in t.history["loss"][-50:] if math.isfinite(x)]
+        top = max([tr.trainers["a"].chance_loss * 1.25, *losses])
+        if top > self.loss_fig.y_range.end:
+            self.loss_fig.y_range.end = top * 1.05
 
     def stop(self):
         """Stop the animation (used when the view is hidden or the session ends)."""
@@ -129,6 +144,8 @@ class Training(pn.viewable.Viewer):
                     if item.renderers[0] in (self.loss_lines[k], self.acc_lines[k], self.ex_bars[k]):
                         item.label = label
         self.chance.location = tr.trainers["a"].chance_loss
+        self.steps_range.end = 100
+        self.loss_fig.y_range.end = tr.trainers["a"].chance_loss * 1.25
         self._update_example()
         self._on_status()
         self._on_running()
