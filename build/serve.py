@@ -37,6 +37,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **TYPES}
     _gzip_cache: dict[tuple[str, float], bytes] = {}
     _lock = threading.Lock()
+    bytes_sent = 0          # response bodies, for build/measure_site.py
 
     def log_message(self, fmt, *args):     # quiet unless asked: tests and `make serve` stay readable
         if os.environ.get("SDPA_SERVE_LOG"):
@@ -90,6 +91,8 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             self.send_header("Content-Encoding", encoding)
         self.end_headers()
         if body:
+            with self._lock:
+                SiteHandler.bytes_sent += len(data)
             try:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
