@@ -21,7 +21,7 @@ def sha256(path) -> str:
 def test_every_url_is_relative_or_allowed(site):
     """Every URL in the HTML, the worker, the boot script and the service worker is relative (or,
     only when no Pyodide distribution was available, on the Pyodide CDN)."""
-    allowed = () if site.self_hosted else (re.match(r"https?://[^/]+/", site.config["pyodideJs"])[0],)
+    allowed = () if site.self_hosted else (re.match(r"https?://[^/]+", site.config["pyodideJs"])[0],)
     for name in ("index.html", "worker.js", "boot.js", "sw.js", "manifest.webmanifest"):
         text = (site.root / name).read_text()
         foreign = [u for u in page.foreign_urls(text) if not u.startswith(allowed)]
