@@ -46,11 +46,11 @@ class Page(param.Parameterized):
         self._last_search = None
         self.notice = pn.pane.HTML("", styles=NOTICE_STYLES, visible=False, sizing_mode="stretch_width",
                                    margin=(4, 10))
-        self.dismiss = pn.widgets.Button(name="Dismiss notice", button_type="light", visible=False, width=140)
+        self.dismiss = pn.widgets.Button(label="Dismiss notice", color="light", visible=False, width=140)
         self.dismiss.on_click(lambda e: setattr(self, "notices", []))
         self.nav = pn.widgets.RadioButtonGroup.from_param(
-            self.lab.param.view, name="View", options={VIEW_LABELS[v]: v for v in VIEWS}, button_type="primary",
-            button_style="outline", sizing_mode="stretch_width", orientation="horizontal",
+            self.lab.param.view, label="View", options={VIEW_LABELS[v]: v for v in VIEWS}, color="primary",
+            variant="outline", sizing_mode="stretch_width", orientation="horizontal",
             stylesheets=[":host .bk-btn-group { flex-wrap: wrap; } :host .bk-btn { flex: 1 1 auto; }"])
         self.content = pn.Column(sizing_mode="stretch_width", min_height=600)
         self.lab.param.watch(self._show_view, ["view"])

@@ -106,7 +106,7 @@ def parse_query(search: str) -> tuple[dict, dict, list[str]]:
         notices.append(f"The link's query string was longer than {MAX_QUERY_CHARS} characters; the rest was ignored.")
         search = search[:MAX_QUERY_CHARS]
     try:
-        pairs = parse_qsl(search, keep_blank_values=True, max_num_fields=200)
+        pairs = parse_qsl(search, keep_blank_values=True)  # at most ~1000 pairs in 2000 characters
     except Exception:  # e.g. too many fields
         return {}, {}, ["The link's query string could not be read; every setting was reset."]
     lab, train, seen, unknown = {}, {}, {}, []

@@ -57,8 +57,8 @@ def shared_controls(lab: LabState) -> pn.Column:
     w["temperature"] = pn.widgets.FloatSlider.from_param(lab.param.temperature, name="QK-norm temperature",
                                                          step=0.01, throttled=True, sizing_mode="stretch_width")
     w["causal"] = pn.widgets.Checkbox.from_param(lab.param.causal, name="Causal mask")
-    w["dtype"] = pn.widgets.RadioButtonGroup.from_param(lab.param.dtype, name="dtype", options=list(DTYPES),
-                                                        button_type="primary", button_style="outline",
+    w["dtype"] = pn.widgets.RadioButtonGroup.from_param(lab.param.dtype, label="dtype", options=list(DTYPES),
+                                                        color="primary", variant="outline",
                                                         sizing_mode="stretch_width")
     w["seed"] = pn.widgets.IntInput.from_param(lab.param.seed, name="Seed", sizing_mode="stretch_width")
     captions = {

@@ -59,11 +59,11 @@ class Precision(pn.viewable.Viewer):
             mark = Span(location=lab.d_k, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
             fig.add_layout(mark)
             fig._sdpa_mark = mark
-        self.order = pn.widgets.RadioButtonGroup.from_param(lab.param.order, name="Where the 1/√d_k scaling happens",
+        self.order = pn.widgets.RadioButtonGroup.from_param(lab.param.order, label="Where the 1/√d_k scaling happens",
                                                             options={v: k for k, v in ORDER_LABELS.items()},
-                                                            button_type="primary", button_style="outline")
-        self.preset = pn.widgets.Button(name="Show an overflow (σ = 4, ρ = 1)", button_type="primary",
-                                        button_style="outline")
+                                                            color="primary", variant="outline")
+        self.preset = pn.widgets.Button(label="Show an overflow (σ = 4, ρ = 1)", color="primary",
+                                        variant="outline")
         self.preset.on_click(lambda e: lab.param.update(sigma=4.0, rho=1.0, order="after"))
         self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         lab.param.watch(self._update, ["precision", "order"])

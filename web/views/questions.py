@@ -77,7 +77,7 @@ class Questions(pn.viewable.Viewer):
         cards = [heading("Questions"),
                  caption("Short answers; each button opens the live view with settings that show the answer.")]
         for question, answer, formula, label, lab_preset, train_preset in QUESTIONS:
-            button = pn.widgets.Button(name=f"{label} →", button_type="primary", button_style="outline", width=230)
+            button = pn.widgets.Button(label=f"{label} →", color="primary", variant="outline", width=230)
             button.on_click(self._go(lab_preset, train_preset))
             items = [pn.pane.HTML(f"<h3 style='margin:4px 0'>{question}</h3>", sizing_mode="stretch_width",
                                   margin=(0, 10)),

@@ -53,8 +53,8 @@ class Saturation(pn.viewable.Viewer):
         self.samples = pn.widgets.DiscreteSlider.from_param(self.lab.param.samples, options=SAMPLES_OPTIONS,
                                                             name="Monte-Carlo samples per d_k", sizing_mode="stretch_width")
         self.download = pn.widgets.FileDownload(callback=self._csv, filename="sdpa_sweep.csv",
-                                                label="Download the sweep as CSV", button_type="primary",
-                                                button_style="outline", sizing_mode="stretch_width", embed=False)
+                                                label="Download the sweep as CSV", color="primary",
+                                                variant="outline", sizing_mode="stretch_width", embed=False)
         self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["sdpa-caption"], stylesheets=[CSS])
         self.lab.param.watch(self._update, ["sweep"])
         self.lab.param.watch(self._update_marks, ["d_k", "rule"])

@@ -68,12 +68,12 @@ class Training(pn.viewable.Viewer):
         self.lr = pn.widgets.DiscreteSlider.from_param(tr.param.lr, name="Learning rate (Adam)", options=LR_OPTIONS)
         self.d_k = pn.widgets.DiscreteSlider.from_param(tr.param.d_k, name="d_k of the trained head",
                                                         options=TRAIN_D_K_OPTIONS)
-        self.play = pn.widgets.Button(name="▶ Play", button_type="primary", width=110)
-        self.step_btn = pn.widgets.Button(name="Step ×10", button_type="default", width=110)
-        self.reset_btn = pn.widgets.Button(name="Reset", button_type="default", width=110)
+        self.play = pn.widgets.Button(label="▶ Play", color="primary", width=110)
+        self.step_btn = pn.widgets.Button(label="Step ×10", color="default", width=110)
+        self.reset_btn = pn.widgets.Button(label="Reset", color="default", width=110)
         self.download = pn.widgets.FileDownload(callback=lambda: io.StringIO(tr.history_csv()),
                                                 filename="sdpa_training.csv", label="Download curves as CSV",
-                                                button_type="primary", button_style="outline", embed=False, width=220)
+                                                color="primary", variant="outline", embed=False, width=220)
         self.status = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.play.on_click(self._toggle)
         self.step_btn.on_click(lambda e: self._advance(10))
@@ -90,7 +90,7 @@ class Training(pn.viewable.Viewer):
 
     def _on_running(self, *_):
         running = self.train.running
-        self.play.name = "⏸ Pause" if running else "▶ Play"
+        self.play.label = "⏸ Pause" if running else "▶ Play"
         if running and self.train.finished:
             self.train.running = False
             return

@@ -1,0 +1,185 @@
+"""The page's state objects and query-string parsing, without a browser."""
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from web.state import D_K_OPTIONS, MAX_TRAIN_STEPS, LabState, TrainingState, verdict
+from web.urlstate import KEYS, apply_query, parse_query, to_query
+
+
+@pytest.fixture
+def lab():
+    return LabState()
+
+
+def test_changing_d_k_updates_the_readouts(lab):
+    """Changing d_k updates the entropy readout and the verdict: unscaled attention gets sharper."""
+    before = lab.playground["none"]["stats"]["entropy"]
+    verdict_before = lab.verdict
+    lab.d_k = 4096
+    after = lab.playground["none"]["stats"]["entropy"]
+    assert after < before
+    assert lab.verdict != verdict_before
+    # 1/sqrt(d_k) keeps the logit spread near sigma^2 = 1 whatever d_k is
+    assert lab.playground["rule"]["stats"]["logit_std"] == pytest.approx(1.0, rel=0.3)
+
+
+def test_unscaled_logit_std_grows_like_sqrt_d_k(lab):
+    """The unscaled logit std at d_k = 1024 is about sqrt(1024) = 32 times sigma^2."""
+    lab.d_k = 1024
+    assert lab.playground["none"]["stats"]["logit_std"] == pytest.approx(32, rel=0.25)
+
+
+def test_verdict_names_the_saturation_and_the_gradient_ratio(lab):
+    """At large d_k the verdict says how much weight sits on one token and how much smaller gradients are."""
+    lab.d_k = 2048
+    assert "% of the weight on one token" in lab.verdict
+    assert "smaller than with 1/√d_k" in lab.verdict
+
+
+def test_float16_overflow_is_reported_not_raised(lab):
+    """Large aligned float16 inputs overflow: the verdict says so and nothing raises."""
+    lab.param.update(dtype="float16", sigma=8.0, rho=1.0, d_k=4096)
+    assert "NaN" in lab.verdict or "overflow" in lab.verdict
+    assert lab.playground["none"]["nan_weights"] or lab.playground["none"]["overflow"]
+
+
+def test_query_row_follows_the_sequence_length(lab):
+    """Shrinking n moves the selected query row back inside the matrix."""
+    lab.n = 64
+    lab.query = 60
+    lab.n = 8
+    assert lab.query == 7
+
+
+def test_sweeps_are_computed_only_for_the_views_that_show_them(lab):
+    """The Monte-Carlo sweep is lazy: computed when the saturation view opens, reused afterwards."""
+    assert lab.sweep is None
+    lab.view = "saturation"
+    assert lab.sweep is not None and set(lab.sweep.rules) == {"none", "sqrt", "linear", "alpha", "qknorm"}
+    sweep = lab.sweep
+    lab.d_k = 128  # the sweep covers every d_k: moving the marker recomputes nothing
+    assert lab.sweep is sweep
+    lab.sigma = 2.0
+    assert lab.sweep is not sweep
+
+
+def test_sweep_work_is_capped(lab):
+    """Samples are reduced so that samples * n * n stays bounded."""
+    lab.param.update(n=64, samples=256)
+    assert lab.effective_samples() * 64 * 64 <= 65536
+    assert lab.effective_samples() >= 4
+
+
+def test_precision_view_finds_the_naive_float16_failure(lab):
+    """Unscaled float16 logits break the naive softmax (exp overflows past 65504) but not the stable one."""
+    lab.param.update(view="precision", order="none")
+    ps = lab.precision
+    assert ps.nonfinite_rows["float16"]["none"]["naive"][-1] > 0
+    assert ps.nonfinite_rows["float16"]["none"]["stable"][-1] == 0
+
+
+def test_training_two_runs_stream_and_stop():
+    """Advancing trains both runs; history grows; reset clears it; the step cap is respected."""
+    train = TrainingState(LabState(), d_k=64)
+    new = train.advance(5)
+    assert len(new["a"]["loss"]) == 5 and len(new["b"]["loss"]) == 5
+    assert train.steps_done == 5
+    assert "Run A" in train.status and "step 5" in train.status
+    train.reset()
+    assert train.steps_done == 0
+    train.advance(MAX_TRAIN_STEPS + 10)
+    assert train.steps_done == MAX_TRAIN_STEPS and train.finished
+
+
+def test_diverging_run_stops_with_a_message():
+    """A run whose loss becomes NaN stops with a plain message; the other run keeps training."""
+    train = TrainingState(LabState(), d_k=64)
+    train.advance(3)
+    train.trainers["a"].params["Wq"][...] = np.inf  # what a blown-up update leaves behind
+    train.advance(5)
+    assert train.trainers["a"].diverged and not train.trainers["b"].diverged
+    assert train.trainers["b"].steps_done == 8
+    assert "Run A" in train.status and "stopped" in train.status and "diverged" in train.status
+    assert train.history_csv().startswith("run,rule,step,loss,accuracy")
+
+
+@pytest.mark.parametrize("search, key, expected", [
+    ("?d_k=-5", "d_k", 1),
+    ("?d_k=999999999", "d_k", 4096),
+    ("?d_k=100", "d_k", 96),
+    ("?n=1e9", "n", 64),
+    ("?sigma=nan", "sigma", 1.0),
+    ("?sigma=inf", "sigma", 1.0),
+    ("?rho=abc", "rho", 0.0),
+    ("?rho=-1", "rho", 0.0),
+    ("?rule=<script>alert(1)</script>", "rule", "sqrt"),
+    ("?causal=maybe", "causal", False),
+    ("?dtype=float128", "dtype", "float64"),
+    ("?seed=3.7", "seed", 4),
+    ("?view=../../etc/passwd", "view", "playground"),
+])
+def test_bad_url_values_are_clamped_with_a_notice(search, key, expected):
+    """Hostile query values are clamped or reset, and each correction produces a notice."""
+    lab_values, train_values, notices = parse_query(search)
+    assert lab_values[key] == expected
+    assert notices
+
+
+def test_notices_never_echo_markup():
+    """A notice quotes at most a short, HTML-escaped excerpt of the bad value."""
+    _, _, notices = parse_query("?rule=<img src=x onerror=alert(1)>" + "A" * 500)
+    text = " ".join(notices)
+    assert "<img" not in text and "too long" in text or "&lt;img" in text
+
+
+def test_repeated_unknown_and_oversized_queries():
+    """Repeated keys keep the first value; unknown keys and overlong strings are reported."""
+    lab, _, notices = parse_query("?d_k=8&d_k=16&zzz=1&" + "x=1&" * 600)
+    assert lab["d_k"] == 8
+    assert any("given 2 times" in n for n in notices)
+    assert any("longer than" in n for n in notices)
+    assert len(notices) <= 6
+
+
+def test_apply_and_serialise_round_trip():
+    """A query string restores the state, and the state writes the same query string back."""
+    lab, train = LabState(), TrainingState()
+    search = "?view=saturation&d_k=512&n=8&rho=0.5&rule=linear&causal=true&dtype=float32&lr=0.1&rule_a=qknorm"
+    assert apply_query(search, lab, train) == []
+    assert (lab.view, lab.d_k, lab.n, lab.rho, lab.rule, lab.causal, lab.dtype) == \
+        ("saturation", 512, 8, 0.5, "linear", True, "float32")
+    assert (train.lr, train.rule_a) == (0.1, "qknorm")
+    again_lab, again_train = LabState(), TrainingState()
+    apply_query(to_query(lab, train), again_lab, again_train)
+    for key, (obj, name, _, _) in KEYS.items():
+        a, b = (lab, again_lab) if obj == "lab" else (train, again_train)
+        assert getattr(a, name) == getattr(b, name), key
+
+
+def test_every_option_of_d_k_includes_the_powers_of_two():
+    """Every power of two from 1 to 4096 is a slider step."""
+    assert all(2 ** k in D_K_OPTIONS for k in range(13))
+
+
+def test_verdict_handles_all_nan_sides():
+    """The verdict is a sentence even when both sides overflow."""
+    nan = {k: float("nan") for k in ("logit_std", "entropy", "max_weight", "effective_support", "gradient_health")}
+    side = {"rule": "none", "stats": nan, "overflow": True, "nan_weights": True, "weights": np.full((2, 2), np.nan)}
+    text = verdict({"none": side, "rule": {**side, "rule": "sqrt"}}, n=2, d_k=4096, dtype="float16")
+    assert text.endswith(".") and "NaN" in text
+
+
+def test_page_builds_every_view_without_a_server():
+    """The whole page builds in plain Python (as the Pyodide pre-render does) and nh3 is never imported."""
+    from web.page import create_app
+    tmpl = create_app(search="?view=questions&d_k=abc")
+    page = tmpl.page
+    assert page.notices and page.notice.visible
+    for view in ("playground", "variance", "saturation", "training", "precision", "questions"):
+        page.lab.view = view
+        assert page.content.objects
+    assert "nh3" not in sys.modules
+    assert math.isfinite(page.lab.timings["playground"])

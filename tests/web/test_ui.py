@@ -1,0 +1,137 @@
+"""The page in a real browser (Debian's Chromium) against `panel serve`."""
+import re
+
+import pytest
+from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
+
+pytestmark = pytest.mark.ui
+
+VIEWS = ("playground", "variance", "saturation", "training", "precision", "questions")
+
+# Values of one column over every ColumnDataSource that has it, read from BokehJS's document.
+COLUMN_JS = """(col) => {
+  const out = [];
+  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
+    const data = m.data;
+    if (!data || typeof data !== 'object') continue;
+    const v = data instanceof Map ? data.get(col) : data[col];
+    if (v !== undefined && v !== null && v.length !== undefined) out.push(Array.from(v).map(Number));
+  }
+  return out;
+}"""
+READY_JS = "() => window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].all_models.size > 50"
+
+
+def open_page(page: Page, url: str, errors: list | None = None):
+    if errors is not None:
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.wait_for_function(READY_JS)
+    expect(page.get_by_text("Views", exact=True)).to_be_visible()
+
+
+def column_sum(page: Page, col: str) -> float:
+    return sum(sum(x for x in v if x == x) for v in page.evaluate(COLUMN_JS, col))
+
+
+def column_len(page: Page, col: str) -> int:
+    return sum(len(v) for v in page.evaluate(COLUMN_JS, col))
+
+
+def test_page_loads_without_console_errors(page: Page, app_url):
+    """The page loads, shows its title, intro and verdict, and logs no console error."""
+    errors = []
+    open_page(page, app_url, errors)
+    expect(page.get_by_text("SDPA Lab: why attention divides by √d_k")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Unscaled: \d+% of the weight on one token"))).to_be_visible()
+    page.wait_for_function(f"({COLUMN_JS})('w').length >= 2")
+    assert errors == []
+
+
+def test_moving_d_k_changes_the_plots_and_the_url(page: Page, app_url):
+    """Pressing → on the d_k slider re-draws the heatmaps and writes d_k into the address."""
+    open_page(page, app_url)
+    page.wait_for_function(f"({COLUMN_JS})('w').length >= 2")
+    before = page.evaluate(COLUMN_JS, "w")
+    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle.focus()
+    handle.press("ArrowRight")
+    handle.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('d_k=128')")
+    page.wait_for_function(f"(before) => JSON.stringify(({COLUMN_JS})('w')) !== before", arg=str(before).replace(" ", ""))
+    assert page.evaluate(COLUMN_JS, "w") != before
+    expect(page.get_by_text("d_k (key/query dimension): 128")).to_be_visible()
+
+
+def test_a_link_restores_the_view(page: Page, app_url):
+    """A link with a query string opens that view with those settings."""
+    open_page(page, f"{app_url}?view=saturation&d_k=512&rule=linear&n=8")
+    expect(page.get_by_text("Saturation and gradients", exact=True)).to_be_visible()
+    expect(page.get_by_text("d_k (key/query dimension): 512")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"random 8×8 attention matrices per d_k"))).to_be_visible()
+    expect(page.locator("select").first).to_have_value(re.compile("linear|1/d_k"))
+    assert "Some settings in the link were corrected" not in page.content()
+
+
+def test_a_hostile_link_shows_the_notice(page: Page, app_url):
+    """Negative, NaN, text, markup and repeated values are corrected with a visible notice, never an error."""
+    errors, dialogs = [], []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    hostile = ("?d_k=-5&n=1e99&sigma=nan&rho=abc&rule=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
+               "&seed=99999999999999999999&d_k=7&view=%3Cscript%3E")
+    open_page(page, app_url + hostile, errors)
+    expect(page.get_by_text("Some settings in the link were corrected:")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"d_k: -5 is outside \[1, 4096\]"))).to_be_visible()
+    expect(page.get_by_text("d_k (key/query dimension): 1", exact=True)).to_be_visible()
+    assert dialogs == [] and errors == []
+    page.get_by_role("button", name="Dismiss notice").click()
+    expect(page.get_by_text("Some settings in the link were corrected:")).to_be_hidden()
+
+
+def test_play_grows_the_loss_curve_and_pause_stops_it(page: Page, app_url):
+    """Play streams loss points into both curves; Pause stops the stream."""
+    open_page(page, f"{app_url}?view=training&train_d_k=64")
+    assert column_len(page, "loss") == 0
+    page.get_by_role("button", name="▶ Play").click()
+    page.wait_for_function(f"() => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) >= 40")
+    page.get_by_role("button", name="⏸ Pause").click()
+    expect(page.get_by_role("button", name="▶ Play")).to_be_visible()
+    stopped = column_len(page, "loss")
+    # the condition "more points arrive" must not come true once paused
+    with pytest.raises(PlaywrightTimeout):
+        page.wait_for_function(f"(n) => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) > n",
+                               arg=stopped, timeout=1500)
+    expect(page.get_by_text(re.compile(r"Run A \(no scaling\): step \d+"))).to_be_visible()
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_axe_finds_no_serious_or_critical_violation(page: Page, app_url, view):
+    """axe-core reports no serious or critical accessibility violation on any view."""
+    from axe_playwright_python.sync_playwright import Axe
+    open_page(page, f"{app_url}?view={view}")
+    if view == "questions":
+        page.wait_for_selector(".katex")
+    # the page's own script names Bokeh's slider handles; wait until it has run
+    page.wait_for_function("() => window.__sdpaA11y === true")
+    page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]').wait_for()
+    results = Axe().run(page)
+    bad = [(v["id"], v["impact"], [n["target"] for n in v["nodes"][:3]]) for v in results.response["violations"]
+           if v["impact"] in ("serious", "critical")]
+    assert bad == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_screenshots_of_every_view(page: Page, app_url, screenshot_dir, width):
+    """Every view renders at desktop and phone width; screenshots are saved under test-results/web/."""
+    page.set_viewport_size({"width": width, "height": 2600 if width > 500 else 5200})
+    for view in VIEWS:
+        open_page(page, f"{app_url}?view={view}")
+        if view == "questions":
+            page.wait_for_selector(".katex")
+        else:
+            page.wait_for_selector("canvas")
+        if width < 500:  # nothing sticks out sideways on a phone
+            overflow = page.evaluate("() => document.documentElement.scrollWidth")
+            assert overflow <= width + 2, f"{view} is {overflow}px wide at {width}px"
+        page.screenshot(path=str(screenshot_dir / f"{view}-{width}.png"), full_page=True)
