@@ -7,7 +7,7 @@ import param
 
 from . import a11y
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
-from .theme import CSS, HEADER_BG, NOTICE_STYLES, TEMPLATE_CSS
+from .theme import CSS, HEADER_BG, NOTICE_STYLES, TEMPLATE_CSS, WRAP_BUTTONS
 from .urlstate import KEYS, apply_query, to_query
 from .views.common import caption, shared_controls
 from .views.playground import Playground
@@ -51,7 +51,7 @@ class Page(param.Parameterized):
         self.nav = pn.widgets.RadioButtonGroup.from_param(
             self.lab.param.view, label="View", options={VIEW_LABELS[v]: v for v in VIEWS}, color="primary",
             variant="outline", sizing_mode="stretch_width", orientation="horizontal",
-            stylesheets=[":host .bk-btn-group { flex-wrap: wrap; } :host .bk-btn { flex: 1 1 auto; }"])
+            stylesheets=[WRAP_BUTTONS])
         self.content = pn.Column(sizing_mode="stretch_width", min_height=600)
         self.lab.param.watch(self._show_view, ["view"])
         if search:

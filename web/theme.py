@@ -30,7 +30,7 @@ HEADER_BG = "#1d3557"
 
 #: host styles (Panel panes live in shadow DOM: ``styles`` reach the pane itself, CSS classes would not)
 VERDICT_STYLES = {"border-left": "5px solid " + OKABE_ITO["blue"], "background": "#f2f6fb", "padding": "2px 12px",
-                  "font-size": "16.5px", "font-weight": "600", "border-radius": "3px"}
+                  "font-size": "15.5px", "font-weight": "600", "border-radius": "3px"}
 NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "background": "#fff4ec",
                  "padding": "2px 12px", "border-radius": "3px"}
 
@@ -114,3 +114,6 @@ TEMPLATE_CSS = """
   .navbar .app-header .title, .navbar-brand, .title { font-size: 1.05rem !important; white-space: normal !important; }
 }
 """
+
+#: Button groups wrap onto several lines on a phone instead of running off the screen.
+WRAP_BUTTONS = ":host .bk-btn-group { flex-wrap: wrap; } :host .bk-btn { flex: 1 1 auto; }"

@@ -8,7 +8,7 @@ from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
 from ..state import RULE_LABELS, LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, RULE_COLORS, make_figure, style_legend
-from .common import caption, fmt, heading, swatch
+from .common import held, caption, fmt, heading, swatch
 
 
 def heatmap_data(weights: np.ndarray) -> dict:
@@ -56,6 +56,7 @@ class Playground(pn.viewable.Viewer):
         self.lab.param.watch(self._update_bars, ["query"])
         self._update()
 
+    @held
     def _update(self, *_):
         res, lab = self.lab.playground, self.lab
         n = lab.n
@@ -68,13 +69,15 @@ class Playground(pn.viewable.Viewer):
             p.y_range.start = n
             label = RULE_LABELS[r["rule"]]
             p.title.text = f"{label}: weights (scale {fmt(r['scale'])})"
-        self.query_slider.end = n - 1
+        if self.query_slider.end != n - 1:
+            self.query_slider.end = n - 1
         self.bar_rule.glyph.fill_color = self.bar_rule.glyph.line_color = RULE_COLORS[res["rule"]["rule"]]
         self.bars.legend.items[1].label = {"value": RULE_LABELS[res["rule"]["rule"]]}
         self._update_bars()
         self.readouts.object = self._table(res)
         self.verdict.object = lab.verdict
 
+    @held
     def _update_bars(self, *_):
         res, q = self.lab.playground, min(self.lab.query, self.lab.n - 1)
         n = res["none"]["weights"].shape[0]

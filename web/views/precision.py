@@ -9,8 +9,8 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 import sdpa_core as sc
 
 from ..state import ORDER_LABELS, PRECISION_N, LabState
-from ..theme import VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, make_figure, style_legend
-from .common import caption, heading
+from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, make_figure, style_legend
+from .common import held, caption, heading
 
 DTYPE_NAMES = ("float16", "float32", "float64")
 KIND_DASH = {"naive": "dashed", "stable": "solid"}
@@ -40,7 +40,7 @@ class Precision(pn.viewable.Viewer):
                           line_dash="dashed"))
         p.add_layout(Label(x=1, y=sc.FLOAT16_MAX, text="float16 max 65504", text_font_size="12px", text_color="#D55E00",
                            x_offset=4, y_offset=4))
-        style_legend(p, below=True, ncols=3)
+        style_legend(p, below=True, ncols=2)
         self.logit_fig = p
         self.row_sources = {(t, k): ColumnDataSource({"d_k": [], "y": []}) for t in DTYPE_NAMES for k in ("naive", "stable")}
         q = make_figure(title="Rows of attention weights containing NaN or inf", x_label="d_k",
@@ -61,7 +61,8 @@ class Precision(pn.viewable.Viewer):
             fig._sdpa_mark = mark
         self.order = pn.widgets.RadioButtonGroup.from_param(lab.param.order, label="Where the 1/√d_k scaling happens",
                                                             options={v: k for k, v in ORDER_LABELS.items()},
-                                                            color="primary", variant="outline")
+                                                            color="primary", variant="outline",
+                                                            stylesheets=[WRAP_BUTTONS])
         self.preset = pn.widgets.Button(label="Show an overflow (σ = 4, ρ = 1)", color="primary",
                                         variant="outline")
         self.preset.on_click(lambda e: lab.param.update(sigma=4.0, rho=1.0, order="after"))
@@ -70,6 +71,7 @@ class Precision(pn.viewable.Viewer):
         lab.param.watch(self._update_mark, ["d_k"])
         self._update()
 
+    @held
     def _update(self, *_):
         ps, lab = self.lab.precision, self.lab
         if ps is None:
@@ -100,6 +102,7 @@ class Precision(pn.viewable.Viewer):
         self.summary.object = (f"With {ORDER_LABELS[order]} (σ = {lab.sigma:g}, ρ = {lab.rho:g}, "
                                f"n = {min(lab.n, PRECISION_N)}): " + "; ".join(msgs) + ".")
 
+    @held
     def _update_mark(self, *_):
         for fig in (self.logit_fig, self.row_fig):
             fig._sdpa_mark.location = self.lab.d_k

@@ -12,7 +12,7 @@ import sdpa_core as sc
 
 from ..state import RULE_LABELS, SAMPLES_OPTIONS, LabState
 from ..theme import CSS, MARK_COLOR, RULE_COLORS, RULE_DASH, THEORY_COLOR, make_figure, style_legend
-from .common import caption, heading
+from .common import held, caption, heading
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
@@ -68,6 +68,7 @@ class Saturation(pn.viewable.Viewer):
                   f"alpha={lab.alpha:g} temperature={lab.temperature:g} seed={lab.seed}\n")
         return io.StringIO(header + (s.to_csv() if s is not None else ""))
 
+    @held
     def _update(self, *_):
         s = self.lab.sweep
         if s is None:
@@ -86,6 +87,7 @@ class Saturation(pn.viewable.Viewer):
                             f"σ = {lab.sigma:g}, ρ = {lab.rho:g}, α = {lab.alpha:g}, QK-norm temperature "
                             f"{lab.temperature:g}, seed {lab.seed}.")
 
+    @held
     def _update_marks(self, *_):
         for metric in PLOTS:
             self.marks[metric].location = self.lab.d_k

@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 
 from ..state import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS, TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, RULE_COLORS, THEORY_COLOR, make_figure, style_legend
-from .common import caption, heading, rule_options
+from .common import held, caption, heading, rule_options
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
@@ -106,6 +106,7 @@ class Training(pn.viewable.Viewer):
             return
         self._advance(None)
 
+    @held
     def _advance(self, steps):
         new = self.train.advance(steps, budget=0.04)
         for k, pts in new.items():
@@ -129,6 +130,7 @@ class Training(pn.viewable.Viewer):
         self.train.running = False
 
     # ---- redraw ------------------------------------------------------------------------------
+    @held
     def _on_reset(self, *_):
         tr = self.train
         for k in ("a", "b"):

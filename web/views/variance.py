@@ -11,7 +11,7 @@ import sdpa_core as sc
 
 from ..state import RULE_LABELS, LabState
 from ..theme import VERDICT_STYLES, MARK_COLOR, RULE_COLORS, THEORY_COLOR, make_figure, style_legend
-from .common import caption, fmt, heading
+from .common import held, caption, fmt, heading
 
 
 class Variance(pn.viewable.Viewer):
@@ -65,6 +65,7 @@ class Variance(pn.viewable.Viewer):
         self._update_sweep()
         self._update_mark()
 
+    @held
     def _update_hist(self, *_):
         d = self.lab.dots
         if d is None:
@@ -85,6 +86,7 @@ class Variance(pn.viewable.Viewer):
             f"At d_k = {lab.d_k}: Var(q·k) = d_k σ⁴ (1+ρ²) predicts std {fmt(t0)}; the samples give {fmt(std0)}. "
             f"With {RULE_LABELS[rule]} the std is {fmt(std1)}.")
 
+    @held
     def _update_sweep(self, *_):
         s, lab = self.lab.sweep, self.lab
         if s is None:
@@ -114,6 +116,7 @@ class Variance(pn.viewable.Viewer):
             elif r is self.points["rule"]:
                 item.label = {"value": f"Monte-Carlo, {RULE_LABELS[lab.rule]}"}
 
+    @held
     def _update_mark(self, *_):
         self.mark.location = self.lab.d_k
         self.mark_label.x = self.lab.d_k
