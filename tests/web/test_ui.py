@@ -95,7 +95,7 @@ def test_play_grows_the_loss_curve_and_pause_stops_it(page: Page, app_url):
     assert column_len(page, "loss") == 0
     page.get_by_role("button", name="▶ Play").click()
     page.wait_for_function(f"() => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) >= 40")
-    page.get_by_role("button", name="⏸ Pause").click()
+    page.get_by_role("button", name="❙❙ Pause").click()
     expect(page.get_by_role("button", name="▶ Play")).to_be_visible()
     stopped = column_len(page, "loss")
     # the condition "more points arrive" must not come true once paused

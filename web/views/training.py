@@ -90,7 +90,7 @@ class Training(pn.viewable.Viewer):
 
     def _on_running(self, *_):
         running = self.train.running
-        self.play.label = "⏸ Pause" if running else "▶ Play"
+        self.play.label = "❙❙ Pause" if running else "▶ Play"
         if running and self.train.finished:
             self.train.running = False
             return
