@@ -22,7 +22,7 @@ from .attention import attention, attention_backward
 from .scaling import check_rule, logit_scale, qk_normalize, qk_normalize_backward
 from .softmax import log_softmax
 
-__all__ = ["TrainConfig", "Batch", "make_batch", "init_params", "loss_and_grads"]
+__all__ = ["TrainConfig", "Batch", "make_batch", "clear_example", "init_params", "loss_and_grads"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,20 @@ def make_batch(rng: np.random.Generator, cfg: TrainConfig, size: int | None = No
     target = rng.integers(0, cfg.n_keys, size)
     query = keys[np.arange(size), target][:, None, :] + cfg.noise * rng.standard_normal((size, 1, cfg.d_in))
     return Batch(keys, labels, query, target)
+
+
+def clear_example(rng: np.random.Generator, cfg: TrainConfig, candidates: int = 64) -> Batch:
+    """One example whose query is unmistakably closest to its target key (the largest cosine margin
+    over the runner-up among ``candidates`` draws): the one the page shows, so a trained head's
+    attention visibly lands on the right key rather than on a borderline case."""
+    b = make_batch(rng, cfg, size=candidates)
+    x = b.keys / np.linalg.norm(b.keys, axis=-1, keepdims=True)
+    cos = (x @ (b.query / np.linalg.norm(b.query, axis=-1, keepdims=True)).swapaxes(-1, -2))[..., 0]  # (B, n)
+    rows = np.arange(candidates)
+    target = cos[rows, b.target]
+    cos[rows, b.target] = -np.inf
+    i = int(np.argmax(target - cos.max(axis=-1)))
+    return Batch(b.keys[i:i + 1], b.labels[i:i + 1], b.query[i:i + 1], b.target[i:i + 1])
 
 
 def init_params(rng: np.random.Generator, cfg: TrainConfig) -> dict[str, np.ndarray]:

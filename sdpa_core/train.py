@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import integer
-from .model import TrainConfig, init_params, loss_and_grads, make_batch
+from .model import TrainConfig, clear_example, init_params, loss_and_grads, make_batch
 
 __all__ = ["Adam", "StepResult", "Trainer", "train"]
 
@@ -58,7 +58,7 @@ class Trainer:
         self.params = init_params(np.random.default_rng([config.seed, 0]), config)
         self._data = np.random.default_rng([config.seed, 1])
         # a fixed example whose attention map the page shows evolving
-        self._example = make_batch(np.random.default_rng([config.seed, 2]), config, size=1)
+        self._example = clear_example(np.random.default_rng([config.seed, 2]), config)
         self.optimizer = Adam(self.params, config.lr)
         self.history = {"step": [], "loss": [], "accuracy": []}
         self.diverged = False

@@ -107,3 +107,12 @@ def test_divergence_stops_the_run_with_a_message():
 def test_config_validates_itself(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         TrainConfig(**kwargs)
+
+
+def test_the_shown_example_is_one_a_trained_head_gets_right():
+    """The fixed example the page animates ends with most weight on its target key after training
+    (1/sqrt(d_k), several seeds), so the picture shows what learning looks like."""
+    for seed in range(3):
+        t = train(TrainConfig(d_k=64, seed=seed), 150)
+        w, target = t.example_weights()
+        assert np.argmax(w) == target and w[target] > 0.5, (seed, w.round(2), target)
