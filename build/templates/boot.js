@@ -124,6 +124,7 @@
   function registerServiceWorker() {
     if (!("serviceWorker" in navigator)) return;
     navigator.serviceWorker.register("./sw.js", {scope: "./"}).then((reg) => {
+      if (!reg) return;     // registration refused (e.g. blocked by a test harness)
       reg.addEventListener("updatefound", () => {
         const incoming = reg.installing;
         incoming.addEventListener("statechange", () => {

@@ -34,6 +34,17 @@ init_doc()
 _path = os.path.join(_web, "app.py")
 _ns = {"__name__": "bokeh_app_sdpa_lab", "__file__": _path}
 exec(compile(open(_path).read(), _path, "exec"), _ns)
+# init_doc() held every change made while the app was built. Replayed after the page has rendered
+# the serialized document, they would name models the app created and dropped again (Bokeh's
+# "reference <id> isn't known"). Run their Python callbacks now, before serializing, so the
+# document JSON is the whole truth; hold again to collect what happens until the page links.
+from panel.io.state import state
+_doc = state.curdoc
+_tmpl = state._templates.get(_doc)
+if _tmpl is not None and _doc not in _tmpl._documents:
+    _tmpl.server_doc(title=_tmpl.title, location=True, doc=_doc)
+_doc.unhold()
+_doc.hold()
 await write_doc()
 `;
 

@@ -41,7 +41,8 @@ def wait_ready(page):
 
 def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_path):
     """With every request off localhost blocked, the page boots; moving d_k changes the plots;
-    offline, a reload boots it again from the service worker's cache; nothing but GET is sent."""
+    offline, a reload boots it again from the service worker's cache; nothing but GET is sent,
+    and no uncaught exception or console error occurs on the way."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     foreign, methods, failed, fetched = [], [], [], set()
 
@@ -57,8 +58,9 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
                                      fetched.add(unquote(r.url[len(served):].split("?")[0])) if r.url.startswith(served) else None))
     context.on("response", lambda r: r.status >= 400 and failed.append(f"{r.status} {r.url}"))
     page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    errors = []     # uncaught exceptions and console.error, from boot to the offline reload
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
 
     page.goto(served)
     wait_ready(page)
@@ -69,6 +71,7 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
     handle.focus()
     handle.press("ArrowRight")
     page.wait_for_function(f"({PLOT_STATE})() !== {before!r}", timeout=30_000)
+    assert errors == [], "errors while booting and moving d_k:\n" + "\n".join(errors)
 
     page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
     # "" is the page itself (index.html); sw.js is fetched by the browser to look for updates
@@ -82,6 +85,7 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
     assert page.evaluate("navigator.serviceWorker.controller !== null")
     page.screenshot(path=tmp_path / "offline.png")
 
+    assert errors == [], "errors during the offline boot:\n" + "\n".join(errors)
     assert foreign == [], f"requests to other origins: {foreign}"
     assert set(methods) == {"GET"}, f"non-GET requests: {set(methods) - {'GET'}}"
     assert failed == []
