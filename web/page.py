@@ -8,7 +8,7 @@ import param
 from . import a11y
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, TEMPLATE_CSS, WRAP_BUTTONS
-from .urlstate import KEYS, apply_query, to_query
+from .urlstate import KEYS, apply_query, install_history, to_query
 from .views.common import caption, shared_controls
 from .views.playground import Playground
 from .views.precision import Precision
@@ -141,5 +141,6 @@ def create_app(search: str | None = None):
     if pn.state.location is not None:
         page.connect_location()
     a11y.install(pn.state.curdoc)
+    install_history(pn.state.curdoc)  # slider moves replace the history entry; view changes push one
     tmpl.page = page  # handle for tests and the latency script
     return tmpl

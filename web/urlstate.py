@@ -11,6 +11,7 @@ import math
 from urllib.parse import parse_qsl, urlencode
 
 import param
+from bokeh.models import CustomJS
 
 from .state import (D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, LabState, TrainingState,
                     nearest_option)
@@ -172,3 +173,47 @@ def to_query(lab: LabState, train: TrainingState) -> str:
         out[key] = value
     return "?" + urlencode(out)
 
+
+
+# ---- browser history ------------------------------------------------------------------------------
+#: Panel's Location model (panel/models/location.ts) writes every change with history.pushState, so
+#: each slider step would become a Back-button stop. This wraps pushState once per tab: a URL whose
+#: ``view`` key differs from the current one is pushed (Back returns to the previous view), any other
+#: change replaces the current entry, and a push of the URL already shown is dropped. On Back/Forward
+#: (popstate) the Location model's ``search`` is set to the restored address, which Panel sends to
+#: Python, where the page follows it (Page._on_location). Works alike under `panel serve` and Pyodide.
+HISTORY_JS = r"""
+if (!window.__sdpaHistory) {
+  window.__sdpaHistory = true;
+  const DEFAULT_VIEW = %(default_view)s;
+  const viewOf = (url) => new URL(url, window.location.href).searchParams.get('view') || DEFAULT_VIEW;
+  const push = window.history.pushState.bind(window.history);
+  const replace = window.history.replaceState.bind(window.history);
+  window.history.pushState = function (state, unused, url) {
+    if (url == null) return push(state, unused, url);
+    const next = new URL(url, window.location.href);
+    if (next.href === window.location.href) return;             // already shown (e.g. after Back)
+    if (viewOf(next.href) !== viewOf(window.location.href)) return push(state, unused, url);
+    return replace(state, unused, url);
+  };
+  function locations() {
+    const out = [];
+    for (const doc of (window.Bokeh ? Bokeh.documents : [])) for (const m of doc.all_models) {
+      const p = m.properties;
+      if (p && p.search && p.pathname && p.hash && p.reload) out.push(m);  // panel.models.location.Location
+    }
+    return out;
+  }
+  window.addEventListener('popstate', () => {
+    for (const loc of locations()) {
+      if (loc.search !== window.location.search) loc.search = window.location.search;
+    }
+  });
+}
+""" % {"default_view": repr(str(LabState.param.view.default))}
+
+
+def install_history(doc) -> None:
+    """Attach the history script to a Bokeh document (no-op when there is none)."""
+    if doc is not None:
+        doc.js_on_event("document_ready", CustomJS(code=HISTORY_JS))

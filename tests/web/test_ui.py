@@ -64,6 +64,31 @@ def test_moving_d_k_changes_the_plots_and_the_url(page: Page, app_url):
     expect(page.get_by_text("d_k (key/query dimension): 128")).to_be_visible()
 
 
+def test_slider_moves_replace_history_and_view_changes_push(page: Page, app_url):
+    """Moving d_k replaces the history entry; a view change adds one, and Back returns to the previous view."""
+    open_page(page, app_url)
+    page.wait_for_function("() => window.__sdpaHistory === true")
+    start = page.evaluate("() => history.length")
+    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle.focus()
+    for value in (96, 128, 192):
+        handle.press("ArrowRight")
+        page.wait_for_function(f"() => location.search.includes('d_k={value}')")
+    assert page.evaluate("() => history.length") == start
+    page.get_by_role("button", name="Why the variance grows").click()
+    page.wait_for_function("() => location.search.includes('view=variance')")
+    expect(page.get_by_text("Why the variance grows", exact=True).last).to_be_visible()
+    assert page.evaluate("() => history.length") == start + 1
+    page.go_back()
+    page.wait_for_function("() => location.search.includes('view=playground') && location.search.includes('d_k=192')")
+    expect(page.get_by_text("Playground: one attention head, with and without scaling")).to_be_visible()
+    expect(page.get_by_text("d_k (key/query dimension): 192")).to_be_visible()
+    page.go_forward()
+    page.wait_for_function("() => location.search.includes('view=variance')")
+    expect(page.get_by_text(re.compile(r"^At d_k = 192: Var"))).to_be_visible()
+    assert page.evaluate("() => history.length") == start + 1
+
+
 def test_a_link_restores_the_view(page: Page, app_url):
     """A link with a query string opens that view with those settings."""
     open_page(page, f"{app_url}?view=saturation&d_k=512&rule=linear&n=8")
