@@ -4,7 +4,12 @@ Bokeh 3.9's slider handles (role="slider"), the spinner's +/- buttons and the ch
 no accessible name, and the Bootstrap template puts the sidebar inside a bare ``<ul>``. Nothing in
 Panel's or Bokeh's Python API sets those attributes, so one small script, attached to the Bokeh
 document's ``document_ready`` event (it works the same under ``panel serve`` and in Pyodide), copies
-each widget's visible title into ``aria-label`` and repeats that as views are shown.
+each widget's visible title into ``aria-label``.
+
+Views are built on first visit, so the script labels again when the DOM changes: one
+MutationObserver watches the document and every shadow root it has seen (mutations inside a shadow
+root do not reach an observer of the document), and coalesces bursts of mutations into one pass in
+the browser's idle time, so it stays off the slider-to-plot path and costs nothing while nothing changes.
 """
 from __future__ import annotations
 
@@ -60,10 +65,29 @@ function label() {
   if (main && !main.getAttribute('role')) main.setAttribute('role', 'main');
 }
 if (!window.__sdpaA11y) {
+  const observed = new WeakSet();
+  let pending = false;
+  const observer = new MutationObserver(schedule);
+  const OPTIONS = {childList: true, subtree: true, characterData: true,
+                   attributes: true, attributeFilter: ['aria-valuetext']};  // noUiSlider rewrites it on every step
+  function watch() {
+    for (const root of roots(document, [])) {
+      if (!observed.has(root)) { observed.add(root); observer.observe(root, OPTIONS); }
+    }
+  }
+  function run() {
+    pending = false;
+    watch();   // shadow roots created since the last pass
+    label();   // only writes attributes that differ, so its own writes settle after one more pass
+    observer.takeRecords();
+  }
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    if (window.requestIdleCallback) requestIdleCallback(run, {timeout: 300}); else setTimeout(run, 50);
+  }
+  run();
   window.__sdpaA11y = true;
-  label();
-  // views are built on first visit: label the new widgets too (cheap: a few hundred nodes)
-  setInterval(label, 400);
 }
 """
 

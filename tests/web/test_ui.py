@@ -130,6 +130,22 @@ def test_play_grows_the_loss_curve_and_pause_stops_it(page: Page, app_url):
     expect(page.get_by_text(re.compile(r"Run A \(no scaling\): step \d+"))).to_be_visible()
 
 
+def test_widgets_of_a_view_opened_later_get_accessible_names(page: Page, app_url):
+    """Widgets built after load (a view's first visit) are named, and the d_k handle announces the shown value."""
+    open_page(page, app_url)
+    page.wait_for_function("() => window.__sdpaA11y === true")
+    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle.focus()
+    handle.press("ArrowRight")
+    expect(handle).to_have_attribute("aria-valuetext", "96")
+    page.get_by_role("button", name="Saturation & gradients").click()
+    expect(page.locator('.noUi-handle[aria-label="Monte-Carlo samples per d_k"]')).to_have_attribute(
+        "aria-valuetext", "32")
+    page.get_by_role("button", name="Train it").click()
+    expect(page.locator('.noUi-handle[aria-label="d_k of the trained head"]')).to_have_attribute(
+        "aria-valuetext", "1024")
+
+
 @pytest.mark.parametrize("view", VIEWS)
 def test_axe_finds_no_serious_or_critical_violation(page: Page, app_url, view):
     """axe-core reports no serious or critical accessibility violation on any view."""
