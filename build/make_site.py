@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import bytecode  # noqa: E402
 import icons  # noqa: E402
 import page  # noqa: E402
 import pyodide_files  # noqa: E402
@@ -37,6 +38,7 @@ PANEL_DIST_DIR = SITE_PACKAGES / "panel" / "dist"
 BOKEH_JS_DIR = SITE_PACKAGES / "bokeh" / "server" / "static" / "js"
 # Installed in the build environment but never part of the page.
 BUILD_ONLY = {"setuptools", "pip", "wheel", "sdpa-core", "sdpa-lab-web"}
+OWN_WHEELS = ("sdpa_core-", "sdpa_lab_web-")     # wheel file names: these keep their sources
 # Imported by panel.io.pyodide in the browser (without it Panel imports pandas); not installed here.
 BROWSER_EXTRAS = {"pyodide-http": "0.2.2"}
 # Pure Python with an optional C speed-up: our pure wheel works when Pyodide's is not at hand.
@@ -104,6 +106,7 @@ def choose_packages(pre: dict, pyo: pyodide_files.PyodideFiles, app: Path, wheel
         else:
             pure.append(needed[name])
     ours += wheels.pure_dependencies(pure, wheel_dir, cache)
+    ship_bytecode([w.path for w in ours] + list(from_pyodide.values()), cache.parent / "bytecode")
 
     shipped = {w.name for w in ours} | set(from_pyodide)
     available = shipped | set(at_runtime)
@@ -114,11 +117,47 @@ def choose_packages(pre: dict, pyo: pyodide_files.PyodideFiles, app: Path, wheel
         entries[w.name] = pyodide_lock.entry(w, w.path.name)
         log(f"  {w.name} {w.version}: {w.origin} ({w.path.stat().st_size / 1e6:.2f} MB)")
     for name, path in sorted(from_pyodide.items()):
-        entries[name] = pyodide_lock.pyodide_entry(pyo.lock, name, path.name, shipped)
+        entries[name] = pyodide_lock.pyodide_entry(pyo.lock, name, path, shipped)
         log(f"  {name} {entries[name]['version']}: from Pyodide's files ({path.stat().st_size / 1e6:.2f} MB)")
     for name in at_runtime:
         log(f"  {name}: from {pyo.cdn} at run time")
     return entries, at_runtime
+
+
+def python313() -> str | None:
+    if not hasattr(python313, "found"):
+        python313.found = bytecode.find_python313()
+        if python313.found is None:
+            log("bytecode: no CPython 3.13 found (PATH, pyenv, or SDPA_PYTHON313=<python3.13>); shipping "
+                "sources only, so every boot compiles them (about 2-3 s slower)")
+    return python313.found
+
+
+def ship_bytecode(paths: list[Path], cache: Path) -> None:
+    """Every pure wheel gains bytecode for Pyodide's CPython 3.13: ours keep their sources (readable
+    tracebacks of our code), the others become sourceless (bytecode alone is smaller than both)."""
+    python = python313()
+    if python is None:
+        return
+    started, reused = time.time(), 0
+    for path in paths:
+        keep = path.name.startswith(OWN_WHEELS)
+        reused += bytecode.cached(path, cache, python, f"wheel sourceless={not keep}",
+                                  lambda: bytecode.compile_wheel(path, python, sourceless=not keep))
+    log(f"bytecode: {len(paths)} wheels compiled with {python} ({reused} from the cache, "
+        f"{time.time() - started:.1f} s)")
+
+
+def ship_stdlib_bytecode(zip_path: Path, used: list[str], cache: Path) -> None:
+    python = python313()
+    if python is None:
+        return
+    counts = []
+    how = "stdlib " + hashlib.sha256("\n".join(sorted(used)).encode()).hexdigest()
+    bytecode.cached(zip_path, cache, python, how,
+                    lambda: counts.append(bytecode.compile_stdlib(zip_path, python, used)))
+    log(f"bytecode: the stdlib modules the page imports, compiled in {zip_path.name}"
+        + (f" ({counts[0][0]} of {counts[0][1]})" if counts else " (from the cache)"))
 
 
 def copy_assets(html: str, out: Path) -> None:
@@ -194,6 +233,7 @@ def build(out: Path, app: Path) -> dict:
 
     if pyo.self_hosted:
         pyo.copy_runtime(out / "pyodide")
+        ship_stdlib_bytecode(out / "pyodide" / "python_stdlib.zip", pre.get("stdlib_files", []), cache.parent / "bytecode")
         config = {"pyodideJs": "./pyodide/pyodide.js", "runtimeLock": None}
         extra_origins: tuple[str, ...] = ()
     else:

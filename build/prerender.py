@@ -14,6 +14,7 @@ import importlib.metadata as md
 import json
 import os
 import sys
+import sysconfig
 from pathlib import Path
 
 # Absolute, so Panel treats it as a CDN; make_site.py rewrites it to a relative ./static/ path.
@@ -37,8 +38,16 @@ def main(app: str, out: str) -> None:
     owners = md.packages_distributions()
     dists = sorted({d for m in top for d in owners.get(m, [])})
     first_party = sorted(m for m in top if (Path(app_path.parent) / f"{m}.py").exists())
+    # Standard-library modules the page imports, as paths inside the stdlib: the build ships
+    # these as bytecode in Pyodide's stdlib zip (the rest stay sources, imported on demand).
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    used = set()
+    for module in list(sys.modules.values()):
+        path = Path(getattr(module, "__file__", None) or "/").resolve()
+        if path.suffix == ".py" and path.is_relative_to(stdlib) and "site-packages" not in path.parts:
+            used.add(path.relative_to(stdlib).as_posix())
     Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top),
-                                     "sibling_modules": first_party}))
+                                     "sibling_modules": first_party, "stdlib_files": sorted(used)}))
 
 
 if __name__ == "__main__":

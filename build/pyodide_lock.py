@@ -25,10 +25,11 @@ def entry(wheel: Wheel, file_name: str) -> dict:
     }
 
 
-def pyodide_entry(lock: dict, name: str, file_name: str, shipped: set[str]) -> dict:
-    """Pyodide's own entry for a package we copied, its dependencies cut to what ships."""
+def pyodide_entry(lock: dict, name: str, path: Path, shipped: set[str]) -> dict:
+    """Pyodide's own entry for a package we copied (and maybe compiled), its dependencies cut to what ships."""
     e = dict(lock["packages"][name])
-    e["file_name"] = file_name
+    e["file_name"] = path.name
+    e["sha256"] = sha256(path)
     e["depends"] = [d for d in e.get("depends", []) if d in shipped]
     return e
 

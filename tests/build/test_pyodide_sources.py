@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zipfile
 
 import pytest
 
@@ -13,12 +14,14 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def cache(tmp_path):
-    """A fresh cache for Pyodide's files that shares the pinned-wheel cache (no PyPI round trips)."""
+    """A fresh cache for Pyodide's files that shares the pinned-wheel and bytecode caches (no PyPI round
+    trips, no recompiling)."""
     folder = tmp_path / "cache"
     folder.mkdir()
-    wheels = build_module("pyodide_files").cache_root() / "wheels"
-    if wheels.is_dir():
-        os.symlink(wheels, folder / "wheels")
+    for shared in ("wheels", "bytecode"):
+        path = build_module("pyodide_files").cache_root() / shared
+        if path.is_dir():
+            os.symlink(path, folder / shared)
     return folder
 
 
@@ -37,9 +40,13 @@ def test_download_from_cdn_into_cache(tmp_path, cache):
         cdn.shutdown()
     site = Site(tmp_path / "a", done.stdout + done.stderr)
     assert "(download)" in site.log and site.self_hosted
-    for name in ("pyodide.asm.wasm", "python_stdlib.zip"):
+    for name in ("pyodide.asm.wasm", "pyodide.asm.js"):
         assert hashlib.sha256((site.root / "pyodide" / name).read_bytes()).digest() == \
             hashlib.sha256((dist / name).read_bytes()).digest()
+    # the stdlib: the same modules, some of them as bytecode
+    modules = [{n.removesuffix("c") for n in zipfile.ZipFile(z).namelist()}
+               for z in (site.root / "pyodide" / "python_stdlib.zip", dist / "python_stdlib.zip")]
+    assert modules[0] == modules[1]
     assert "numpy" in site.lock["packages"]
 
     again = make_site(tmp_path / "b", env)          # the "CDN" is gone now

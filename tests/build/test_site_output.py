@@ -5,6 +5,7 @@ import hashlib
 import json
 import re
 import struct
+import zipfile
 from xml.etree import ElementTree
 
 from conftest import build_module
@@ -114,3 +115,33 @@ def test_service_worker_scope_and_cache_are_relative_and_content_keyed(site):
     sw = (site.root / "sw.js").read_text()
     assert "?sha256=${ASSETS[path]}" in sw
     assert "registration.scope" in sw
+
+
+def test_wheels_and_stdlib_ship_bytecode_for_pyodide(site):
+    """With a CPython 3.13 at build time, every pure wheel carries 3.13 bytecode in unchecked-hash mode
+    (valid after unpacking whatever the mtimes): ours next to their sources, the others sourceless;
+    the stdlib modules the page imports are bytecode in the stdlib zip."""
+    if build_module("bytecode").find_python313() is None:
+        assert "no CPython 3.13 found" in site.log
+        return
+    magic = None
+    for name, entry in site.lock["packages"].items():
+        with zipfile.ZipFile(site.root / "pyodide" / entry["file_name"]) as zf:
+            names = [n for n in zf.namelist() if ".dist-info/" not in n]
+            pycs = [n for n in names if n.endswith(".pyc")]
+            if name in ("sdpa-core", "sdpa-lab-web"):
+                assert "__pycache__/" in pycs[0] and ".cpython-313.pyc" in pycs[0]
+                assert len([n for n in names if n.endswith(".py")]) == len(pycs), name
+            else:
+                assert not [n for n in names if n.endswith(".py")], f"{name} ships sources"
+            if pycs:
+                header = zf.read(pycs[0])[:8]
+                if entry["file_name"].endswith("-none-any.whl"):   # compiled by us (Pyodide's own: checked-hash)
+                    assert int.from_bytes(header[4:8], "little") == 0b01, f"{name}: not unchecked-hash"
+                magic = magic or header[:4]
+                assert header[:4] == magic
+    assert magic == (3571).to_bytes(2, "little") + b"\r\n", "not CPython 3.13 bytecode"
+    with zipfile.ZipFile(site.root / "pyodide" / "python_stdlib.zip") as zf:
+        names = set(zf.namelist())
+    for module in ("asyncio/base_events", "json/decoder", "_pyodide/_base", "pyodide/webloop"):
+        assert f"{module}.pyc" in names and f"{module}.py" not in names, module

@@ -1,0 +1,171 @@
+"""Ship bytecode: compile the pure-Python wheels (and Pyodide's stdlib zip) for Pyodide's CPython 3.13.
+
+Pyodide imports from an in-memory file system, so without shipped bytecode every boot
+compiles every module it imports from source (seconds for Panel and Bokeh). Bytecode is
+specific to a CPython minor version (its magic number), not to a platform: any CPython
+3.13 writes what Pyodide's 3.13 reads. The build environment is usually another Python,
+so a `python3.13` is looked up (SDPA_PYTHON313, PATH, pyenv); without one the build says
+so and ships sources only.
+
+Wheels keep their .py files and gain `__pycache__/<module>.cpython-313.pyc` written with
+the *unchecked-hash* invalidation mode (PEP 552): valid whatever the files' mtimes after
+unpacking, never re-validated against the source, and byte-for-byte reproducible. The
+sources stay for tracebacks and `inspect`. Pyodide's stdlib zip gets sourceless .pyc
+(zipimport reads `x.pyc` next to where `x.py` was): a zip cannot cache bytecode at all.
+"""
+from __future__ import annotations
+
+import base64
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+
+from wheels import EPOCH
+
+TAG = "cpython-313"
+SITE_PACKAGES = "/lib/python3.13/site-packages"   # where Pyodide unpacks wheels: the tracebacks' paths
+STDLIB = "/lib/python313.zip"                      # where Pyodide mounts python_stdlib.zip
+# The compiler, run once per archive over all its files (workers: one process per core).
+COMPILE = r"""
+import compileall, py_compile, sys
+root, ddir, legacy = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+ok = compileall.compile_dir(root, ddir=ddir, quiet=2, legacy=legacy, workers=0,
+                            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+sys.exit(0 if ok else 1)
+"""
+
+
+def find_python313() -> str | None:
+    """A CPython 3.13 interpreter for compiling, or None."""
+    candidates = [os.environ.get("SDPA_PYTHON313"), shutil.which("python3.13"),
+                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.13*/bin/python")), reverse=True)]
+    for exe in candidates:
+        if not exe:
+            continue
+        try:
+            done = subprocess.run([exe, "-c", "import sys; print(sys.implementation.cache_tag)"],
+                                  capture_output=True, text=True, timeout=30)
+        except OSError:
+            continue
+        if done.returncode == 0 and done.stdout.strip() == TAG:
+            return exe
+    return None
+
+
+def _write_zip(path: Path, files: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for arc in sorted(files):
+            zi = zipfile.ZipInfo(arc, EPOCH)
+            if arc.endswith("/"):
+                zi.external_attr = (0o40755 << 16) | 0x10
+                zi.compress_type = zipfile.ZIP_STORED
+            else:
+                zi.external_attr = 0o644 << 16
+                zi.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(zi, files[arc])
+
+
+def cached(path: Path, cache: Path, python: str, how: str, compile_fn) -> bool:
+    """Run `compile_fn()` (which rewrites `path` in place) unless the same input was compiled the same
+    way before; True when the result came from the cache. Outputs are deterministic, so reusing is exact."""
+    key = hashlib.sha256(path.read_bytes() + f"\0{python}\0{how}".encode()).hexdigest()[:32]
+    hit = cache / f"{key}{path.suffix}"
+    if hit.is_file():
+        shutil.copyfile(hit, path)
+        return True
+    compile_fn()
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = hit.with_suffix(".part")
+    shutil.copyfile(path, tmp)
+    tmp.replace(hit)
+    return False
+
+
+def _compile_tree(python: str, root: Path, ddir: str, legacy: bool) -> None:
+    done = subprocess.run([python, "-c", COMPILE, str(root), ddir, "1" if legacy else "0"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"make site: compiling {root.name} to bytecode failed:\n{done.stdout[-2000:]}"
+                         f"{done.stderr[-2000:]}")
+
+
+def _record(files: dict[str, bytes], record_path: str) -> bytes:
+    lines = []
+    for arc, data in sorted(files.items()):
+        if arc == record_path:
+            continue
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{arc},sha256={digest},{len(data)}")
+    lines.append(f"{record_path},,")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def compile_wheel(wheel: Path, python: str, sourceless: bool = False) -> int:
+    """Add unchecked-hash __pycache__/*.pyc for every .py of a wheel, in place; returns modules compiled.
+
+    `sourceless`: replace each .py by its .pyc instead (smaller; tracebacks lose the source lines)."""
+    with zipfile.ZipFile(wheel) as zf:
+        files = {i.filename: zf.read(i) for i in zf.infolist() if not i.is_dir()}
+    sources = [a for a in files if a.endswith(".py") and ".dist-info/" not in a and ".data/" not in a]
+    if not sources:
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for arc in sources:
+            (root / arc).parent.mkdir(parents=True, exist_ok=True)
+            (root / arc).write_bytes(files[arc])
+        _compile_tree(python, root, SITE_PACKAGES, legacy=sourceless)
+        for pyc in root.rglob("*.pyc"):
+            arc = pyc.relative_to(root).as_posix()
+            if sourceless and arc[:-1] in files:
+                del files[arc[:-1]]
+            files[arc] = pyc.read_bytes()
+    record = next((a for a in files if a.endswith(".dist-info/RECORD")), None)
+    if record:
+        files[record] = _record(files, record)
+    _write_zip(wheel, files)
+    return len(sources)
+
+
+def stdlib_selection(names: list[str], used: list[str]) -> set[str]:
+    """The stdlib zip's .py files worth compiling: those the page imports (`used`, paths recorded by the
+    CPython pre-render, possibly from another Python minor version), whole packages where the layout
+    changed (3.11's pathlib.py is 3.13's pathlib/), and Pyodide's own start-up modules."""
+    present = set(names)
+    chosen = set()
+    for path in used:
+        if path in present:
+            chosen.add(path)
+        elif path.endswith(".py") and f"{path[:-3]}/__init__.py" in present:
+            chosen |= {n for n in present if n.startswith(path[:-3] + "/")}
+    # Pyodide's packages and the private top-level modules its CPython imports at start-up
+    chosen |= {n for n in present if n.startswith(("_pyodide/", "pyodide/")) or ("/" not in n and n.startswith("_"))}
+    return {n for n in chosen if n.endswith(".py")}
+
+
+def compile_stdlib(zip_path: Path, python: str, used: list[str]) -> tuple[int, int]:
+    """Replace the page's modules in Pyodide's stdlib zip by sourceless unchecked-hash .pyc, in place.
+
+    The other modules stay sources (smaller than bytecode, compiled only if ever imported).
+    Returns (modules compiled, modules in the zip)."""
+    with zipfile.ZipFile(zip_path) as zf:
+        files = {i.filename: zf.read(i) for i in zf.infolist()}
+    sources = sorted(stdlib_selection(list(files), used))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for arc in sources:
+            (root / arc).parent.mkdir(parents=True, exist_ok=True)
+            (root / arc).write_bytes(files[arc])
+        _compile_tree(python, root, STDLIB, legacy=True)
+        for arc in sources:
+            pyc = root / (arc[:-3] + ".pyc")
+            if pyc.is_file():          # a module 3.13 cannot compile stays as source
+                del files[arc]
+                files[arc[:-3] + ".pyc"] = pyc.read_bytes()
+    _write_zip(zip_path, files)
+    return len(sources), sum(a.endswith((".py", ".pyc")) for a in files)
