@@ -5,7 +5,7 @@ and also differ in dash pattern; heatmaps use viridis (perceptually uniform, rea
 """
 from __future__ import annotations
 
-from bokeh.models import HoverTool
+from bokeh.models import HoverTool, Legend, LegendItem
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
@@ -57,28 +57,61 @@ def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, to
     return p
 
 
+#: Bokeh 3.9 lays legend entries out in a CSS grid whose gap is ``spacing`` both ways; entries in
+#: columns need more room sideways than between rows, or one label runs into the next glyph.
+LEGEND_CSS = ".bk-grid { column-gap: 18px !important; row-gap: 1px !important; }"
+
+
+def _style(legend, *, inside: bool):
+    legend.click_policy = "hide"
+    legend.label_text_font_size = "12.5px"
+    legend.label_height = 16
+    legend.glyph_height = 16
+    legend.spacing = 1
+    legend.stylesheets = [LEGEND_CSS]
+    if inside:
+        legend.background_fill_alpha = 0.85
+        legend.padding = 4
+    else:
+        legend.border_line_color = None
+        legend.padding = 2
+        legend.margin = 2
+
+
 def style_legend(p, location="top_left", *, below: bool = False, ncols: int = 2):
     """Legend inside the plot at ``location``, or under it in ``ncols`` columns when ``below``
     (plots with many entries: the legend never hides data then)."""
     if p.legend and below:
         legend = p.legend[0]
-        p.legend.location = "top_left"
+        legend.location = "top_left"
         legend.ncols = ncols
+        p.center.remove(legend)
         p.add_layout(legend, "below")
-        p.legend.click_policy = "hide"
-        p.legend.label_text_font_size = "12px"
-        p.legend.border_line_color = None
-        p.legend.padding = 2
-        p.legend.spacing = 0
-        p.legend.margin = 4
+        _style(legend, inside=False)
         return
     if p.legend:
         p.legend.location = location
-        p.legend.click_policy = "hide"
-        p.legend.label_text_font_size = "12px"
-        p.legend.background_fill_alpha = 0.85
-        p.legend.spacing = 0
-        p.legend.padding = 4
+        for legend in p.legend:
+            _style(legend, inside=True)
+
+
+def legend_key(p, kind: str = "line", **visuals):
+    """A renderer that draws nothing on the plot but gives a legend entry its glyph. Bokeh 3.9 draws no
+    legend glyph for a renderer without data, so it holds one NaN point (never shown, never auto-ranged)."""
+    return getattr(p, kind)([float("nan")], [float("nan")], **visuals)
+
+
+def legends_below(p, *groups, ncols=None):
+    """One legend row per group under the plot: ``groups`` are lists of ``(label, [renderers])``.
+    A row per kind of key (e.g. colour = dtype, dash = softmax) keeps each row short on a phone."""
+    out = []
+    for group in groups:
+        legend = Legend(items=[LegendItem(label=label, renderers=list(r)) for label, r in group],
+                        ncols=ncols or len(group), location="top_left")
+        _style(legend, inside=False)
+        p.add_layout(legend, "below")
+        out.append(legend)
+    return out
 
 
 CSS = """
@@ -96,6 +129,7 @@ table.sdpa-readouts th, table.sdpa-readouts td { padding: 4px 8px; border-bottom
 table.sdpa-readouts th:first-child, table.sdpa-readouts td:first-child { text-align: left; }
 table.sdpa-readouts caption { text-align: left; font-weight: 600; padding: 4px 0; }
 table.sdpa-readouts th { font-weight: 600; }
+table.sdpa-readouts th[scope=col] { white-space: nowrap; }
 .sdpa-meaning { font-weight: normal; font-size: 13px; color: #444; }
 .sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
 .sdpa-status { font-size: 15px; }
@@ -107,6 +141,8 @@ table.sdpa-readouts th { font-weight: 600; }
 TEMPLATE_CSS = """
 @media (max-width: 760px) {
   html, body { height: auto !important; overflow: auto !important; }
+  /* the template's #container is .vh-100.overflow-hidden: without this nothing below the fold scrolls */
+  #container { height: auto !important; min-height: 100vh; overflow: visible !important; }
   #content { display: block !important; height: auto !important; overflow: visible !important; }
   #sidebar { max-width: 100% !important; width: 100% !important; height: auto !important;
              border-right: none !important; border-bottom: 1px solid #ccc; padding: 8px 4px !important; }

@@ -165,7 +165,8 @@ def test_axe_finds_no_serious_or_critical_violation(page: Page, app_url, view):
 @pytest.mark.parametrize("width", [1280, 390])
 def test_screenshots_of_every_view(page: Page, app_url, screenshot_dir, width):
     """Every view renders at desktop and phone width; screenshots are saved under test-results/web/."""
-    page.set_viewport_size({"width": width, "height": 2600 if width > 500 else 5200})
+    # a real phone's height: the whole page must scroll there (the desktop layout scrolls #main instead)
+    page.set_viewport_size({"width": width, "height": 2600 if width > 500 else 844})
     for view in VIEWS:
         open_page(page, f"{app_url}?view={view}")
         if view == "questions":
@@ -175,4 +176,6 @@ def test_screenshots_of_every_view(page: Page, app_url, screenshot_dir, width):
         if width < 500:  # nothing sticks out sideways on a phone
             overflow = page.evaluate("() => document.documentElement.scrollWidth")
             assert overflow <= width + 2, f"{view} is {overflow}px wide at {width}px"
+            height = page.evaluate("() => document.scrollingElement.scrollHeight")
+            assert height > 1500, f"{view}: the page does not scroll at {width}px (document {height}px tall)"
         page.screenshot(path=str(screenshot_dir / f"{view}-{width}.png"), full_page=True)

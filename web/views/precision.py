@@ -9,12 +9,13 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 import sdpa_core as sc
 
 from ..state import ORDER_LABELS, PRECISION_N, LabState
-from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, make_figure, style_legend
+from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
 from .common import held, caption, heading
 
 DTYPE_NAMES = ("float16", "float32", "float64")
 KIND_DASH = {"naive": "dashed", "stable": "solid"}
 KIND_MARK = {"naive": "triangle", "stable": "circle"}
+DTYPE_DASH = {"float16": "solid", "float32": "dashed", "float64": "dotted"}
 
 
 class Precision(pn.viewable.Viewer):
@@ -30,30 +31,42 @@ class Precision(pn.viewable.Viewer):
         p = make_figure(title="Largest |logit| the matmul produces", x_label="d_k", y_label="max |logit|", height=400,
                         x_axis_type="log", y_axis_type="log", y_range=Range1d(0.3, 1e6),
                         hover=[("dtype", "@dtype"), ("d_k", "@d_k"), ("max |logit|", "@y{0.00}")])
+        dtype_items, over_renderers = [], []
         for t in DTYPE_NAMES:
-            p.line("d_k", "y", source=self.logit_sources[t], color=DTYPE_COLORS[t], line_width=2.5,
-                   line_dash={"float16": "solid", "float32": "dashed", "float64": "dotted"}[t], legend_label=t)
-            p.scatter("d_k", "y", source=self.logit_sources[t], color=DTYPE_COLORS[t], size=6, legend_label=t)
-            p.scatter("d_k", "y", source=self.over_sources[t], color=DTYPE_COLORS[t], size=14, marker="x",
-                      line_width=3, legend_label=f"{t} overflowed to inf")
+            line = p.line("d_k", "y", source=self.logit_sources[t], color=DTYPE_COLORS[t], line_width=2.5,
+                          line_dash=DTYPE_DASH[t])
+            dots = p.scatter("d_k", "y", source=self.logit_sources[t], color=DTYPE_COLORS[t], size=6)
+            over = p.scatter("d_k", "y", source=self.over_sources[t], color=DTYPE_COLORS[t], size=14, marker="x",
+                             line_width=3)
+            dtype_items.append((t, [line, dots]))
+            over_renderers.append(over)
+        # the key shows one grey ×, drawn over the three coloured ones; clicking it hides all three
+        key = legend_key(p, "scatter", color=MARK_COLOR, size=12, marker="x", line_width=3)
         p.add_layout(Span(location=sc.FLOAT16_MAX, dimension="width", line_color="#D55E00", line_width=2,
                           line_dash="dashed"))
         p.add_layout(Label(x=1, y=sc.FLOAT16_MAX, text="float16 max 65504", text_font_size="12px", text_color="#D55E00",
                            x_offset=4, y_offset=4))
-        style_legend(p, below=True, ncols=2)
+        legends_below(p, dtype_items, [("overflowed to inf (drawn at the top)", [*over_renderers, key])])
         self.logit_fig = p
         self.row_sources = {(t, k): ColumnDataSource({"d_k": [], "y": []}) for t in DTYPE_NAMES for k in ("naive", "stable")}
         q = make_figure(title="Rows of attention weights containing NaN or inf", x_label="d_k",
                         y_label="share of rows", height=400, x_axis_type="log", y_range=Range1d(-0.03, 1.05),
                         hover=[("d_k", "@d_k"), ("share", "@y{0%}")])
+        dtype_items, kind_items = [], {k: [] for k in KIND_DASH}
         for t in DTYPE_NAMES:
+            drawn = []
             for k in ("naive", "stable"):
                 src = self.row_sources[(t, k)]
-                q.line("d_k", "y", source=src, color=DTYPE_COLORS[t], line_dash=KIND_DASH[k], line_width=2.5,
-                       legend_label=f"{t}, {k} softmax")
-                q.scatter("d_k", "y", source=src, color=DTYPE_COLORS[t], marker=KIND_MARK[k], size=7,
-                          legend_label=f"{t}, {k} softmax")
-        style_legend(q, below=True, ncols=2)
+                line = q.line("d_k", "y", source=src, color=DTYPE_COLORS[t], line_dash=KIND_DASH[k], line_width=2.5)
+                dots = q.scatter("d_k", "y", source=src, color=DTYPE_COLORS[t], marker=KIND_MARK[k], size=7)
+                drawn += [line, dots]
+                kind_items[k] += [line, dots]
+            # a colour square over the mixed dash/marker glyphs: here colour is the dtype, dash the softmax
+            dtype_items.append((t, [*drawn, legend_key(q, "scatter", color=DTYPE_COLORS[t], marker="square", size=11)]))
+        for k in KIND_DASH:  # grey key glyphs drawn over the coloured ones, as on the left
+            kind_items[k] += [legend_key(q, color=MARK_COLOR, line_dash=KIND_DASH[k], line_width=2.5),
+                              legend_key(q, "scatter", color=MARK_COLOR, marker=KIND_MARK[k], size=7)]
+        legends_below(q, dtype_items, [(f"{k} softmax", kind_items[k]) for k in KIND_DASH])
         self.row_fig = q
         for fig in (p, q):
             mark = Span(location=lab.d_k, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)

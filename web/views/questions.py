@@ -86,7 +86,7 @@ class Questions(pn.viewable.Viewer):
                 items.append(pn.pane.LaTeX(f"$${formula}$$", renderer="katex", sizing_mode="stretch_width",
                                            styles={"font-size": "17px", "overflow-x": "auto"}, margin=(0, 10)))
             items.append(button)
-            cards.append(pn.Column(*items, sizing_mode="stretch_width",
+            cards.append(pn.Column(*items, sizing_mode="stretch_width", margin=(0, 10, 12, 10),  # aligned with the text
                                    styles={"border-left": "4px solid #0072B2", "background": "#f7f9fc",
-                                           "padding": "6px 4px", "margin-bottom": "10px"}))
+                                           "padding": "6px 4px"}))
         return pn.Column(*cards, sizing_mode="stretch_width")

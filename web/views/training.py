@@ -10,7 +10,7 @@ import param
 from bokeh.models import ColumnDataSource, Range1d, Span
 
 from ..state import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS, TrainingState
-from ..theme import VERDICT_STYLES, OKABE_ITO, RULE_COLORS, THEORY_COLOR, make_figure, style_legend
+from ..theme import VERDICT_STYLES, OKABE_ITO, RULE_COLORS, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
 from .common import held, caption, heading, rule_options
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
@@ -34,19 +34,21 @@ class Training(pn.viewable.Viewer):
         self.acc_fig = make_figure(title="Batch accuracy", x_label="step", y_label="accuracy", height=300,
                                    hover=[("step", "@step"), ("accuracy", "@accuracy{0%}")], y_range=Range1d(0, 1.02),
                                    x_range=self.steps_range)
-        self.loss_lines, self.acc_lines = {}, {}
+        self.loss_lines, self.acc_lines, self.keys = {}, {}, {}
         for k in ("a", "b"):
             self.loss_lines[k] = self.loss_fig.line("step", "loss", source=self.curves[k], line_width=2.5,
-                                                    line_dash=RUN_DASH[k], legend_label=f"run {k.upper()}")
+                                                    line_dash=RUN_DASH[k])
             self.acc_lines[k] = self.acc_fig.line("step", "accuracy", source=self.curves[k], line_width=2.5,
-                                                  line_dash=RUN_DASH[k], legend_label=f"run {k.upper()}")
+                                                  line_dash=RUN_DASH[k])
+            # the curves start empty; these keys keep each legend entry's line visible before Play
+            self.keys[k] = [legend_key(f, line_width=2.5, line_dash=RUN_DASH[k]) for f in (self.loss_fig, self.acc_fig)]
+        for fig, lines, keys in ((self.loss_fig, self.loss_lines, 0), (self.acc_fig, self.acc_lines, 1)):
+            legends_below(fig, [(f"run {k.upper()}", [lines[k], self.keys[k][keys]]) for k in ("a", "b")])
         self.chance = Span(location=math.log(8), dimension="width", line_color=THEORY_COLOR, line_dash="dotted",
                            line_width=1.5)
         self.loss_fig.add_layout(self.chance)
         self.acc_fig.add_layout(Span(location=1 / 8, dimension="width", line_color=THEORY_COLOR, line_dash="dotted",
                                      line_width=1.5))
-        style_legend(self.loss_fig, "top_right")
-        style_legend(self.acc_fig, "bottom_right")
         self.example_source = ColumnDataSource({"x0": [], "x1": [], "a": [], "b": []})
         self.target_source = ColumnDataSource({"x": [], "y": []})
         p = make_figure(title="Attention of one fixed example", x_label="key j", y_label="weight", height=300,
@@ -60,14 +62,17 @@ class Training(pn.viewable.Viewer):
         p.scatter("x", "y", source=self.target_source, marker="inverted_triangle", size=14, color=OKABE_ITO["black"],
                   legend_label="the key to find")
         p.xgrid.visible = False
-        style_legend(p, "top_left")
+        style_legend(p, below=True, ncols=2)  # three entries do not fit in one row on a phone
         self.example_fig = p
 
-        self.rule_a = pn.widgets.Select.from_param(tr.param.rule_a, name="Run A: scaling rule", options=rule_options())
-        self.rule_b = pn.widgets.Select.from_param(tr.param.rule_b, name="Run B: scaling rule", options=rule_options())
-        self.lr = pn.widgets.DiscreteSlider.from_param(tr.param.lr, name="Learning rate (Adam)", options=LR_OPTIONS)
+        self.rule_a = pn.widgets.Select.from_param(tr.param.rule_a, name="Run A: scaling rule", options=rule_options(),
+                                             sizing_mode="stretch_width")
+        self.rule_b = pn.widgets.Select.from_param(tr.param.rule_b, name="Run B: scaling rule", options=rule_options(),
+                                             sizing_mode="stretch_width")
+        self.lr = pn.widgets.DiscreteSlider.from_param(tr.param.lr, name="Learning rate (Adam)", options=LR_OPTIONS,
+                                                     sizing_mode="stretch_width")
         self.d_k = pn.widgets.DiscreteSlider.from_param(tr.param.d_k, name="d_k of the trained head",
-                                                        options=TRAIN_D_K_OPTIONS)
+                                                        options=TRAIN_D_K_OPTIONS, sizing_mode="stretch_width")
         self.play = pn.widgets.Button(label="▶ Play", color="primary", width=110)
         self.step_btn = pn.widgets.Button(label="Step ×10", color="default", width=110)
         self.reset_btn = pn.widgets.Button(label="Reset", color="default", width=110)
@@ -137,7 +142,7 @@ class Training(pn.viewable.Viewer):
             self.curves[k].data = {"step": [], "loss": [], "accuracy": []}
             rule = tr.trainers[k].config.rule
             color = RULE_COLORS[rule]
-            for line in (self.loss_lines[k], self.acc_lines[k]):
+            for line in (self.loss_lines[k], self.acc_lines[k], *self.keys[k]):
                 line.glyph.line_color = color
             self.ex_bars[k].glyph.fill_color = self.ex_bars[k].glyph.line_color = color
             label = {"value": f"run {k.upper()}: {RULE_LABELS[rule]}"}
@@ -164,11 +169,13 @@ class Training(pn.viewable.Viewer):
         self.status.object = self.train.status
 
     def __panel__(self):
+        # four equal columns on a desktop, two on a tablet, one on a phone
+        cell = {"flex": "1 1 200px"}
         controls = pn.FlexBox(
-            pn.Column(self.rule_a, caption("Usually no scaling: the run that struggles."), width=240),
-            pn.Column(self.rule_b, caption("Usually 1/√d_k: the run that learns."), width=240),
-            pn.Column(self.lr, caption("Step size of Adam for both runs; too large and a run diverges."), width=260),
-            pn.Column(self.d_k, caption("Width of q and k; the wider, the larger unscaled logits get."), width=260),
+            pn.Column(self.rule_a, caption("Usually no scaling: the run that struggles."), styles=cell),
+            pn.Column(self.rule_b, caption("Usually 1/√d_k: the run that learns."), styles=cell),
+            pn.Column(self.lr, caption("Step size of Adam for both runs; too large and a run diverges."), styles=cell),
+            pn.Column(self.d_k, caption("Width of q and k; the wider, the larger unscaled logits get."), styles=cell),
             sizing_mode="stretch_width")
         buttons = pn.FlexBox(self.play, self.step_btn, self.reset_btn, self.download, sizing_mode="stretch_width")
         figs = pn.FlexBox(*(pn.Column(f, sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300)

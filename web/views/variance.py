@@ -10,7 +10,7 @@ from bokeh.models import ColumnDataSource, Label, Span
 import sdpa_core as sc
 
 from ..state import RULE_LABELS, LabState
-from ..theme import VERDICT_STYLES, MARK_COLOR, RULE_COLORS, THEORY_COLOR, make_figure, style_legend
+from ..theme import VERDICT_STYLES, MARK_COLOR, RULE_COLORS, THEORY_COLOR, legends_below, make_figure, style_legend
 from .common import held, caption, fmt, heading
 
 
@@ -31,31 +31,34 @@ class Variance(pn.viewable.Viewer):
                           line_color="white", fill_color=RULE_COLORS["none"], legend_label="samples")
             p.line("x", "pdf", source=curve, line_width=2.5, color=THEORY_COLOR, line_dash="dashed",
                    legend_label="normal (theory)")
-            style_legend(p, "top_right")
+            style_legend(p, below=True, ncols=2)
             self.hists[side] = (p, hist, curve, bars)
         self.std_sources = {r: ColumnDataSource({"d_k": [], "std": [], "lo": [], "hi": []}) for r in ("none", "rule")}
         self.theory_sources = {k: ColumnDataSource({"d_k": [], "std": []}) for k in ("none", "rule", "rho0", "rho1")}
         p = make_figure(title="Logit std vs d_k (log-log)", x_label="d_k", y_label="std of the logits",
                         height=360, x_axis_type="log", y_axis_type="log",
                         hover=[("d_k", "@d_k"), ("std", "@std{0.000}")])
-        p.line("d_k", "std", source=self.theory_sources["rho0"], color="#999999", line_dash="dotted", line_width=2,
-               legend_label="unscaled theory, ρ = 0 (slope ½)")
-        p.line("d_k", "std", source=self.theory_sources["rho1"], color="#999999", line_dash="dotdash", line_width=2,
-               legend_label="unscaled theory, ρ = 1 (slope 1)")
+        rho0 = p.line("d_k", "std", source=self.theory_sources["rho0"], color="#999999", line_dash="dotted",
+                      line_width=2)
+        rho1 = p.line("d_k", "std", source=self.theory_sources["rho1"], color="#999999", line_dash="dotdash",
+                      line_width=2)
         self.theory_lines = {}
         self.points = {}
         for r in ("none", "rule"):
             self.theory_lines[r] = p.line("d_k", "std", source=self.theory_sources[r], color=RULE_COLORS["none"],
-                                          line_width=2, legend_label=f"theory ({r})")
+                                          line_width=2)
             self.points[r] = p.scatter("d_k", "std", source=self.std_sources[r], size=8, color=RULE_COLORS["none"],
-                                       marker="circle" if r == "none" else "square",
-                                       legend_label=f"Monte-Carlo ({r})")
+                                       marker="circle" if r == "none" else "square")
         self.mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
         self.mark_label = Label(x=64, y=5, x_units="data", y_units="screen", text="current d_k",
                                 text_font_size="11px", text_color=MARK_COLOR, x_offset=4)
         p.add_layout(self.mark)
         p.add_layout(self.mark_label)
-        style_legend(p, "top_left")
+        # one row for the grey reference lines, one for the two rules (line: theory, marker: Monte-Carlo)
+        _, rules = legends_below(p, [("unscaled theory, ρ = 0", [rho0]), ("unscaled theory, ρ = 1", [rho1])],
+                      [(name, [self.theory_lines[r], self.points[r]]) for r, name in (("none", "no scaling"),
+                                                                                    ("rule", "chosen rule"))])
+        self.rule_item = rules.items[1]
         self.loglog = p
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
         self.lab.param.watch(self._update_hist, ["dots"])
@@ -103,18 +106,7 @@ class Variance(pn.viewable.Viewer):
         for key, rho in (("rho0", 0.0), ("rho1", 1.0)):
             self.theory_sources[key].data = {
                 "d_k": d, "std": np.array([sc.theory_logit_std(int(x), sigma=lab.sigma, rho=rho, n=lab.n) for x in s.d_k])}
-        items = self.loglog.legend.items
-        # relabel the four per-rule entries by renderer identity (labels carry the rule name)
-        for item in items:
-            r = item.renderers[0]
-            if r is self.theory_lines["none"]:
-                item.label = {"value": f"theory, no scaling (ρ = {lab.rho:g})"}
-            elif r is self.theory_lines["rule"]:
-                item.label = {"value": f"theory, {RULE_LABELS[lab.rule]}"}
-            elif r is self.points["none"]:
-                item.label = {"value": "Monte-Carlo, no scaling"}
-            elif r is self.points["rule"]:
-                item.label = {"value": f"Monte-Carlo, {RULE_LABELS[lab.rule]}"}
+        self.rule_item.label = {"value": RULE_LABELS[lab.rule]}
 
     @held
     def _update_mark(self, *_):
@@ -137,6 +129,6 @@ class Variance(pn.viewable.Viewer):
             self.loglog,
             caption("Spread of all n×n logits against d_k on log-log axes. Unscaled, independent q and k give a line of "
                     "slope ½; as ρ → 1 each key aligns with its query and the slope tends to 1. "
-                    "1/√d_k flattens the ρ = 0 line; 1/d_k (muP) pushes it down with slope −½. "
-                    "Click legend entries to hide lines."),
+                    "1/√d_k flattens the ρ = 0 line; 1/d_k (muP) pushes it down with slope −½. Coloured lines are theory, "
+                    "markers the Monte-Carlo estimate at the current ρ; click a legend entry to hide it."),
             sizing_mode="stretch_width")
