@@ -30,6 +30,8 @@ from wheels import EPOCH
 TAG = "cpython-313"
 SITE_PACKAGES = "/lib/python3.13/site-packages"   # where Pyodide unpacks wheels: the tracebacks' paths
 STDLIB = "/lib/python313.zip"                      # where Pyodide mounts python_stdlib.zip
+PYODIDE_OWN = ("_pyodide/", "pyodide/", "tarfile.py", "zipfile/", "pathlib/", "shutil.py", "sysconfig/",
+               "encodings/cp437.py", "importlib/")
 # The compiler, run once per archive over all its files (workers: one process per core).
 COMPILE = r"""
 import compileall, py_compile, sys
@@ -73,7 +75,8 @@ def _write_zip(path: Path, files: dict[str, bytes]) -> None:
 def cached(path: Path, cache: Path, python: str, how: str, compile_fn) -> bool:
     """Run `compile_fn()` (which rewrites `path` in place) unless the same input was compiled the same
     way before; True when the result came from the cache. Outputs are deterministic, so reusing is exact."""
-    key = hashlib.sha256(path.read_bytes() + f"\0{python}\0{how}".encode()).hexdigest()[:32]
+    rules = Path(__file__).read_bytes()      # a change to this module's choices invalidates the cache
+    key = hashlib.sha256(path.read_bytes() + rules + f"\0{python}\0{how}".encode()).hexdigest()[:32]
     hit = cache / f"{key}{path.suffix}"
     if hit.is_file():
         shutil.copyfile(hit, path)
@@ -143,8 +146,9 @@ def stdlib_selection(names: list[str], used: list[str]) -> set[str]:
             chosen.add(path)
         elif path.endswith(".py") and f"{path[:-3]}/__init__.py" in present:
             chosen |= {n for n in present if n.startswith(path[:-3] + "/")}
-    # Pyodide's packages and the private top-level modules its CPython imports at start-up
-    chosen |= {n for n in present if n.startswith(("_pyodide/", "pyodide/")) or ("/" not in n and n.startswith("_"))}
+    # Pyodide's packages, the private top-level modules its CPython imports at start-up, and what its
+    # package loader imports to unpack wheels (measured: these were compiled from source on every boot)
+    chosen |= {n for n in present if n.startswith(PYODIDE_OWN) or ("/" not in n and n.startswith("_"))}
     return {n for n in chosen if n.endswith(".py")}
 
 

@@ -13,14 +13,25 @@ async function hex(buffer) {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-async function precache(path, cache) {
-  if (await cache.match(keyFor(path))) return;              // same bytes as before: keep
-  const response = await fetch(new URL(path, SCOPE), {cache: "no-cache"});
+// First try the browser's HTTP cache as it is ("force-cache"): the page registers this worker once
+// it is running, so almost every file was just downloaded and a first visit transfers each file once.
+// An entry from an older deploy fails the hash check; then, and only then, go to the network.
+async function download(path, mode) {
+  // the page itself was fetched as the scope URL ("./"), which is what the HTTP cache holds
+  const url = path === "index.html" && mode === "force-cache" ? SCOPE : new URL(path, SCOPE);
+  const response = await fetch(url, {cache: mode});
   if (!response.ok) throw new Error(`precache ${path}: HTTP ${response.status}`);
   const body = await response.arrayBuffer();
-  if (await hex(body) !== ASSETS[path]) throw new Error(`precache ${path}: content does not match this version`);
-  const headers = {"Content-Type": response.headers.get("Content-Type") || "application/octet-stream"};
-  await cache.put(keyFor(path), new Response(body, {headers}));
+  return {body, ok: await hex(body) === ASSETS[path],
+          type: response.headers.get("Content-Type") || "application/octet-stream"};
+}
+
+async function precache(path, cache) {
+  if (await cache.match(keyFor(path))) return;              // same bytes as before: keep
+  let got = await download(path, "force-cache").catch(() => ({ok: false}));
+  if (!got.ok) got = await download(path, "reload");
+  if (!got.ok) throw new Error(`precache ${path}: content does not match this version`);
+  await cache.put(keyFor(path), new Response(got.body, {headers: {"Content-Type": got.type}}));
 }
 
 self.addEventListener("install", (event) => {
