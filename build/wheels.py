@@ -21,10 +21,11 @@ from pathlib import Path
 EPOCH = (1980, 1, 1, 0, 0, 0)
 PYODIDE_PYTHON = "3.13"
 
-# Bundled JS/CSS the page loads from its own static/ copy, tests, caches and native code.
+# Bundled JS/CSS the page loads from its own static/ copy, tests, caches and native code; the
+# TypeScript/LESS sources of that JS, type stubs and Sphinx extensions (read by no running code).
 SLIM_EXCLUDE = {
-    "panel": re.compile(r"^panel/(dist/(?!css/|assets/)|tests/)|\.js\.map$"),
-    "bokeh": re.compile(r"^bokeh/(server/static/|sampledata/|_sri/(?!3\.9\.2\.json))"),
+    "panel": re.compile(r"^panel/(dist/(?!css/|assets/)|tests/)|\.js\.map$|\.(ts|less|pyi)$"),
+    "bokeh": re.compile(r"^bokeh/(server/static/|sampledata/|sphinxext/|_sri/(?!3\.9\.2\.json))|\.pyi$"),
 }
 ALWAYS_EXCLUDE = re.compile(r"(^|/)__pycache__/|\.(pyc|so|pyd|dylib)$|\.dist-info/(RECORD|INSTALLER|direct_url\.json|REQUESTED)$")
 
