@@ -5,7 +5,7 @@ moves back and forth), and time from just before the key press until every watch
 source in BokehJS has received its new data and the browser has painted the next frame
 (``requestAnimationFrame`` after the last ``source.change``). Prints the median and spread.
 
-    .venv/bin/python benchmarks/bench_page.py [--repeats 25]
+    .venv/bin/python benchmarks/bench_page.py [--repeats 25] [--only playground]
 
 Targets (issue 3): under 150 ms for the playground, under 400 ms for the sweep views.
 """
@@ -102,6 +102,7 @@ def measure(page, url: str, slider: str, cols, repeats: int) -> list[float]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=25)
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = ap.parse_args(argv)
     port = free_port()
     proc = serve(port)
@@ -113,6 +114,8 @@ def main(argv=None) -> int:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             print(f"{'case':38s} {'median':>8s} {'p10':>7s} {'p90':>7s}  target")
             for name, query, slider, cols, target in CASES:
+                if args.only not in name:
+                    continue
                 t = sorted(measure(page, base + query, slider, cols, args.repeats))
                 med = statistics.median(t)
                 p10, p90 = t[len(t) // 10], t[(len(t) * 9) // 10]

@@ -1,6 +1,8 @@
 """Playground: one attention head on random Q, K, V, unscaled beside the chosen rule."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import panel as pn
 import param
@@ -45,7 +47,7 @@ class Playground(pn.viewable.Viewer):
                                legend_label="no scaling")
         self.bar_rule = p.vbar(x="x1", top="rule", width=0.4, source=self.bar_source, color=RULE_COLORS["sqrt"],
                                legend_label="chosen rule")
-        style_legend(p, "top_right")
+        style_legend(p, below=True, ncols=2)
         p.xgrid.visible = False
         self.bars = p
         self.query_slider = pn.widgets.IntSlider.from_param(self.lab.param.query, name="Query row i shown in the bar chart",
@@ -61,11 +63,18 @@ class Playground(pn.viewable.Viewer):
         res, lab = self.lab.playground, self.lab
         n = lab.n
         finite = [np.nanmax(res[s]["weights"]) for s in ("none", "rule") if np.isfinite(res[s]["weights"]).any()]
-        self.mapper.high = float(max(finite)) if finite and max(finite) > 0 else 1.0
+        # the colour scale's top, rounded up to a 0.05 step: most slider steps then leave it (and the
+        # colour bars, which re-render whenever it changes) untouched
+        top = float(max(finite)) if finite and max(finite) > 0 else 1.0
+        self.mapper.high = min(1.0, math.ceil(top * 20 - 1e-9) / 20) if top > 0.05 else top
         for side in ("none", "rule"):
-            p, r = self.maps[side], res[side]
-            self.map_sources[side].data = heatmap_data(r["weights"])
-            p.x_range.end = n
+            p, r, src = self.maps[side], res[side], self.map_sources[side]
+            if len(src.data["w"]) == n * n:
+                # same grid: only the weights change, so send one column instead of five
+                src.data.update(w=r["weights"].ravel())
+            else:
+                src.data = heatmap_data(r["weights"])
+            p.x_range.end = n  # Bokeh sends nothing when a property is set to the value it has
             p.y_range.start = n
             label = RULE_LABELS[r["rule"]]
             p.title.text = f"{label}: weights (scale {fmt(r['scale'])})"
@@ -74,17 +83,22 @@ class Playground(pn.viewable.Viewer):
         self.bar_rule.glyph.fill_color = self.bar_rule.glyph.line_color = RULE_COLORS[res["rule"]["rule"]]
         self.bars.legend.items[1].label = {"value": RULE_LABELS[res["rule"]["rule"]]}
         self._update_bars()
-        self.readouts.object = self._table(res)
-        self.verdict.object = lab.verdict
+        table = self._table(res)
+        if table != self.readouts.object:  # Panel re-processes an HTML pane's text on every assignment
+            self.readouts.object = table
+        if lab.verdict != self.verdict.object:
+            self.verdict.object = lab.verdict
 
     @held
     def _update_bars(self, *_):
         res, q = self.lab.playground, min(self.lab.query, self.lab.n - 1)
         n = res["none"]["weights"].shape[0]
-        x = np.arange(n)
-        self.bar_source.data = {"x0": x - 0.2, "x1": x + 0.2,
-                                "none": np.nan_to_num(res["none"]["weights"][q]),
-                                "rule": np.nan_to_num(res["rule"]["weights"][q])}
+        heights = {"none": np.nan_to_num(res["none"]["weights"][q]), "rule": np.nan_to_num(res["rule"]["weights"][q])}
+        if len(self.bar_source.data["x0"]) == n:
+            self.bar_source.data.update(heights)  # same keys: send the two height columns only
+        else:
+            x = np.arange(n)
+            self.bar_source.data = {"x0": x - 0.2, "x1": x + 0.2, **heights}
         self.bars.title.text = f"Weights of query {q} over the keys"
 
     def _table(self, res) -> str:

@@ -51,7 +51,8 @@ class Variance(pn.viewable.Viewer):
                                        marker="circle" if r == "none" else "square")
         self.mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
         self.mark_label = Label(x=64, y=5, x_units="data", y_units="screen", text="current d_k",
-                                text_font_size="11px", text_color=MARK_COLOR, x_offset=4)
+                                text_font_size="11px", text_color=MARK_COLOR, x_offset=4,
+                                background_fill_color="white", background_fill_alpha=0.85)  # readable over a line
         p.add_layout(self.mark)
         p.add_layout(self.mark_label)
         # one row for the grey reference lines, one for the two rules (line: theory, marker: Monte-Carlo)
