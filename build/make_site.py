@@ -9,6 +9,7 @@ into a cache at build time, else, with a loud warning, from that CDN at run time
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import importlib.metadata as md
 import json
@@ -160,6 +161,15 @@ def ship_stdlib_bytecode(zip_path: Path, used: list[str], cache: Path) -> None:
         + (f" ({counts[0][0]} of {counts[0][1]})" if counts else " (from the cache)"))
 
 
+def prefetch_list(entries: dict) -> list[list]:
+    """What the worker requests before Pyodide asks: [path, integrity or None], the first-needed first."""
+    first = [["pyodide/pyodide.asm.wasm", None], ["pyodide/python_stdlib.zip", None],
+             ["pyodide/pyodide-lock.json", None]]
+    def sri(hexdigest: str) -> str:
+        return "sha256-" + base64.b64encode(bytes.fromhex(hexdigest)).decode()
+    return first + [[f"pyodide/{e['file_name']}", sri(e["sha256"])] for _, e in sorted(entries.items())]
+
+
 def copy_assets(html: str, out: Path) -> None:
     """Copy every local file the page references from the installed Panel and Bokeh."""
     todo = [p for p in page.local_paths(html) if p.startswith("static/")]
@@ -240,7 +250,7 @@ def build(out: Path, app: Path) -> dict:
         config = {"pyodideJs": pyo.cdn + "pyodide.js", "runtimeLock": pyo.cdn + "pyodide-lock.json"}
         extra_origins = (re.match(r"https?://[^/]+", pyo.cdn).group(0),)
     config.update(lock="./pyodide/pyodide-lock.json", packages=sorted(entries) + sorted(at_runtime),
-                  panelRoot="./static/panel/")
+                  panelRoot="./static/panel/", prefetch=prefetch_list(entries) if pyo.self_hosted else [])
 
     copy_assets(html, out)
     (out / "worker.js").write_text(render_template("worker.js", CONFIG=json.dumps(config, indent=1)))

@@ -4,6 +4,24 @@
 const CONFIG = /*CONFIG*/{}/*END*/;
 const here = (path) => new URL(path, self.location).href;
 
+// Every file Pyodide will fetch (runtime, stdlib, lock, each wheel) is requested right now, so the
+// downloads run alongside the runtime's start-up instead of after it; Pyodide's own fetches of those
+// URLs are handed these responses. Wheels carry their lock's sha256 as `integrity`, as Pyodide's would.
+const early = new Map(CONFIG.prefetch.map(([path, integrity]) => {
+  const url = here(path);
+  const pending = fetch(url, integrity ? {integrity} : {});
+  pending.catch(() => {});    // a failure surfaces where Pyodide awaits it, not as an unhandled rejection
+  return [url, pending];
+}));
+const networkFetch = self.fetch.bind(self);
+self.fetch = (input, init) => {
+  const url = new URL(input instanceof Request ? input.url : input, self.location).href;
+  const pending = early.get(url);
+  if (pending === undefined) return networkFetch(input, init);
+  early.delete(url);            // each response body can be read once
+  return pending;
+};
+
 importScripts(CONFIG.pyodideJs.startsWith("http") ? CONFIG.pyodideJs : here(CONFIG.pyodideJs));
 
 const status = (step, msg) => self.postMessage({type: "status", step, msg, t: performance.now()});
