@@ -3,13 +3,15 @@
     python build/measure_site.py [--dir _site] [--runs 15]
 
 Serves the folder with build/serve.py (gzip, ETag, like a static host) and counts the
-bytes of every response body it sends. Cold visit: a fresh browser profile. Warm visit:
+bytes of every response body it sends: what crossed the network, the browser's HTTP cache
+included (no request routing, which would disable that cache). Cold visit: a fresh browser profile. Warm visit:
 a reload once the service worker has precached everything, with the network switched off.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -61,10 +63,13 @@ def main() -> int:
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         page = context.new_page()
         serve.SiteHandler.bytes_sent = 0
+        serve.SiteHandler.bodies.clear()
         cold = visit(page, url)
         boot_bytes = serve.SiteHandler.bytes_sent
         page.wait_for_function("window.sdpaLab.offlineReady", timeout=BOOT_MS)
         first_bytes = serve.SiteHandler.bytes_sent
+        counts = Counter(path for path, _ in serve.SiteHandler.bodies)
+        twice = sorted(path for path, n in counts.items() if n > 1)
 
         serve.SiteHandler.bytes_sent = 0
         context.set_offline(True)
@@ -78,15 +83,17 @@ def main() -> int:
     total = sum(f.stat().st_size for f in args.dir.rglob("*") if f.is_file())
     print(f"site on disk:                      {total / 1e6:6.1f} MB")
     print(f"bytes served, first visit to interactive: {boot_bytes / 1e6:6.1f} MB  (gzip)")
-    print(f"bytes served, first visit incl. precache: {first_bytes / 1e6:6.1f} MB")
+    print(f"bytes served, first visit incl. precache: {first_bytes / 1e6:6.1f} MB  "
+          f"({len(counts)} URLs, {len(twice)} downloaded more than once{': ' + ', '.join(twice) if twice else ''})")
     print(f"bytes served, second visit:        {second_bytes / 1e6:6.2f} MB  (network off)")
     print(f"first contentful paint (cold):     {cold['paint'] / 1e3:6.2f} s")
     print(f"time to interactive, cold:         {cold['interactive'] / 1e3:6.2f} s")
     print(f"time to interactive, warm:         {warm['interactive'] / 1e3:6.2f} s  (offline, from the cache)")
     print(f"slider-to-plot latency, median:    {statistics.median(latencies):6.0f} ms  "
           f"(d_k moved {len(latencies)} times; min {min(latencies):.0f}, max {max(latencies):.0f})")
-    steps = {k: round(v / 1e3, 2) for k, v in sorted(cold["steps"].items(), key=lambda kv: kv[1])}
-    print(f"cold boot steps (s since navigation): {steps}")
+    for name, visit_ in (("cold", cold), ("warm", warm)):
+        steps = {k: round(v / 1e3, 2) for k, v in sorted(visit_["steps"].items(), key=lambda kv: kv[1])}
+        print(f"{name} boot steps (s since navigation): {steps}")
     return 0
 
 

@@ -38,6 +38,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
     _gzip_cache: dict[tuple[str, float], bytes] = {}
     _lock = threading.Lock()
     bytes_sent = 0          # response bodies, for build/measure_site.py
+    bodies: list[tuple[str, int]] = []    # (URL path with query, bytes) of every 200 with a body
 
     def log_message(self, fmt, *args):     # quiet unless asked: tests and `make serve` stay readable
         if os.environ.get("SDPA_SERVE_LOG"):
@@ -93,6 +94,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         if body:
             with self._lock:
                 SiteHandler.bytes_sent += len(data)
+                SiteHandler.bodies.append((self.path, len(data)))
             try:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):

@@ -26,8 +26,10 @@
   panel.setAttribute("aria-live", "polite");
   panel.innerHTML = `<strong>Starting SDPA Lab in your browser</strong><ol>${
     STEPS.map(([id, label]) => `<li data-step="${id}">${label}</li>`).join("")}</ol><p class="sdpa-note">Nothing is installed and nothing leaves this tab.</p>`;
+  let current = "runtime";
   const mark = (id, msg) => {
-    lab.steps[id] = performance.now();
+    if (!(id in lab.steps)) lab.steps[id] = performance.now();   // when the step started
+    current = id;
     let seen = false;
     for (const li of panel.querySelectorAll("li")) {
       const current = li.dataset.step === id;
@@ -40,7 +42,7 @@
   };
   const showPanel = () => {
     document.body.appendChild(panel);
-    mark("runtime");
+    mark(current);      // the worker may be steps ahead of the DOM
   };
   if (document.body) showPanel(); else document.addEventListener("DOMContentLoaded", showPanel);
   window.addEventListener("load", () => { lab.steps.page = performance.now(); });

@@ -1,11 +1,13 @@
-"""The built site in Chromium: boots from localhost alone, reacts to d_k, then boots again offline."""
+"""The built site in Chromium: boots from localhost alone, reacts to d_k, then boots again offline;
+a first visit downloads each file once."""
 from __future__ import annotations
+
+from collections import Counter
+from urllib.parse import unquote
 
 import pytest
 
-from urllib.parse import unquote
-
-from conftest import pyodide_dist
+from conftest import build_module, pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -90,3 +92,25 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
     assert set(methods) == {"GET"}, f"non-GET requests: {set(methods) - {'GET'}}"
     assert failed == []
     context.close()
+
+
+def test_first_visit_downloads_each_file_once(offline_site, browser):
+    """A first visit, with the browser's HTTP cache working as for a user (no request routing), transfers
+    each URL once: the service worker's precache takes what the page just fetched from that cache."""
+    serve = build_module("serve")
+    server, url = serve.start(offline_site.root)       # its own server: a clean record of bodies sent
+    serve.SiteHandler.bodies.clear()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(url)
+        wait_ready(page)
+        page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
+        bodies = list(serve.SiteHandler.bodies)
+    finally:
+        context.close()
+        server.shutdown()
+    counts = Counter(path for path, _ in bodies)
+    assert [p for p, n in counts.items() if n > 1] == [], "downloaded more than once"
+    total = sum(size for _, size in bodies)
+    assert total <= 20e6, f"first visit transfers {total / 1e6:.1f} MB"
