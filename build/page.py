@@ -8,6 +8,12 @@ from prerender import SENTINEL
 
 PANEL_DIST = "static/panel/1.9.4/dist/"       # what SENTINEL + "<version>/dist/" becomes
 BOKEH_DIR = "static/bokeh/3.9.2/"
+# Panel adds Bokeh's MathJax bundle (1.8 MB of JS, 0.6 MB gzipped, parsed before first paint) to any
+# page with an HTML or Markdown pane, in case its text holds TeX. This page typesets its formulas
+# with KaTeX and sets disable_math=True on its Markdown, so the bundle stays out; without it Panel
+# shows such text as written (Bokeh's MathJax provider reports "failed", nothing is fetched).
+# Set to True if a pane ever needs MathJax ($...$ in Markdown/HTML without disable_math).
+MATHJAX = False
 BOKEH_CDN = re.compile(r"https://cdn\.bokeh\.org/bokeh/release/(bokeh(?:-[a-z]+)?)-3\.9\.2(\.min)?\.js")
 # URLs that are names, not requests (SVG and XML namespaces).
 NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink", "http://www.w3.org/1999/xhtml")
@@ -21,6 +27,8 @@ def self_host(page: str) -> str:
     page = page.replace(SENTINEL + "1.9.4/dist/", "./" + PANEL_DIST)
     page = re.sub(r"""(["'])(?:\./)?static/extensions/panel/""", r"\1./" + PANEL_DIST, page)
     page = BOKEH_CDN.sub(lambda m: f"./{BOKEH_DIR}{m.group(1)}.min.js", page)
+    if not MATHJAX:
+        page = re.sub(r"""<script[^>]*src=["'][^"']*bokeh-mathjax[^"']*["'][^>]*>\s*</script>\s*""", "", page)
     # Web fonts from Google: the system sans-serif is fine, and nothing leaves the tab.
     page = re.sub(r"""<link[^>]+fonts\.(?:googleapis|gstatic)\.com[^>]*>\s*""", "", page)
     page = re.sub(r"""@import\s+url\([^)]*fonts\.googleapis\.com[^)]*\);?""", "", page)

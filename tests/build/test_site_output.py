@@ -71,6 +71,8 @@ def test_lean_no_unused_heavy_packages(site):
         size = (site.root / "pyodide" / packages[name]["file_name"]).stat().st_size
         assert size < limit, f"{name} wheel is {size / 1e6:.1f} MB: bundled JS not stripped?"
     assert not any(site.root.rglob("*.map")), "source maps are not needed by the page"
+    if not page.MATHJAX:   # formulas are KaTeX; Panel's "just in case" MathJax bundle stays out
+        assert "mathjax" not in site.html.lower() and not any(site.root.rglob("*mathjax*"))
 
 
 def test_manifest_is_installable(site):
