@@ -51,12 +51,14 @@ from panel.io.pyodide import init_doc, write_doc
 init_doc()
 _path = os.path.join(_web, "app.py")
 _ns = {"__name__": "bokeh_app_sdpa_lab", "__file__": _path}
-exec(compile(open(_path).read(), _path, "exec"), _ns)
+from panel.io.state import state
+# Each root the template adds makes Bokeh re-walk the whole model graph; walk it once, at the end.
+with state.curdoc.models.freeze():
+    exec(compile(open(_path).read(), _path, "exec"), _ns)
 # init_doc() held every change made while the app was built. Replayed after the page has rendered
 # the serialized document, they would name models the app created and dropped again (Bokeh's
 # "reference <id> isn't known"). Run their Python callbacks now, before serializing, so the
 # document JSON is the whole truth; hold again to collect what happens until the page links.
-from panel.io.state import state
 _doc = state.curdoc
 _tmpl = state._templates.get(_doc)
 if _tmpl is not None and _doc not in _tmpl._documents:
