@@ -56,8 +56,10 @@ def test_pages_workflow_passes_actionlint(actionlint):
 
 
 def test_pages_workflow_builds_tests_and_deploys():
-    """The workflow builds the site, runs `make test`, uploads _site/ and deploys it with deploy-pages."""
+    """The workflow builds the site (with a CPython 3.13 at hand for bytecode), runs `make test`, uploads
+    _site/ and deploys it with deploy-pages."""
     text = WORKFLOW.read_text()
     for needle in ("make site", "make test", "actions/upload-pages-artifact", "path: _site",
-                   "actions/deploy-pages", "pages: write", "id-token: write"):
+                   "actions/deploy-pages", "pages: write", "id-token: write",
+                   "3.13"):    # the build compiles bytecode for Pyodide with a CPython 3.13
         assert needle in text, needle
