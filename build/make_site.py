@@ -5,6 +5,8 @@
 Pyodide comes from PYODIDE_DIST=<dir> (a release folder, or any folder with its layout
 and a pyodide-lock.json), else from PYODIDE_CDN (default: the official CDN) downloaded
 into a cache at build time, else, with a loud warning, from that CDN at run time.
+With a CPython 3.13 at hand (python3.13 on PATH, pyenv, or SDPA_PYTHON313) the wheels and the
+page's stdlib modules ship as bytecode for Pyodide (see bytecode.py); without one, as sources.
 """
 from __future__ import annotations
 
