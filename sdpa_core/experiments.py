@@ -46,9 +46,14 @@ def draw_qkv(n, d_k, *, sigma=1.0, rho=0.0, seed=0, dtype=np.float64):
     sigma, rho, rng = _common(sigma, rho, seed)
     if np.dtype(dtype).type not in (np.float16, np.float32, np.float64):
         raise TypeError(f"dtype must be float16, float32 or float64, got {dtype!r}")
-    q, z, v = sigma * rng.standard_normal((3, n, d_k))
-    k = rho * q + math.sqrt(1 - rho * rho) * z
+    q, k = _draw_qk(rng, n, d_k, sigma, rho)
+    v = sigma * rng.standard_normal((n, d_k))
     return tuple(a.astype(dtype) for a in (q, k, v))
+
+
+def _draw_qk(rng, n, d_k, sigma, rho):
+    q, z = sigma * rng.standard_normal((2, n, d_k))
+    return q, rho * q + math.sqrt(1 - rho * rho) * z
 
 
 def rule_attention(q, k, v, rule, *, alpha=0.5, temperature=0.1, causal=False):
@@ -145,74 +150,103 @@ def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0
     samples = integer(samples, "samples", low=2, high=100_000)
     rules = tuple(rules)
     for r in rules:
-        check_rule(r, alpha=alpha, temperature=temperature)
+        _, alpha, temperature = check_rule(r, alpha=alpha, temperature=temperature)
     if samples * n * n * len(d_ks) * max(len(rules), 1) > MAX_WORK:
         raise ValueError(f"sweep too large: samples*n*n*len(d_ks)*len(rules) must stay <= {MAX_WORK}")
     sigma, rho, rng = _common(sigma, rho, seed)
     c = math.sqrt(1 - rho * rho)
+    scales = {r: _rule_scales(d_ks, r, alpha, temperature) for r in rules}   # r -> (D,)
 
-    # Gram matrices of [q; z] for every d_k at once: (D, samples, 2n, 2n)
-    g = _gram_stack(d_ks, 2 * n, samples, rng) * (sigma * sigma)
-    gqq, gqz, gzz = g[..., :n, :n], g[..., :n, n:], g[..., n:, n:]
-    dots = rho * gqq + c * gqz                                               # q_i . k_j
+    # dot products of unit-variance q and z for every d_k at once: (D, samples, n, n) and (D, samples, n)
+    gqq, gqz, zz = _qz_dots(d_ks, n, samples, rng)
+    dots = gqz if rho == 0 else rho * gqq + c * gqz                          # q_i . k_j / sigma^2
     cos = None
-    # float32 is plenty for plotted statistics and halves the cost of the passes below
-    z = np.empty((len(rules),) + dots.shape, dtype=np.float32)               # (R, D, samples, n, n)
-    for i, r in enumerate(rules):
-        if r == "qknorm" and cos is None:
-            qn = np.sqrt(_diag(gqq))
-            kn = np.sqrt(rho * rho * _diag(gqq) + 2 * rho * c * _diag(gqz) + c * c * _diag(gzz))
-            cos = dots / np.maximum(qn[..., :, None] * kn[..., None, :], 1e-300)
-        scales = np.array([logit_scale(int(d), r, alpha=alpha, temperature=temperature) for d in d_ks])
-        np.multiply(cos if r == "qknorm" else dots, scales[:, None, None, None], out=z[i], casting="same_kind")
+    # Keys axis first, so the softmax reductions over keys are elementwise ops on big contiguous
+    # arrays (several times faster than numpy's reductions over a short last axis); float32 is
+    # plenty for plotted statistics and halves the cost of every pass.
+    keys_first = np.ascontiguousarray(np.moveaxis(dots, -1, 0))               # (n_keys, D, samples, n_q)
+    # Rules with identical scales (e.g. "alpha" at alpha = 0.5 and "sqrt") are computed once.
+    factors = {r: scales[r] if r == "qknorm" else scales[r] * (sigma * sigma) for r in rules}
+    key = {r: "qknorm" if r == "qknorm" else factors[r].tobytes() for r in rules}
+    first = {}                                                                 # key -> first rule with it
+    for r in rules:
+        first.setdefault(key[r], r)
+    distinct = list(first.values())
+    z = np.empty((n, len(distinct)) + keys_first.shape[1:], dtype=np.float32)  # (n_keys, R, D, samples, n_q)
+    for i, r in enumerate(distinct):
+        if r == "qknorm":
+            qq = _diag(gqq)                                                   # (D, samples, n)
+            kn = np.sqrt(rho * rho * qq + 2 * rho * c * _diag(gqz) + c * c * zz)
+            cos = keys_first / np.maximum(np.moveaxis(kn, -1, 0)[..., None] * np.sqrt(qq)[None], 1e-300)
+        np.multiply(cos if r == "qknorm" else keys_first, factors[r][:, None, None], out=z[:, i],
+                    casting="same_kind")
     stats = _matrix_stats(z)                                                  # metric -> (R, D, samples)
 
     out = Sweep(d_k=d_ks, rules=rules, mean={m: {} for m in METRICS}, spread={m: {} for m in METRICS})
     for m, vals in stats.items():
         mean, spread = vals.mean(axis=-1), vals.std(axis=-1)
-        for i, r in enumerate(rules):
+        for r in rules:
+            i = distinct.index(first[key[r]])
             out.mean[m][r], out.spread[m][r] = mean[i], spread[i]
     for r in rules:
-        out.theory_logit_std[r] = np.array([
-            theory_logit_std(int(d), sigma=sigma, rho=rho, n=n,
-                             scale=logit_scale(int(d), r, alpha=alpha, temperature=temperature),
-                             qknorm=(r == "qknorm")) for d in d_ks])
+        out.theory_logit_std[r] = np.abs(scales[r]) * _theory_std(d_ks.astype(float), sigma, rho, n, r == "qknorm")
     return out
+
+
+def _rule_scales(d_ks: np.ndarray, rule: str, alpha: float, temperature: float) -> np.ndarray:
+    """``logit_scale`` for every d_k at once (arguments already checked)."""
+    d = d_ks.astype(float)
+    exponent = {"none": 0.0, "sqrt": 0.5, "linear": 1.0, "alpha": alpha}.get(rule)
+    return np.full_like(d, 1 / temperature) if rule == "qknorm" else d ** -exponent
 
 
 def _diag(a: np.ndarray) -> np.ndarray:
     return np.diagonal(a, axis1=-2, axis2=-1)
 
 
-def _gram_stack(d_ks, p, m, rng) -> np.ndarray:
-    """(D, m, p, p) Gram matrices: one vectorised Bartlett draw for every d_k >= p."""
-    g = np.empty((len(d_ks), m, p, p))
-    big = d_ks >= p
-    for i in np.flatnonzero(~big):
-        g[i] = sample_gram(int(d_ks[i]), p, m, rng)
+def _qz_dots(d_ks, n, m, rng):
+    """Exact draws of ``Q Q^T``, ``Q Z^T`` (D, m, n, n) and ``|z_j|^2`` (D, m, n) for Q, Z of shape
+    (n, d_k) with i.i.d. N(0, 1) entries, at O(n^2) cost per draw whatever d_k is.
+
+    Write ``Q = A U`` (LQ decomposition): A is the Bartlett factor of ``Q Q^T`` (lower-triangular,
+    ``A_ii^2 ~ chi^2(d_k - i)``, N(0, 1) below the diagonal) and U has orthonormal rows independent
+    of A. Z is independent of both, so ``W = Z U^T`` has i.i.d. N(0, 1) entries and the part of
+    each z_j outside U's span has squared length ``chi^2(d_k - n)``. Hence ``Q Z^T = A W^T`` and
+    ``|z_j|^2 = |W_j|^2 + chi^2(d_k - n)``. Below d_k = n the vectors are drawn directly.
+    """
+    D = len(d_ks)
+    gqq, gqz, zz = np.empty((D, m, n, n)), np.empty((D, m, n, n)), np.empty((D, m, n))
+    small = d_ks < n
+    for i in np.flatnonzero(small):
+        q, z = rng.standard_normal((2, m, n, int(d_ks[i])))
+        gqq[i], gqz[i], zz[i] = q @ q.swapaxes(-1, -2), q @ z.swapaxes(-1, -2), (z * z).sum(axis=-1)
+    big = ~small
     if big.any():
-        idx = np.arange(p)
-        rows, cols = np.tril_indices(p, -1)
-        a = np.zeros((int(big.sum()), m, p, p))
-        a[..., rows, cols] = rng.standard_normal(a.shape[:2] + (len(rows),))  # only what is used
-        df = (d_ks[big][:, None, None] - idx).astype(float)
-        a[..., idx, idx] = np.sqrt(rng.chisquare(np.broadcast_to(df, a.shape[:2] + (p,))))
-        g[big] = a @ a.swapaxes(-1, -2)
-    return g
+        d = d_ks[big].astype(float)[:, None, None]                 # (B, 1, 1)
+        idx = np.arange(n)
+        rows, cols = np.tril_indices(n, -1)
+        a = np.zeros((int(big.sum()), m, n, n))
+        a[..., rows, cols] = rng.standard_normal(a.shape[:2] + (len(rows),))
+        a[..., idx, idx] = np.sqrt(rng.chisquare(np.broadcast_to(d - idx, a.shape[:2] + (n,))))
+        w = rng.standard_normal(a.shape)
+        rest = np.broadcast_to(d - n, a.shape[:2] + (n,))
+        outside = np.where(rest > 0, rng.chisquare(np.maximum(rest, 1)), 0.0)  # chi^2(0) = 0 when d_k = n
+        gqq[big], gqz[big] = a @ a.swapaxes(-1, -2), a @ w.swapaxes(-1, -2)
+        zz[big] = (w * w).sum(axis=-1) + outside
+    return gqq, gqz, zz
 
 
-def _matrix_stats(z: np.ndarray) -> dict[str, np.ndarray]:
-    """Metrics of (..., n, n) logits, each averaged over the n query rows: (...)."""
-    logit_std = z.reshape(z.shape[:-2] + (-1,)).std(axis=-1)
-    # Keys axis first: the reductions over keys become elementwise ops on big contiguous arrays,
-    # several times faster than numpy's reductions over a short last axis.
-    zs = np.ascontiguousarray(np.moveaxis(z, -1, 0))
+def _matrix_stats(zs: np.ndarray) -> dict[str, np.ndarray]:
+    """Metrics of logits laid out keys-first, (n_keys, ..., n_queries), each averaged over the
+    queries: (...). Overwrites ``zs``."""
+    mean = zs.mean(axis=(0, -1))
+    logit_std = np.sqrt(np.maximum((zs * zs).mean(axis=(0, -1)) - mean * mean, 0))
     zs -= zs.max(axis=0)
     p = np.exp(zs)
     total = p.sum(axis=0)
     p *= 1 / total
-    ent = np.log(total) - (p * zs).sum(axis=0)       # H = log s - sum p (z - max)
-    pp = p * p
+    ent = np.log(total) - np.multiply(p, zs, out=zs).sum(axis=0)   # H = log s - sum p (z - max)
+    pp = np.multiply(p, p, out=zs)                                   # zs's buffer is free again
     p2 = pp.sum(axis=0)
     pp *= p
     p3 = pp.sum(axis=0)
@@ -236,15 +270,20 @@ def theory_logit_std(d_k, *, sigma=1.0, rho=0.0, n=16, scale=1.0, qknorm=False) 
     unit length: the large-d_k limit (sigma^2 = 1/d_k) is used.
     """
     d = float(integer(d_k, "d_k", low=1))
-    s2 = 1.0 / d if qknorm else real(sigma, "sigma", low=0.0, low_open=True) ** 2
-    rho = real(rho, "rho", low=0.0, high=1.0)
-    n = integer(n, "n", low=1)
+    sigma = real(sigma, "sigma", low=0.0, low_open=True)
+    std = _theory_std(np.array([d]), sigma, real(rho, "rho", low=0.0, high=1.0), integer(n, "n", low=1), qknorm)
+    return abs(real(scale, "scale")) * float(std[0])
+
+
+def _theory_std(d: np.ndarray, sigma: float, rho: float, n: int, qknorm: bool) -> np.ndarray:
+    """Unscaled pooled logit std for an array of d_k (arguments already checked)."""
+    s2 = 1.0 / d if qknorm else np.full_like(d, sigma * sigma)
     off_var = d * s2 * s2
     diag_mean = rho * d * s2
     diag_var = (1 + rho * rho) * d * s2 * s2
     mean = diag_mean / n
     second = (diag_var + diag_mean ** 2) / n + off_var * (n - 1) / n
-    return abs(real(scale, "scale")) * math.sqrt(max(second - mean * mean, 0.0))
+    return np.sqrt(np.maximum(second - mean * mean, 0.0))
 
 
 def dot_samples(d_k, m, *, sigma=1.0, rho=0.0, seed=0) -> np.ndarray:
@@ -281,26 +320,26 @@ def precision_sweep(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, seed=0) -> Preci
     """
     d_ks = np.asarray([integer(int(d), "d_k", low=1, high=MAX_D_K) for d in np.atleast_1d(d_ks)])
     n = integer(n, "n", low=2, high=256)
-    res = PrecisionSweep(d_k=d_ks,
-                         max_abs_logit={t: {o: [] for o in ORDERS} for t in DTYPES},
-                         nonfinite_rows={t: {o: {"naive": [], "stable": []} for o in ORDERS} for t in DTYPES})
-    for d in d_ks:
-        q64, k64, _ = draw_qkv(n, int(d), sigma=sigma, rho=rho, seed=seed)
+    sigma, rho, _ = _common(sigma, rho, seed)
+    # logits[dtype][order]: (D, n, n), one (n x n) matrix per d_k, each computed in its dtype
+    logits = {name: {o: np.empty((len(d_ks), n, n), t) for o in ORDERS} for name, t in DTYPES.items()}
+    for i, d in enumerate(d_ks):
+        q64, k64 = _draw_qk(np.random.default_rng(seed), n, int(d), sigma, rho)
         for name, t in DTYPES.items():
             q, k = q64.astype(t), k64.astype(t)
             s = t(1 / math.sqrt(int(d)))
             with np.errstate(over="ignore", invalid="ignore"):
-                raw = matmul(q, k.T)
-                logits = {"none": raw, "after": raw * s, "before": matmul(q * s, k.T)}
-            for order, z in logits.items():
-                res.max_abs_logit[name][order].append(float(np.abs(z.astype(np.float64)).max()))
-                for kind, fn in (("naive", naive_softmax), ("stable", softmax)):
-                    with np.errstate(over="ignore", invalid="ignore"):
-                        w = fn(z)
-                    res.nonfinite_rows[name][order][kind].append(float((~np.isfinite(w)).any(axis=-1).mean()))
+                z = logits[name]
+                z["none"][i] = matmul(q, k.T)
+                np.multiply(z["none"][i], s, out=z["after"][i])
+                z["before"][i] = matmul(q * s, k.T)
+    res = PrecisionSweep(d_k=d_ks, max_abs_logit={t: {} for t in DTYPES}, nonfinite_rows={t: {} for t in DTYPES})
     for name in DTYPES:
-        for order in ORDERS:
-            res.max_abs_logit[name][order] = np.asarray(res.max_abs_logit[name][order])
-            for kind in ("naive", "stable"):
-                res.nonfinite_rows[name][order][kind] = np.asarray(res.nonfinite_rows[name][order][kind])
+        for order, z in logits[name].items():
+            res.max_abs_logit[name][order] = np.abs(z.astype(np.float64)).max(axis=(1, 2))
+            res.nonfinite_rows[name][order] = {}
+            for kind, fn in (("naive", naive_softmax), ("stable", softmax)):
+                with np.errstate(over="ignore", invalid="ignore"):
+                    w = fn(z)
+                res.nonfinite_rows[name][order][kind] = (~np.isfinite(w)).any(axis=-1).mean(axis=-1)
     return res

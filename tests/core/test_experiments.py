@@ -119,3 +119,16 @@ def test_precision_sweep_shows_where_float16_breaks():
 def test_sweep_validates_its_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         sweep(**kwargs)
+
+
+def test_vectorised_rule_scales_and_theory_agree_with_the_public_functions():
+    """The sweep's internal per-d_k arrays are the same numbers as logit_scale and theory_logit_std."""
+    from sdpa_core.experiments import _rule_scales
+    d = POW2_D_K
+    s = sweep(d, RULE_NAMES, n=8, samples=4, sigma=1.7, rho=0.3, alpha=0.7, temperature=0.2)
+    for rule in RULE_NAMES:
+        scales = [logit_scale(int(k), rule, alpha=0.7, temperature=0.2) for k in d]
+        np.testing.assert_allclose(_rule_scales(d, rule, 0.7, 0.2), scales, rtol=1e-14)
+        theory = [theory_logit_std(int(k), sigma=1.7, rho=0.3, n=8, scale=sc, qknorm=rule == "qknorm")
+                  for k, sc in zip(d, scales)]
+        np.testing.assert_allclose(s.theory_logit_std[rule], theory, rtol=1e-12)
