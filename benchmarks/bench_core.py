@@ -23,16 +23,20 @@ def best_ms(fn, repeat: int) -> float:
 
 
 def race(fns: dict, repeat: int) -> dict:
-    """Best-of-``repeat`` milliseconds per function, run round-robin so that a busy moment on a
-    shared machine hits every contestant alike."""
+    """Best-of-``repeat`` milliseconds per function, in rounds that visit every contestant, so a
+    busy moment on a shared machine hits all alike. Each contestant gets a short pause first:
+    torch's OpenMP workers keep spinning for a while after a parallel region, which would steal
+    the second core from the next contestant's BLAS threads."""
     for fn in fns.values():
         fn()  # warm-up
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
         for name, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t)
+            time.sleep(0.05)
+            for _ in range(5):
+                t = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - t)
     return {name: b * 1e3 for name, b in best.items()}
 
 

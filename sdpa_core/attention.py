@@ -86,7 +86,7 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
     with np.errstate(over="ignore", invalid="ignore"):
         dv = matmul(w.swapaxes(-1, -2), grad_out)
         dz = matmul(grad_out, v.swapaxes(-1, -2))          # dW, then turned into dZ in place
-        dz -= (dz * w).sum(axis=-1, keepdims=True)
+        dz -= np.einsum("...ij,...ij->...i", dz, w)[..., None]  # rowsum(W * dW) without an L x S temporary
         dz *= w                                             # dZ / scale: scale goes on the smaller products
         dq = matmul(dz, k) * scale
         dk = matmul(dz.swapaxes(-1, -2), q) * scale
