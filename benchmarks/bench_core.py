@@ -84,8 +84,8 @@ def bench_page(repeat: int) -> None:
         "playground, d_k=64, n=16": lambda: playground(),
         "playground, d_k=4096, n=64 (largest)": lambda: playground(4096, 64),
         "sweep: 13 d_k x 5 rules, n=16, 32 samples": lambda: sc.sweep(),
-        "sweep: 13 d_k x 5 rules, n=64, 32 samples": lambda: sc.sweep(n=64, samples=32),
-        "q.k histogram: 2000 samples at d_k=4096": lambda: sc.dot_samples(4096, 2000),
+        "sweep at n=64, 16 samples (the page's cap)": lambda: sc.sweep(n=64, samples=16),
+        "q.k histogram: 20000 samples at d_k=4096": lambda: sc.dot_samples(4096, 20000),
         "precision sweep: 13 d_k x 3 dtypes": lambda: sc.precision_sweep(),
         "one training step per run, d_k=64": lambda: sc.Trainer(sc.TrainConfig()).step(),
     }

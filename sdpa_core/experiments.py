@@ -316,15 +316,18 @@ def precision_sweep(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, seed=0) -> Preci
     (``(q @ k^T) / sqrt(d_k)``: the product itself can overflow) or "before" it
     (``(q / sqrt(d_k)) @ k^T``), then softmaxed the "naive" way (no max shift) or the "stable" way.
 
-    The same float64 draws are rounded to each dtype, so only the arithmetic differs.
+    The same float64 draws are rounded to each dtype, so only the arithmetic differs; the vectors
+    are nested (each d_k uses the first d_k coordinates of one draw at the largest d_k).
     """
     d_ks = np.asarray([integer(int(d), "d_k", low=1, high=MAX_D_K) for d in np.atleast_1d(d_ks)])
     n = integer(n, "n", low=2, high=256)
     sigma, rho, _ = _common(sigma, rho, seed)
     # logits[dtype][order]: (D, n, n), one (n x n) matrix per d_k, each computed in its dtype
     logits = {name: {o: np.empty((len(d_ks), n, n), t) for o in ORDERS} for name, t in DTYPES.items()}
+    # one draw at the largest d_k; each d_k uses its first d_k coordinates (nested vectors)
+    q_all, k_all = _draw_qk(np.random.default_rng(seed), n, int(d_ks.max()), sigma, rho)
     for i, d in enumerate(d_ks):
-        q64, k64 = _draw_qk(np.random.default_rng(seed), n, int(d), sigma, rho)
+        q64, k64 = q_all[:, :d], k_all[:, :d]
         for name, t in DTYPES.items():
             q, k = q64.astype(t), k64.astype(t)
             s = t(1 / math.sqrt(int(d)))
