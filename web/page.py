@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import panel as pn
 import param
+from bokeh.models import CustomJS
 
 from . import a11y
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
@@ -134,6 +135,23 @@ class Page(param.Parameterized):
         return tmpl
 
 
+# On a phone the settings sidebar (about 1100 px tall) would stand before every plot: start it
+# collapsed there, behind the header's menu button, which opens it as usual.
+PHONE_SIDEBAR_JS = """
+if (window.matchMedia('(max-width: 767px)').matches) {
+  const sidebar = document.getElementById('sidebar');
+  const toggle = document.getElementById('sidebar-toggle');
+  if (sidebar) sidebar.classList.remove('show');
+  if (toggle) toggle.setAttribute('aria-expanded', 'false');
+}
+"""
+
+
+def collapse_sidebar_on_phones(doc) -> None:
+    if doc is not None:
+        doc.js_on_event("document_ready", CustomJS(code=PHONE_SIDEBAR_JS))
+
+
 def create_app(search: str | None = None):
     """A new page for this session, mirrored to and from the browser's address bar."""
     page = Page(search=search)
@@ -142,5 +160,6 @@ def create_app(search: str | None = None):
         page.connect_location()
     a11y.install(pn.state.curdoc)
     install_history(pn.state.curdoc)  # slider moves replace the history entry; view changes push one
+    collapse_sidebar_on_phones(pn.state.curdoc)
     tmpl.page = page  # handle for tests and the latency script
     return tmpl

@@ -179,3 +179,15 @@ def test_screenshots_of_every_view(page: Page, app_url, screenshot_dir, width):
             height = page.evaluate("() => document.scrollingElement.scrollHeight")
             assert height > 1500, f"{view}: the page does not scroll at {width}px (document {height}px tall)"
         page.screenshot(path=str(screenshot_dir / f"{view}-{width}.png"), full_page=True)
+
+
+def test_phone_starts_with_settings_collapsed_behind_the_menu_button(page: Page, app_url):
+    """At 390 px the first screen shows the page, not 1100 px of sliders; the menu button opens them."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_page(page, f"{app_url}?view=playground")
+    page.wait_for_selector("canvas")
+    sidebar = page.locator("#sidebar")
+    expect(sidebar).not_to_have_class(re.compile(r"\bshow\b"))
+    expect(page.locator("#sidebar-toggle")).to_have_attribute("aria-expanded", "false")
+    page.click("#sidebar-toggle")
+    expect(sidebar).to_have_class(re.compile(r"\bshow\b"))
