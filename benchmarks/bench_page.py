@@ -12,18 +12,15 @@ Targets (issue 3): under 150 ms for the playground, under 400 ms for the sweep v
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import statistics
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "web"))
+from panel_server import free_port, start_panel_serve  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -54,30 +51,6 @@ WATCH_JS = """(cols) => {
 }"""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def serve(port: int) -> subprocess.Popen:
-    panel = Path(sys.executable).with_name("panel")
-    proc = subprocess.Popen([str(panel), "serve", str(ROOT / "web" / "app.py"), "--port", str(port), "--address",
-                             "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "BOKEH_PY_LOG_LEVEL": "warning"})
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/app", timeout=2):
-                return proc
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                sys.exit("panel serve did not start")
-            time.sleep(0.2)
-
-
 def measure(page, url: str, slider: str, cols, repeats: int) -> list[float]:
     page.goto(url)
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length && Bokeh.documents[0].all_models.size > 50")
@@ -105,7 +78,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = ap.parse_args(argv)
     port = free_port()
-    proc = serve(port)
+    proc = start_panel_serve(port)
     base = f"http://127.0.0.1:{port}/app"
     failed = False
     try:

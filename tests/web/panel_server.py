@@ -1,0 +1,44 @@
+"""`panel serve web/app.py` on a free port: shared by the browser tests and benchmarks/bench_page.py."""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_panel_serve(port: int) -> subprocess.Popen:
+    """Start the server in the background; return once the page answers HTTP.
+
+    Its output goes to a temporary file, not a pipe: a pipe nobody reads fills up and stalls the
+    server mid-session."""
+    panel = Path(sys.executable).with_name("panel")
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen([str(panel), "serve", str(ROOT / "web" / "app.py"), "--port", str(port),
+                             "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "BOKEH_PY_LOG_LEVEL": "warning"})
+    deadline = time.monotonic() + 60
+    while True:  # poll the condition "the server answers", bounded by the deadline
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"panel serve exited: {log.read().decode()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/app", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("panel serve did not answer within 60 s")
+            time.sleep(0.2)
