@@ -27,9 +27,15 @@ def caption(text: str, **kw) -> pn.pane.Markdown:
                             sizing_mode="stretch_width", **kw)
 
 
-def heading(text: str, level: int = 2) -> pn.pane.HTML:
-    return pn.pane.HTML(f"<h{level} style='margin:8px 0 2px 0'>{html.escape(text)}</h{level}>",
-                        sizing_mode="stretch_width", margin=(4, 10, 0, 10))
+# Headings carry their own size and weight: in Pyodide, panes created after the first render get
+# Bootstrap's full stylesheet in their shadow root (h2 at 32px/500) where `panel serve` gives 18px/700.
+HEADING_STYLE = {2: "font-size:1.3rem;font-weight:700;line-height:1.3", 3: "font-size:1.1rem;font-weight:700;line-height:1.3"}
+
+
+def heading(text: str, level: int = 2, css_margin: str = "8px 0 2px 0", **kwargs) -> pn.pane.HTML:
+    kwargs = {"sizing_mode": "stretch_width", "margin": (4, 10, 0, 10), **kwargs}
+    return pn.pane.HTML(f"<h{level} style='margin:{css_margin};{HEADING_STYLE[level]}'>{html.escape(text)}</h{level}>",
+                        **kwargs)
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -84,7 +90,7 @@ def shared_controls(lab: LabState) -> pn.Column:
         "dtype": "Number format of the playground's arithmetic: float16 overflows past 65504.",
         "seed": "Draw a different random Q, K, V.",
     }
-    items = [pn.pane.HTML("<h2 style='margin:4px 0'>Settings</h2>", margin=(0, 10))]
+    items = [heading("Settings", css_margin="4px 0", sizing_mode="fixed", margin=(0, 10))]
     for key in ("d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed"):
         if key == "dtype":
             items.append(pn.pane.HTML("<div style='font-size:14px'>dtype (playground arithmetic)</div>",

@@ -79,8 +79,7 @@ class Questions(pn.viewable.Viewer):
         for question, answer, formula, label, lab_preset, train_preset in QUESTIONS:
             button = pn.widgets.Button(label=f"{label} →", color="primary", variant="outline", width=230)
             button.on_click(self._go(lab_preset, train_preset))
-            items = [pn.pane.HTML(f"<h3 style='margin:4px 0'>{question}</h3>", sizing_mode="stretch_width",
-                                  margin=(0, 10)),
+            items = [heading(question, level=3, css_margin="4px 0", margin=(0, 10)),
                      pn.pane.Markdown(answer, disable_math=True, sizing_mode="stretch_width", margin=(0, 10))]
             if formula:
                 items.append(pn.pane.LaTeX(f"$${formula}$$", renderer="katex", sizing_mode="stretch_width",
