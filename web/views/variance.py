@@ -130,6 +130,7 @@ class Variance(pn.viewable.Viewer):
             self.loglog,
             caption("Spread of all n×n logits against d_k on log-log axes. Unscaled, independent q and k give a line of "
                     "slope ½; as ρ → 1 each key aligns with its query and the slope tends to 1. "
-                    "1/√d_k flattens the ρ = 0 line; 1/d_k (muP) pushes it down with slope −½. Coloured lines are theory, "
-                    "markers the Monte-Carlo estimate at the current ρ; click a legend entry to hide it."),
+                    "1/√d_k flattens the ρ = 0 line; 1/d_k (muP) pushes it down with slope −½. Grey lines are the "
+                    "unscaled theory for ρ = 0 and ρ = 1; lines with markers are the Monte-Carlo estimate at the current "
+                    "ρ for no scaling and for the chosen rule; click a legend entry to hide it."),
             sizing_mode="stretch_width")
