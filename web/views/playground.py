@@ -133,7 +133,7 @@ class Playground(pn.viewable.Viewer):
             sizing_mode="stretch_width")
         return pn.Column(
             heading("Playground: one attention head, with and without scaling"),
-            caption("Random Q and K with the settings on the left; the same Q and K go through the softmax "
+            caption("Random Q and K from the Settings panel (the ☰ button on a phone); the same Q and K go through the softmax "
                     "unscaled (left) and with the chosen rule (right). Drag d_k up and watch the left map "
                     "collapse to one bright cell per row."),
             self.verdict,
