@@ -38,6 +38,12 @@ def heading(text: str, level: int = 2, css_margin: str = "8px 0 2px 0", **kwargs
                         **kwargs)
 
 
+def figure_row(*figs, basis: int = 340) -> pn.FlexBox:
+    """Figures side by side that wrap to one per line below ``basis`` px each (phones)."""
+    return pn.FlexBox(*(pn.Column(f, sizing_mode="stretch_width", styles={"flex": f"1 1 {basis}px"}, min_width=300)
+                        for f in figs), sizing_mode="stretch_width")
+
+
 def fmt(x: float, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "overflow (NaN)"

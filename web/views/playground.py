@@ -10,7 +10,7 @@ from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
 from ..state import RULE_LABELS, LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, RULE_COLORS, make_figure, style_legend
-from .common import held, caption, fmt, heading, swatch
+from .common import caption, figure_row, fmt, heading, held, swatch
 
 
 def heatmap_data(weights: np.ndarray) -> dict:
@@ -119,9 +119,7 @@ class Playground(pn.viewable.Viewer):
                 f"{head}{body}</table>")
 
     def __panel__(self):
-        maps = pn.FlexBox(*(pn.Column(self.maps[s], sizing_mode="stretch_width", min_width=300,
-                                      styles={"flex": "1 1 340px"}) for s in ("none", "rule")),
-                          sizing_mode="stretch_width")
+        maps = figure_row(self.maps["none"], self.maps["rule"])
         lower = pn.FlexBox(
             pn.Column(self.query_slider, self.bars,
                       caption("One row of each heatmap as bars: a saturated softmax puts almost all of it on one key."),

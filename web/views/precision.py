@@ -10,7 +10,7 @@ import sdpa_core as sc
 
 from ..state import ORDER_LABELS, PRECISION_N, LabState
 from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
-from .common import held, caption, heading
+from .common import caption, figure_row, heading, held
 
 DTYPE_NAMES = ("float16", "float32", "float64")
 KIND_DASH = {"naive": "dashed", "stable": "solid"}
@@ -121,8 +121,7 @@ class Precision(pn.viewable.Viewer):
             fig._sdpa_mark.location = self.lab.d_k
 
     def __panel__(self):
-        figs = pn.FlexBox(*(pn.Column(f, sizing_mode="stretch_width", styles={"flex": "1 1 360px"}, min_width=300)
-                            for f in (self.logit_fig, self.row_fig)), sizing_mode="stretch_width")
+        figs = figure_row(self.logit_fig, self.row_fig, basis=360)
         return pn.Column(
             heading("Half precision: where inf and NaN appear"),
             caption("float16 cannot hold a number above 65504, and exp(x) passes that already at x ≈ 11.1. The same "

@@ -12,7 +12,7 @@ import sdpa_core as sc
 
 from ..state import RULE_LABELS, SAMPLES_OPTIONS, LabState
 from ..theme import CSS, MARK_COLOR, RULE_COLORS, RULE_DASH, THEORY_COLOR, make_figure, style_legend
-from .common import held, caption, heading
+from .common import caption, figure_row, heading, held
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
@@ -95,8 +95,7 @@ class Saturation(pn.viewable.Viewer):
                 self.lines[(metric, rule)].glyph.line_width = 4.5 if rule == self.lab.rule else 2.0
 
     def __panel__(self):
-        figs = pn.FlexBox(*(pn.Column(self.figs[m], sizing_mode="stretch_width", styles={"flex": "1 1 360px"},
-                                      min_width=300) for m in PLOTS), sizing_mode="stretch_width")
+        figs = figure_row(*(self.figs[m] for m in PLOTS), basis=360)
         return pn.Column(
             heading("Saturation and gradients"),
             caption("The paper's claim, measured: without scaling the softmax saturates as d_k grows (entropy → 0, "

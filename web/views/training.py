@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 
 from ..state import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS, TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, RULE_COLORS, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
-from .common import held, caption, heading, rule_options
+from .common import caption, figure_row, heading, held, rule_options
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
@@ -178,8 +178,7 @@ class Training(pn.viewable.Viewer):
             pn.Column(self.d_k, caption("Width of q and k; the wider, the larger unscaled logits get."), styles=cell),
             sizing_mode="stretch_width")
         buttons = pn.FlexBox(self.play, self.step_btn, self.reset_btn, self.download, sizing_mode="stretch_width")
-        figs = pn.FlexBox(*(pn.Column(f, sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300)
-                            for f in (self.loss_fig, self.acc_fig)), sizing_mode="stretch_width")
+        figs = figure_row(self.loss_fig, self.acc_fig)
         return pn.Column(
             heading("Train it: the same model, two scaling rules"),
             caption("A one-head attention model learns to retrieve: it sees 8 keys with class labels and a noisy copy "

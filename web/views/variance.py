@@ -11,7 +11,7 @@ import sdpa_core as sc
 
 from ..state import RULE_LABELS, LabState
 from ..theme import VERDICT_STYLES, MARK_COLOR, RULE_COLORS, THEORY_COLOR, legends_below, make_figure, style_legend
-from .common import held, caption, fmt, heading
+from .common import caption, figure_row, fmt, heading, held
 
 
 class Variance(pn.viewable.Viewer):
@@ -116,8 +116,7 @@ class Variance(pn.viewable.Viewer):
         self.mark_label.text = f"d_k = {self.lab.d_k}"
 
     def __panel__(self):
-        hists = pn.FlexBox(*(pn.Column(self.hists[s][0], sizing_mode="stretch_width", styles={"flex": "1 1 340px"},
-                                       min_width=300) for s in ("unscaled", "scaled")), sizing_mode="stretch_width")
+        hists = figure_row(self.hists["unscaled"][0], self.hists["scaled"][0])
         return pn.Column(
             heading("Why the variance grows"),
             caption("Each logit is a sum of d_k products qᵢkᵢ. With independent entries of variance σ², the sum has "
