@@ -108,6 +108,18 @@ def _record(files: dict[str, bytes], record_path: str) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def _compile_members(files: dict[str, bytes], sources: list[str], python: str, prefix: str,
+                     legacy: bool) -> dict[str, bytes]:
+    """Compile the archive members ``sources`` with ``python``; returns {.pyc path: bytecode}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for arc in sources:
+            (root / arc).parent.mkdir(parents=True, exist_ok=True)
+            (root / arc).write_bytes(files[arc])
+        _compile_tree(python, root, prefix, legacy=legacy)
+        return {pyc.relative_to(root).as_posix(): pyc.read_bytes() for pyc in root.rglob("*.pyc")}
+
+
 def compile_wheel(wheel: Path, python: str, sourceless: bool = False) -> int:
     """Add unchecked-hash __pycache__/*.pyc for every .py of a wheel, in place; returns modules compiled.
 
@@ -117,17 +129,10 @@ def compile_wheel(wheel: Path, python: str, sourceless: bool = False) -> int:
     sources = [a for a in files if a.endswith(".py") and ".dist-info/" not in a and ".data/" not in a]
     if not sources:
         return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        for arc in sources:
-            (root / arc).parent.mkdir(parents=True, exist_ok=True)
-            (root / arc).write_bytes(files[arc])
-        _compile_tree(python, root, SITE_PACKAGES, legacy=sourceless)
-        for pyc in root.rglob("*.pyc"):
-            arc = pyc.relative_to(root).as_posix()
-            if sourceless and arc[:-1] in files:
-                del files[arc[:-1]]
-            files[arc] = pyc.read_bytes()
+    for arc, code in _compile_members(files, sources, python, SITE_PACKAGES, legacy=sourceless).items():
+        if sourceless and arc[:-1] in files:
+            del files[arc[:-1]]
+        files[arc] = code
     record = next((a for a in files if a.endswith(".dist-info/RECORD")), None)
     if record:
         files[record] = _record(files, record)
@@ -160,16 +165,11 @@ def compile_stdlib(zip_path: Path, python: str, used: list[str]) -> tuple[int, i
     with zipfile.ZipFile(zip_path) as zf:
         files = {i.filename: zf.read(i) for i in zf.infolist()}
     sources = sorted(stdlib_selection(list(files), used))
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        for arc in sources:
-            (root / arc).parent.mkdir(parents=True, exist_ok=True)
-            (root / arc).write_bytes(files[arc])
-        _compile_tree(python, root, STDLIB, legacy=True)
-        for arc in sources:
-            pyc = root / (arc[:-3] + ".pyc")
-            if pyc.is_file():          # a module 3.13 cannot compile stays as source
-                del files[arc]
-                files[arc[:-3] + ".pyc"] = pyc.read_bytes()
+    compiled = _compile_members(files, sources, python, STDLIB, legacy=True)
+    for arc in sources:
+        pyc = arc[:-3] + ".pyc"
+        if pyc in compiled:            # a module 3.13 cannot compile stays as source
+            del files[arc]
+            files[pyc] = compiled[pyc]
     _write_zip(zip_path, files)
     return len(sources), sum(a.endswith((".py", ".pyc")) for a in files)
