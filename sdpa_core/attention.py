@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ._checks import float_array, real
+from .softmax import softmax_inplace
 
 __all__ = ["attention", "attention_backward", "matmul"]
 
@@ -154,16 +155,7 @@ def _weights(q, k, scale, allowed, bias):
             z = z + bias
         if allowed is not None:
             z = np.where(allowed, z, np.asarray(-np.inf, dtype=z.dtype))
-        m = z.max(axis=-1, keepdims=True)
-        if allowed is not None or bias is not None:
-            m[np.isneginf(m)] = 0  # a row with no allowed key: exp(-inf) = 0 everywhere
-        z -= m
-        np.exp(z, out=z)
-        total = z.sum(axis=-1, keepdims=True)
-        if allowed is not None or bias is not None:
-            total[total == 0] = 1
-        z *= np.reciprocal(total)
-    return z
+        return softmax_inplace(z)  # a row with no allowed key becomes all zeros
 
 
 def _exp_is_safe(qs, k) -> bool:

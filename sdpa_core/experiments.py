@@ -1,10 +1,9 @@
 """Monte-Carlo experiments over d_k and scaling rules, with the theory curves beside them.
 
-Sampling trick: every quantity here depends on q and k only through their dot products, i.e.
-through the Gram matrix of the vectors ``[q_1..q_n, z_1..z_n]`` (i.i.d. N(0, sigma^2) entries).
-That Gram matrix is Wishart-distributed, and the Bartlett decomposition draws it *exactly* in
-O(n^2) numbers whatever d_k is, so a sweep to d_k = 4096 costs what d_k = 64 does.
-Below d_k = 2n (where the Wishart matrix is singular) the vectors are drawn directly.
+Sampling trick: every quantity here depends on q and k only through their dot products. Those
+are drawn *exactly* at O(n^2) cost whatever d_k is (Bartlett factor of ``Q Q^T`` plus Gaussian
+projections, see ``_qz_dots``), so a sweep to d_k = 4096 costs what d_k = 64 does. Below
+d_k = n the vectors are drawn directly.
 """
 from __future__ import annotations
 

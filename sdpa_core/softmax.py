@@ -31,11 +31,7 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     """
     x = float_array(x, "x")
     _axis(x, axis, "x")
-    e = _shifted_exp(x, axis)
-    total = e.sum(axis=axis, keepdims=True)
-    total[total == 0] = 1  # all -inf slices stay all-zero
-    e /= total
-    return e
+    return softmax_inplace(x.copy(), axis)
 
 
 def log_softmax(x, axis: int = -1) -> np.ndarray:
@@ -75,9 +71,14 @@ def _finite_max(x: np.ndarray, axis: int) -> np.ndarray:
     return m
 
 
-def _shifted_exp(x: np.ndarray, axis: int) -> np.ndarray:
-    """``exp(x - max)`` as a new array (the in-place core of the stable softmax)."""
-    e = x - _finite_max(x, axis)
+def softmax_inplace(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Overwrite the float array ``z`` with its stable softmax along ``axis`` and return it (no checks).
+
+    Shared by :func:`softmax` and attention's masked path: all -inf slices become all zeros."""
+    z -= _finite_max(z, axis)
     with np.errstate(invalid="ignore"):  # +inf - +inf only when the logits themselves overflowed
-        np.exp(e, out=e)
-    return e
+        np.exp(z, out=z)
+    total = z.sum(axis=axis, keepdims=True)
+    total[total == 0] = 1
+    z *= np.reciprocal(total)
+    return z
