@@ -14,16 +14,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._checks import integer, real
-from .attention import attention, matmul
-from .scaling import RULE_NAMES, check_rule, logit_scale, qk_normalize
+from .attention import attention, attention_backward, matmul
+from .scaling import RULE_NAMES, check_rule, logit_scale, qk_normalize, qk_normalize_backward
 from .softmax import naive_softmax, softmax
-from .stats import gradient_health
+from .stats import SATURATION, jacobian_norm
 
-__all__ = ["POW2_D_K", "METRICS", "FLOAT16_MAX", "draw_qkv", "rule_attention", "row_stats", "sample_gram",
-           "sweep", "Sweep", "dot_samples", "theory_logit_std", "precision_sweep", "PrecisionSweep"]
+__all__ = ["POW2_D_K", "METRICS", "FLOAT16_MAX", "draw_qkv", "rule_attention", "rule_gradients",
+           "query_gradient_norms", "upstream_gradient", "row_stats", "sample_gram", "sweep", "Sweep", "dot_samples",
+           "theory_logit_std", "precision_sweep", "PrecisionSweep"]
 
 POW2_D_K = 2 ** np.arange(13)  # 1, 2, 4, ..., 4096
-METRICS = ("logit_std", "entropy", "max_weight", "effective_support", "gradient_health")
+#: Per-matrix readouts, each averaged over query rows; "saturated" is the share of rows whose top
+#: weight exceeds ``SATURATION`` (0.99); "jacobian_norm" is ||diag(p) - p p^T||_F (see stats).
+METRICS = ("logit_std", "entropy", "max_weight", "effective_support", "saturated", "jacobian_norm")
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
 MAX_D_K = 65536
 MAX_WORK = 2 ** 26  # cap on samples * n * n * len(d_ks) * len(rules): no setting can freeze a tab
@@ -71,26 +74,80 @@ def rule_attention(q, k, v, rule, *, alpha=0.5, temperature=0.1, causal=False):
     return out, weights, logits
 
 
-def row_stats(weights, logits) -> dict[str, float]:
+def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal=False):
+    """Gradients of ``sum(out * grad_out)`` for :func:`rule_attention`, with respect to the raw
+    q, k and v: ``(dq, dk, dv)``. The rule's scale is inside (chain rule), and for "qknorm" the
+    gradient also passes back through the normalisation of q and k.
+
+    Shapes: q, k (n, d_k), v (n, d_v), grad_out (n, d_v).
+    """
+    rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
+    q, k = np.asarray(q), np.asarray(k)
+    qn, kn = (qk_normalize(q), qk_normalize(k)) if rule == "qknorm" else (q, k)
+    scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
+    dq, dk, dv = attention_backward(qn, kn, v, grad_out, scale=scale, causal=causal)
+    if rule == "qknorm":
+        dq, dk = qk_normalize_backward(q, dq), qk_normalize_backward(k, dk)
+    return dq, dk, dv
+
+
+def query_gradient_norms(n, d_k, rules=RULE_NAMES, *, reps=1, sigma=1.0, rho=0.0, seed=0, alpha=0.5,
+                         temperature=0.1, causal=False) -> dict[str, np.ndarray]:
+    """``||dL/dq_i||`` of every query row, per rule, on the same random q, k, v and upstream gradient.
+
+    ``reps`` independent (n x d_k) draws with seeds ``seed, seed+1, ...`` (:func:`draw_qkv`, float64);
+    the upstream gradient ``dL/dout`` of each draw has N(0, 1) entries from ``default_rng([seed, 1])``
+    (what :func:`upstream_gradient` returns). Returns ``rule -> (reps * n,)`` norms, rows in order.
+    """
+    n = integer(n, "n", low=2, high=512)
+    reps = integer(reps, "reps", low=1, high=1024)
+    rules = tuple(rules)
+    for r in rules:
+        check_rule(r, alpha=alpha, temperature=temperature)
+    out = {r: [] for r in rules}
+    for i in range(reps):
+        s = integer(seed, "seed", low=0) + i
+        q, k, v = draw_qkv(n, d_k, sigma=sigma, rho=rho, seed=s)
+        g = upstream_gradient(n, v.shape[-1], seed=s)
+        for r in rules:
+            dq = rule_gradients(q, k, v, g, r, alpha=alpha, temperature=temperature, causal=causal)[0]
+            out[r].append(np.linalg.norm(dq, axis=-1))
+    return {r: np.concatenate(out[r]) for r in rules}
+
+
+def upstream_gradient(n, d_v, *, seed=0, dtype=np.float64) -> np.ndarray:
+    """The fixed upstream gradient ``dL/dout`` (n, d_v) the page uses: N(0, 1) entries, drawn from
+    ``default_rng([seed, 1])`` (a stream of its own, so q, k, v of the same seed are unchanged)."""
+    n, d_v = integer(n, "n", low=1), integer(d_v, "d_v", low=1)
+    return np.random.default_rng([integer(seed, "seed", low=0), 1]).standard_normal((n, d_v)).astype(dtype)
+
+
+def row_stats(weights, logits, visible=None) -> dict[str, float]:
     """The page's readouts for one attention matrix, averaged over query rows.
 
-    Rows with no allowed key (all-zero weights) are left out; non-finite logits (float16
-    overflow) give NaN for logit_std, which the page shows as overflow.
+    Rows with no allowed key (all-zero weights) are left out. ``visible`` (boolean, like the
+    logits) limits the logit std to the scores the softmax can see (e.g. under a causal mask).
+    Non-finite logits (float16 overflow) give an infinite logit_std; NaN weights make every
+    weight statistic NaN.
     """
     w = np.asarray(weights, dtype=np.float64)
     z = np.asarray(logits, dtype=np.float64)
+    z = z[np.asarray(visible, dtype=bool)] if visible is not None else z
+    logit_std = float(z.std()) if np.isfinite(z).all() else float("inf")
     live = ~(w == 0).all(axis=-1)
     w = w[live]
     if not np.isfinite(w).all():
-        return dict.fromkeys(METRICS, float("nan"))
+        return {**dict.fromkeys(METRICS, float("nan")), "logit_std": logit_std}
     with np.errstate(divide="ignore", invalid="ignore"):
         ent = -np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(axis=-1)
+    top = w.max(axis=-1)
     return {
-        "logit_std": float(z.std()) if np.isfinite(z).all() else float("nan"),
+        "logit_std": logit_std,
         "entropy": float(ent.mean()),
-        "max_weight": float(w.max(axis=-1).mean()),
+        "max_weight": float(top.mean()),
         "effective_support": float(np.exp(ent).mean()),
-        "gradient_health": float(gradient_health(w).mean()),
+        "saturated": float((top > SATURATION).mean()),
+        "jacobian_norm": float(jacobian_norm(w).mean()),
     }
 
 
@@ -249,13 +306,15 @@ def _matrix_stats(zs: np.ndarray) -> dict[str, np.ndarray]:
     p2 = pp.sum(axis=0)
     pp *= p
     p3 = pp.sum(axis=0)
-    health = np.sqrt(np.maximum(p2 - 2 * p3 + p2 * p2, 0))
+    jac = np.sqrt(np.maximum(p2 - 2 * p3 + p2 * p2, 0))
+    top = 1 / total                                  # the top weight is exp(0) / s
     return {
         "logit_std": logit_std,
         "entropy": ent.mean(axis=-1),
-        "max_weight": (1 / total).mean(axis=-1),     # the top weight is exp(0) / s
+        "max_weight": top.mean(axis=-1),
         "effective_support": np.exp(ent).mean(axis=-1),
-        "gradient_health": health.mean(axis=-1),
+        "saturated": (top > SATURATION).mean(axis=-1),
+        "jacobian_norm": jac.mean(axis=-1),
     }
 
 

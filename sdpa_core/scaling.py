@@ -79,9 +79,23 @@ def logit_scale(d_k, rule: str, *, alpha=0.5, temperature=0.1) -> float:
 
 
 def qk_normalize(x, eps: float = 1e-12):
-    """``x / |x|`` over the last axis (QK-norm, Henry et al. 2020); rows of zeros stay zero."""
-    norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
-    return x / np.maximum(norm, eps)
+    """``x / |x|`` over the last axis (QK-norm, Henry et al. 2020); rows of zeros stay zero.
+
+    The norm is taken of ``x / max|x|`` in float64, so neither float16 (whose squares overflow
+    past 256) nor float64 near its limits (3e200) loses a row; the result has x's dtype.
+
+    >>> qk_normalize(np.array([[3e200, 4e200]])).tolist()
+    [[0.6, 0.8]]
+    """
+    x = np.asarray(x)
+    return (_unit(x.astype(np.float64), eps)).astype(x.dtype, copy=False)
+
+
+def _unit(x: np.ndarray, eps: float) -> np.ndarray:
+    peak = np.abs(x).max(axis=-1, keepdims=True)
+    y = x / np.where(peak > 0, peak, 1.0)
+    norm = np.sqrt((y * y).sum(axis=-1, keepdims=True))        # in [1, sqrt(E)] unless the row is 0
+    return y / np.maximum(norm, eps)
 
 
 def qk_normalize_backward(x, grad, eps: float = 1e-12):

@@ -5,7 +5,7 @@ from decimal import Decimal, getcontext
 import numpy as np
 import pytest
 
-from sdpa_core import (effective_support, entropy, entropy_from_logits, gradient_health, log_softmax,
+from sdpa_core import (effective_support, entropy, entropy_from_logits, jacobian_norm, log_softmax,
                        max_weight, naive_softmax, softmax, softmax_jacobian)
 
 getcontext().prec = 50
@@ -74,15 +74,15 @@ def test_jacobian_matches_finite_differences():
     np.testing.assert_allclose(softmax_jacobian(softmax(z)), fd, atol=1e-9)
 
 
-def test_gradient_health_is_the_jacobian_frobenius_norm():
+def test_jacobian_norm_is_the_jacobian_frobenius_norm():
     """The O(S) closed form equals ||diag(p) - p p^T||_F; uniform gives sqrt(S-1)/S, one-hot 0."""
     p = softmax(np.random.default_rng(2).standard_normal((3, 6)) * 3)
-    np.testing.assert_allclose(gradient_health(p), np.linalg.norm(softmax_jacobian(p), axis=(-2, -1)), rtol=1e-12)
-    np.testing.assert_allclose(gradient_health(np.full(16, 1 / 16)), math.sqrt(15) / 16, rtol=1e-12)
-    assert gradient_health(np.eye(4)[2]) == 0
+    np.testing.assert_allclose(jacobian_norm(p), np.linalg.norm(softmax_jacobian(p), axis=(-2, -1)), rtol=1e-12)
+    np.testing.assert_allclose(jacobian_norm(np.full(16, 1 / 16)), math.sqrt(15) / 16, rtol=1e-12)
+    assert jacobian_norm(np.eye(4)[2]) == 0
 
 
-@pytest.mark.parametrize("fn", [entropy, effective_support, max_weight, softmax_jacobian, gradient_health])
+@pytest.mark.parametrize("fn", [entropy, effective_support, max_weight, softmax_jacobian, jacobian_norm])
 @pytest.mark.parametrize("bad,exc,match", [
     (np.array([0.5, np.nan]), ValueError, "NaN or infinity"),
     (np.array([0.5, np.inf]), ValueError, "NaN or infinity"),

@@ -1,0 +1,93 @@
+"""The gradient that reaches q under each rule, the saturation share, and QK-norm's overflow-safe norm."""
+import numpy as np
+import pytest
+
+import sdpa_core as sc
+from sdpa_core.scaling import RULE_NAMES
+
+
+def _torch_rule_dq(q, k, v, g, rule, alpha, temperature, causal):
+    torch = pytest.importorskip("torch")
+    qt, kt, vt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (q, k, v))
+    qn, kn = qt, kt
+    if rule == "qknorm":
+        qn = qt / qt.norm(dim=-1, keepdim=True)
+        kn = kt / kt.norm(dim=-1, keepdim=True)
+    scale = sc.logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
+    out = torch.nn.functional.scaled_dot_product_attention(qn[None], kn[None], vt[None], scale=scale,
+                                                           is_causal=causal)[0]
+    (out * torch.tensor(g)).sum().backward()
+    return qt.grad.numpy(), kt.grad.numpy(), vt.grad.numpy()
+
+
+@pytest.mark.parametrize("rule", RULE_NAMES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_rule_gradients_match_torch_autograd(rule, causal):
+    """dq, dk, dv of every rule, QK-norm's normalisation included, equal torch autograd's."""
+    q, k, v = sc.draw_qkv(6, 32, sigma=1.3, rho=0.4, seed=5)
+    g = sc.upstream_gradient(6, 32, seed=5)
+    got = sc.rule_gradients(q, k, v, g, rule, alpha=0.7, temperature=0.2, causal=causal)
+    want = _torch_rule_dq(q, k, v, g, rule, 0.7, 0.2, causal)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_query_gradient_norms_are_the_rows_of_dq():
+    """query_gradient_norms stacks ||dL/dq_i|| of each draw (seed, seed+1, ...) for every rule."""
+    norms = sc.query_gradient_norms(8, 64, ("none", "sqrt"), reps=3, seed=11, rho=0.3)
+    for rule in ("none", "sqrt"):
+        rows = []
+        for s in (11, 12, 13):
+            q, k, v = sc.draw_qkv(8, 64, rho=0.3, seed=s)
+            dq = sc.rule_gradients(q, k, v, sc.upstream_gradient(8, 64, seed=s), rule)[0]
+            rows.append(np.linalg.norm(dq, axis=-1))
+        np.testing.assert_allclose(norms[rule], np.concatenate(rows), rtol=1e-12)
+
+
+def test_without_scaling_the_total_grows_while_most_rows_starve():
+    """At d_k = 1024 the unscaled total ||dL/dQ|| is larger than with 1/sqrt(d_k), yet about half the
+    rows get less than 1/1000 of the scaled median: saturation makes the gradient sparse."""
+    g = sc.query_gradient_norms(16, 1024, ("none", "sqrt"), reps=10)
+    total = {r: np.sqrt((g[r] ** 2).sum()) for r in g}
+    assert total["none"] > 3 * total["sqrt"]
+    starved = (g["none"] < 1e-3 * np.median(g["sqrt"])).mean()
+    assert 0.3 < starved < 0.8
+    assert (g["sqrt"] < 1e-3 * np.median(g["sqrt"])).mean() == 0
+
+
+def test_saturated_counts_rows_above_the_threshold_and_only_grows_with_sharpness():
+    """saturated() is monotone in the temperature of a row, unlike the Jacobian norm, which peaks at a tie."""
+    z = np.random.default_rng(0).standard_normal((200, 16))
+    shares = [sc.saturated(sc.softmax(z * t)).mean() for t in (0.5, 2, 8, 32, 128)]
+    assert shares == sorted(shares) and shares[0] == 0 and shares[-1] > 0.9
+    assert float(sc.jacobian_norm(np.array([0.5, 0.5]))) == pytest.approx(0.5)
+    assert float(sc.jacobian_norm(np.full(16, 1 / 16))) < float(sc.jacobian_norm(np.array([0.5, 0.5] + [0] * 14)))
+
+
+def test_row_stats_reports_overflowed_logits_as_infinite_spread():
+    """float16 logits past 65504 give logit_std = inf (shown as overflow), not NaN."""
+    q, k, v = sc.draw_qkv(8, 4096, sigma=8.0, rho=1.0, dtype=np.float16)
+    _, w, z = sc.rule_attention(q, k, v, "none")
+    stats = sc.row_stats(w, z)
+    assert stats["logit_std"] == float("inf")
+    assert set(stats) == set(sc.METRICS)
+
+
+@pytest.mark.parametrize("x", [np.full((2, 2048), 64.0, np.float16), np.array([[3e200, 4e200]]),
+                               np.array([[1e-300, 0.0]])])
+def test_qk_normalize_gives_unit_rows_even_where_squaring_would_overflow(x):
+    """QK-norm's vectors have length 1 in float16 at |x| = 64 and in float64 at 3e200 (no 0 rows)."""
+    y = sc.qk_normalize(x)
+    assert y.dtype == x.dtype
+    np.testing.assert_allclose(np.linalg.norm(y.astype(np.float64), axis=-1), 1.0, rtol=2e-3)
+
+
+def test_qknorm_float16_agrees_with_float64():
+    """In float16, QK-norm's readouts agree with float64's (no silent zero vectors)."""
+    stats = {}
+    for dtype in (np.float16, np.float64):
+        q, k, v = sc.draw_qkv(16, 2048, sigma=8.0, rho=1.0, dtype=dtype)
+        _, w, z = sc.rule_attention(q, k, v, "qknorm")
+        stats[dtype] = sc.row_stats(w, z)
+    assert stats[np.float16]["entropy"] == pytest.approx(stats[np.float64]["entropy"], abs=0.05)
+    assert stats[np.float16]["logit_std"] == pytest.approx(stats[np.float64]["logit_std"], rel=0.02)
