@@ -26,7 +26,7 @@ INTRO = """
 each query and key? This page answers it with live numbers: every plot is computed in your tab from random
 queries and keys, a small training run, or a floating-point experiment, and it changes as you move the settings.</p>
 <p>Start in the <b>Playground</b> and drag <b>d_k</b> up; then follow the views from left to right, or jump to the
-<b>Questions</b>. Every setting is kept in the page's address, so a copied link opens exactly what you see.</p>
+<b>Questions</b>. Settings a view does not use are greyed out in the sidebar, with the reason. Every setting is kept in the page's address, so a copied link opens exactly what you see.</p>
 </div>
 """
 
@@ -69,6 +69,7 @@ class Page(param.Parameterized):
             self.notices = apply_query(search, self.lab, self.train)
         except Exception as exc:  # the parser clamps everything; this is the last line of defence
             self.notices = [f"The link's settings could not be applied ({type(exc).__name__}); defaults are used."]
+        self._push_url()  # the address shows the corrected state, under `panel serve` as in the site
 
     @param.depends("notices", watch=True)
     def _show_notices(self):
@@ -119,7 +120,7 @@ class Page(param.Parameterized):
 
     # ---- template ---------------------------------------------------------------------------------
     def template(self):
-        controls = shared_controls(self.lab)
+        controls = shared_controls(self.lab, self.train)
         header = pn.Column(
             pn.pane.HTML(INTRO, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS]),
             self.notice, self.dismiss,

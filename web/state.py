@@ -14,6 +14,8 @@ import param
 
 import sdpa_core as sc
 
+from . import claims
+
 VIEWS = ("playground", "variance", "saturation", "training", "precision", "questions")
 VIEW_LABELS = {
     "playground": "Playground", "variance": "Why the variance grows", "saturation": "Saturation & gradients",
@@ -26,7 +28,7 @@ LR_OPTIONS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0]
 SAMPLES_OPTIONS = [8, 16, 32, 64, 128, 256]
 DTYPES = ("float64", "float32", "float16")
 ORDER_LABELS = {"none": "no scaling", "after": "scale after q·kᵀ", "before": "scale q before the matmul"}
-RULE_LABELS = dict(sc.RULE_LABELS)
+RULE_LABELS = claims.RULE_LABELS
 
 #: Bounds that keep every setting interactive (numpy on one core, or Pyodide in a tab).
 MAX_N = 64
@@ -36,6 +38,27 @@ SWEEP_BUDGET = 65536                            # samples * n * n per d_k and ru
 PRECISION_N = 16                                 # float16 matmuls are not BLAS: keep the sweep at n <= 16
 HIST_SAMPLES = 20000
 MAX_TRAIN_STEPS = 1500
+GRADIENT_ROWS = 256                              # query rows pooled for the per-query gradient plot
+
+#: The shared (sidebar) settings each view uses; the sidebar disables the others and says why.
+VIEW_SETTINGS = {
+    "playground": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed"},
+    "variance": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
+    "saturation": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
+    "training": {"seed", "alpha", "temperature"},
+    "precision": {"d_k", "n", "sigma", "rho", "seed"},
+    "questions": set(),
+}
+SHARED_SETTINGS = ("d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed")
+_WHY_UNUSED = {
+    ("training", "d_k"): "Train it has its own d_k (next to the plots).",
+    ("training", "rule"): "Train it compares the two rules chosen next to the plots.",
+    ("training", "n"): "The trained head sees 8 keys per example.",
+    ("training", "sigma"): "The trained head's q and k come from its weights, not from σ.",
+    ("training", "rho"): "The trained head's q and k come from its weights, not from ρ.",
+    ("precision", "rule"): "The half-precision view compares 1/√d_k before and after the matmul with no scaling.",
+    ("precision", "dtype"): "The half-precision view shows all three dtypes at once.",
+}
 
 
 def nearest_option(value: float, options) -> int:
@@ -70,8 +93,10 @@ class LabState(param.Parameterized):
                            doc="Half precision: scale the logits after the matmul, before it, or not at all.")
 
     # derived (read-only for views)
-    playground = param.Dict(default=None, doc="Both sides of the playground: weights, logits, readouts.")
-    verdict = param.String(default="", doc="One plain sentence comparing no scaling with the chosen rule.")
+    playground = param.Dict(default=None, doc="Both sides of the playground: weights, logits, readouts, gradients.")
+    verdict = param.String(default="", doc="Plain sentences comparing no scaling with the chosen rule "
+                                           "(published together with ``playground``).")
+    gradients = param.Dict(default=None, doc="Rule -> ||dL/dq_i|| of GRADIENT_ROWS query rows (saturation view).")
     dots = param.Dict(default=None, doc="Histogram data of q·k at the current d_k (variance view).")
     sweep = param.Parameter(default=None, doc="sdpa_core.Sweep over all d_k and rules (variance/saturation views).")
     sweep_samples = param.Integer(default=0, doc="Samples actually used by the sweep (after the work cap).")
@@ -82,7 +107,7 @@ class LabState(param.Parameterized):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._sweep_key = self._dots_key = self._precision_key = None
+        self._sweep_key = self._dots_key = self._precision_key = self._gradients_key = None
         self._refresh_lazy()
 
     # ---- playground -------------------------------------------------------------------------
@@ -96,26 +121,55 @@ class LabState(param.Parameterized):
         t0 = time.perf_counter()
         n, d_k = self.n, self.d_k
         assert n * n * d_k <= MAX_PLAYGROUND_WORK
-        q, k, v = sc.draw_qkv(n, d_k, sigma=self.sigma, rho=self.rho, seed=self.seed, dtype=np.dtype(self.dtype).type)
+        dtype = np.dtype(self.dtype).type
+        q, k, v = sc.draw_qkv(n, d_k, sigma=self.sigma, rho=self.rho, seed=self.seed, dtype=dtype)
+        g = sc.upstream_gradient(n, d_k, seed=self.seed, dtype=dtype)
+        visible = np.tri(n, dtype=bool) if self.causal else None
+        knobs = {"alpha": self.alpha, "temperature": self.temperature}
+        with np.errstate(all="ignore"):   # float16 may overflow: the readouts say so
+            rows = {r: np.linalg.norm(np.asarray(sc.rule_gradients(q, k, v, g, r, causal=self.causal, **knobs)[0],
+                                                 dtype=np.float64), axis=-1)
+                    for r in dict.fromkeys(("none", self.rule, "sqrt"))}
+        ref = float(np.median(rows["sqrt"]))
         sides = {}
         for side, rule in (("none", "none"), ("rule", self.rule)):
-            _, weights, logits = sc.rule_attention(q, k, v, rule, alpha=self.alpha, temperature=self.temperature,
-                                                   causal=self.causal)
+            _, weights, logits = sc.rule_attention(q, k, v, rule, causal=self.causal, **knobs)
             w64 = np.asarray(weights, dtype=np.float64)
-            stats = sc.row_stats(w64, logits)
-            if self.causal:
-                # masked entries are -inf only in the softmax; the readout's spread is over visible logits
-                z = np.asarray(logits, dtype=np.float64)[np.tri(n, dtype=bool)]
-                stats["logit_std"] = float(z.std()) if np.isfinite(z).all() else float("nan")
+            norms = rows[rule]
+            finite = bool(np.isfinite(norms).all())
             sides[side] = {
-                "rule": rule, "weights": w64, "stats": stats,
+                "rule": rule, "weights": w64, "stats": sc.row_stats(w64, logits, visible),
                 "overflow": not np.isfinite(np.asarray(logits, dtype=np.float64)).all(),
-                "nan_weights": not np.isfinite(w64).all(),
-                "scale": sc.logit_scale(d_k, rule, alpha=self.alpha, temperature=self.temperature),
+                "nan_rows": int((~np.isfinite(w64)).any(axis=-1).sum()),
+                "scale": sc.logit_scale(d_k, rule, **knobs),
+                "grad": {"norms": norms,
+                         "median": float(np.median(norms)) if finite else float("nan"),
+                         "total": float(np.sqrt((norms ** 2).sum())) if finite else float("nan"),
+                         "starved": int((norms < claims.STARVED * ref).sum()) if finite and ref > 0 else None},
             }
-        self.playground = sides
-        self.verdict = verdict(sides, n=n, d_k=d_k, dtype=self.dtype)
-        self.timings = {**self.timings, "playground": time.perf_counter() - t0}
+            sides[side]["stats"].update(grad_median=sides[side]["grad"]["median"],
+                                        grad_total=sides[side]["grad"]["total"],
+                                        grad_starved=sides[side]["grad"]["starved"])
+        text = claims.verdict(sides, n=n, d_k=d_k, dtype=self.dtype, rho=self.rho, causal=self.causal)
+        # one update: every watcher sees the new weights and the sentence about them together
+        self.param.update(playground=sides, verdict=text,
+                          timings={**self.timings, "playground": time.perf_counter() - t0})
+
+    def unused_settings(self, train: "TrainingState | None" = None) -> dict[str, str]:
+        """Sidebar settings the current view ignores, each with the reason shown next to it."""
+        view, used = self.view, VIEW_SETTINGS[self.view]
+        rules = {train.rule_a, train.rule_b} if (view == "training" and train is not None) else {self.rule}
+        if view == "saturation":
+            rules = set(sc.RULE_NAMES)   # every rule is plotted there
+        out = {}
+        for name in SHARED_SETTINGS:
+            if name not in used:
+                out[name] = _WHY_UNUSED.get((view, name), f"Not used by the {VIEW_LABELS[view]} view.")
+            elif name == "alpha" and "alpha" not in rules:
+                out[name] = "Only the rule d_k^-α uses α."
+            elif name == "temperature" and "qknorm" not in rules:
+                out[name] = "Only QK-norm uses the temperature."
+        return out
 
     # ---- lazily computed sweeps: only for the view that shows them -----------------------------
     @param.depends("view", "d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "samples",
@@ -125,6 +179,8 @@ class LabState(param.Parameterized):
             self._compute_dots()
         if self.view in ("variance", "saturation"):
             self._compute_sweep()
+        if self.view == "saturation":
+            self._compute_gradients()
         if self.view == "precision":
             self._compute_precision()
 
@@ -148,6 +204,17 @@ class LabState(param.Parameterized):
         self._sweep_key = key
         self.timings = {**self.timings, "sweep": time.perf_counter() - t0}
 
+    def _compute_gradients(self):
+        key = (self.d_k, self.n, self.sigma, self.rho, self.seed, self.alpha, self.temperature)
+        if key == self._gradients_key:
+            return
+        t0 = time.perf_counter()
+        self.gradients = sc.query_gradient_norms(self.n, self.d_k, sc.RULE_NAMES, reps=max(1, GRADIENT_ROWS // self.n),
+                                                 sigma=self.sigma, rho=self.rho, seed=self.seed, alpha=self.alpha,
+                                                 temperature=self.temperature)
+        self._gradients_key = key
+        self.timings = {**self.timings, "gradients": time.perf_counter() - t0}
+
     def _compute_dots(self):
         key = (self.d_k, self.sigma, self.rho, self.seed, self.rule, self.alpha, self.temperature)
         if key == self._dots_key:
@@ -166,39 +233,7 @@ class LabState(param.Parameterized):
         self.timings = {**self.timings, "precision": time.perf_counter() - t0}
 
 
-def _fmt_ratio(r: float) -> str:
-    if r >= 1000:
-        return "more than 1000×"
-    return f"{r:.0f}×" if r >= 10 else f"{r:.1f}×"
-
-
-def verdict(sides: dict, *, n: int, d_k: int, dtype: str) -> str:
-    """One sentence in plain words: how saturated the unscaled softmax is and what the rule changes."""
-    none, rule = sides["none"], sides["rule"]
-    label = RULE_LABELS[rule["rule"]]
-    if none["nan_weights"] or none["overflow"]:
-        what = ("the logits overflow " + dtype + " (|q·k| too large)") if none["overflow"] else \
-               "exp() overflows in the softmax"
-        tail = "" if rule["rule"] == "none" or rule["nan_weights"] else f"; with {label} the weights stay finite"
-        return f"Unscaled: {what}, so the weights are NaN{tail}."
-    s0 = none["stats"]
-    top, eff = s0["max_weight"], s0["effective_support"]
-    head = f"Unscaled: {top:.0%} of the weight on one token on average (about {eff:.1f} of {n} tokens attended)"
-    if rule["rule"] == "none":
-        return head + ". Pick a scaling rule to compare."
-    if rule["nan_weights"]:
-        return head + f"; with {label} the weights are NaN in {dtype}."
-    s1 = rule["stats"]
-    g0, g1 = s0["gradient_health"], s1["gradient_health"]
-    if g0 <= 0:
-        return head + f"; its softmax passes no gradient at all, while {label} keeps {g1:.2g}."
-    ratio = g1 / g0
-    if ratio >= 1.25:
-        return head + f"; its gradients are {_fmt_ratio(ratio)} smaller than with {label}."
-    if ratio <= 0.8:
-        return (head + f"; {label} flattens the weights instead (max weight {s1['max_weight']:.0%}), "
-                f"with gradients {_fmt_ratio(1 / ratio)} smaller than unscaled.")
-    return head + f"; at d_k = {d_k} {label} changes little: gradients within 25%."
+verdict = claims.verdict
 
 
 def dot_histograms(d_k: int, *, sigma: float, rho: float, seed: int, rule: str, alpha: float, temperature: float,
@@ -223,7 +258,8 @@ def dot_histograms(d_k: int, *, sigma: float, rho: float, seed: int, rule: str, 
         scaled = dot * s
         mean1, std1 = mean0 * s, std0 * s
     return {"unscaled": _hist(dot, mean0, std0, bins), "scaled": _hist(scaled, mean1, std1, bins),
-            "theory_std": (std0, std1), "sample_std": (float(dot.std()), float(scaled.std()))}
+            "theory_mean": (mean0, mean1), "theory_std": (std0, std1),
+            "sample_mean": (float(dot.mean()), float(scaled.mean())), "sample_std": (float(dot.std()), float(scaled.std()))}
 
 
 def _hist(x: np.ndarray, mean: float, std: float, bins: int) -> dict:
@@ -253,6 +289,8 @@ class TrainingState(param.Parameterized):
         super().__init__(**params)
         self.lab = lab
         self.reset()
+        if lab is not None:  # the shared seed, α and τ are part of each run's config
+            lab.param.watch(lambda *_: self.reset(), ["seed", "alpha", "temperature"])
 
     def config(self, rule: str):
         lab = self.lab

@@ -32,18 +32,71 @@ def test_unscaled_logit_std_grows_like_sqrt_d_k(lab):
     assert lab.playground["none"]["stats"]["logit_std"] == pytest.approx(32, rel=0.25)
 
 
-def test_verdict_names_the_saturation_and_the_gradient_ratio(lab):
-    """At large d_k the verdict says how much weight sits on one token and how much smaller gradients are."""
+def test_verdict_names_the_saturation_and_which_gradient(lab):
+    """At large d_k the verdict gives the top-weight share and saturated rows, and names the gradient it
+    speaks of: the one reaching q, with the scale included."""
     lab.d_k = 2048
-    assert "% of the weight on one token" in lab.verdict
-    assert "smaller than with 1/√d_k" in lab.verdict
+    assert "of each row's weight on its top token" in lab.verdict
+    assert "of rows saturated" in lab.verdict
+    assert "Gradient reaching q (chain rule, scale included)" in lab.verdict
+    assert "smaller than" not in lab.verdict
+
+
+def test_verdict_is_published_with_the_state_it_describes(lab):
+    """A watcher of ``playground`` reads the verdict of the same state, never the previous one."""
+    seen = []
+    lab.param.watch(lambda e: seen.append((lab.d_k, lab.verdict)), ["playground"])
+    for d_k in (256, 1024, 4):
+        lab.d_k = d_k
+    assert [v.startswith(f"At d_k = {d}, ") for d, v in seen] == [True] * 3
+
+
+def test_a_shared_link_shows_its_own_verdict():
+    """Opening ?d_k=4096&sigma=4&rho=1&dtype=float16 shows that state's overflow, not the default's verdict."""
+    lab, train = LabState(), TrainingState()
+    apply_query("?d_k=4096&sigma=4&rho=1&dtype=float16", lab, train)
+    assert lab.verdict.startswith("At d_k = 4096, ρ = 1, float16, unscaled: the logits overflow float16")
+
+
+def test_training_follows_the_shared_seed_alpha_and_temperature():
+    """?view=training&seed=3 trains seed 3; changing α or τ restarts the runs with the new value."""
+    lab = LabState()
+    train = TrainingState(lab)
+    apply_query("?view=training&seed=3&alpha=0.8&rule_a=alpha&rule_b=qknorm&temperature=0.3", lab, train)
+    cfg_a, cfg_b = (t.config for t in train.trainers.values())
+    assert (cfg_a.seed, cfg_a.alpha, cfg_a.rule, cfg_b.temperature, cfg_b.rule) == (3, 0.8, "alpha", 0.3, "qknorm")
+    train.advance(3)
+    lab.seed = 4
+    assert train.steps_done == 0 and train.trainers["a"].config.seed == 4
+
+
+@pytest.mark.parametrize("view, unused, used", [
+    ("playground", {"alpha", "temperature"}, {"d_k", "causal", "dtype"}),
+    ("training", {"d_k", "n", "sigma", "rho", "rule", "causal", "dtype", "alpha", "temperature"}, {"seed"}),
+    ("saturation", {"causal", "dtype"}, {"alpha", "temperature", "n"}),
+    ("precision", {"rule", "alpha", "temperature", "causal", "dtype"}, {"d_k", "sigma", "rho", "seed"}),
+    ("questions", {"d_k", "seed", "rule"}, set()),
+])
+def test_settings_a_view_ignores_are_listed_with_a_reason(lab, view, unused, used):
+    """Each view reports the sidebar settings it does not use, each with a sentence saying why."""
+    lab.view = view
+    out = lab.unused_settings(TrainingState(lab))
+    assert unused <= set(out) and not (used & set(out))
+    assert all(reason.endswith(".") and len(reason) > 10 for reason in out.values())
+
+
+def test_alpha_and_temperature_count_as_used_when_a_training_run_uses_their_rule(lab):
+    """In Train it, α is live when a run uses d_k^-α, τ when a run uses QK-norm."""
+    lab.view = "training"
+    out = lab.unused_settings(TrainingState(lab, rule_a="alpha", rule_b="qknorm"))
+    assert "alpha" not in out and "temperature" not in out
 
 
 def test_float16_overflow_is_reported_not_raised(lab):
     """Large aligned float16 inputs overflow: the verdict says so and nothing raises."""
     lab.param.update(dtype="float16", sigma=8.0, rho=1.0, d_k=4096)
     assert "NaN" in lab.verdict or "overflow" in lab.verdict
-    assert lab.playground["none"]["nan_weights"] or lab.playground["none"]["overflow"]
+    assert lab.playground["none"]["nan_rows"] > 0 and lab.playground["none"]["overflow"]
 
 
 def test_query_row_follows_the_sequence_length(lab):
@@ -132,7 +185,7 @@ def test_notices_never_echo_markup():
     """A notice quotes at most a short, HTML-escaped excerpt of the bad value."""
     _, _, notices = parse_query("?rule=<img src=x onerror=alert(1)>" + "A" * 500)
     text = " ".join(notices)
-    assert "<img" not in text and "too long" in text or "&lt;img" in text
+    assert "<img" not in text and "too long" in text
 
 
 def test_repeated_unknown_and_oversized_queries():
@@ -166,10 +219,12 @@ def test_every_option_of_d_k_includes_the_powers_of_two():
 
 def test_verdict_handles_all_nan_sides():
     """The verdict is a sentence even when both sides overflow."""
-    nan = {k: float("nan") for k in ("logit_std", "entropy", "max_weight", "effective_support", "gradient_health")}
-    side = {"rule": "none", "stats": nan, "overflow": True, "nan_weights": True, "weights": np.full((2, 2), np.nan)}
-    text = verdict({"none": side, "rule": {**side, "rule": "sqrt"}}, n=2, d_k=4096, dtype="float16")
-    assert text.endswith(".") and "NaN" in text
+    nan = dict.fromkeys(("logit_std", "entropy", "max_weight", "effective_support", "saturated"), float("nan"))
+    grad = {"median": float("nan"), "total": float("nan"), "starved": None}
+    side = {"rule": "none", "stats": nan, "overflow": True, "nan_rows": 2, "grad": grad}
+    text = verdict({"none": side, "rule": {**side, "rule": "sqrt"}}, n=2, d_k=4096, dtype="float16", rho=1.0,
+                   causal=False)
+    assert text.endswith(".") and "2 of 2 rows are NaN too" in text
 
 
 def test_page_builds_every_view_without_a_server():

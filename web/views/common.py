@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import functools
 import html
-import math
 
 import panel as pn
 
-from ..state import D_K_OPTIONS, DTYPES, RULE_LABELS, LabState
+from ..state import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS, LabState, TrainingState
 from ..theme import CSS, RULE_COLORS, WRAP_BUTTONS
 
 
@@ -44,14 +43,6 @@ def figure_row(*figs, basis: int = 340) -> pn.FlexBox:
                         for f in figs), sizing_mode="stretch_width")
 
 
-def fmt(x: float, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "overflow (NaN)"
-    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
-        return f"{x:.2e}"
-    return f"{x:.{digits}g}"
-
-
 def swatch(rule: str) -> str:
     return f"<span class='sdpa-swatch' style='background:{RULE_COLORS[rule]}'></span>"
 
@@ -61,9 +52,10 @@ def rule_options() -> dict:
     return {RULE_LABELS[r]: r for r in RULE_LABELS}
 
 
-def shared_controls(lab: LabState) -> pn.Column:
+def shared_controls(lab: LabState, train: TrainingState | None = None) -> pn.Column:
     """The controls every view shares (sidebar). Sliders that trigger Monte-Carlo sweeps follow the
-    throttled value (on release); d_k follows the drag, since every view updates cheaply for it."""
+    throttled value (on release); d_k follows the drag, since every view updates cheaply for it.
+    A setting the current view does not use is disabled, and its caption says why."""
     w = {}
     w["d_k"] = pn.widgets.DiscreteSlider.from_param(lab.param.d_k, options=D_K_OPTIONS, name="d_k (key/query dimension)",
                                                    sizing_mode="stretch_width")
@@ -87,7 +79,7 @@ def shared_controls(lab: LabState) -> pn.Column:
     captions = {
         "d_k": "Width of each q and k. Arrow keys step through powers of two and the 1.5× steps between.",
         "n": "How many queries and keys the head sees.",
-        "sigma": "Spread of every q and k entry; the unscaled logit std is about σ²√d_k.",
+        "sigma": "Spread of every q and k entry; for independent q and k (ρ = 0) the unscaled logit std is about σ²√d_k.",
         "rho": "0: q and k independent; 1: each key equals its query, so q·k grows like d_k.",
         "rule": "What multiplies q·k before the softmax; every plot compares it with no scaling.",
         "alpha": "Used by the rule d_k^-α: 0.5 is 1/√d_k, 1 is muP's 1/d_k.",
@@ -97,12 +89,28 @@ def shared_controls(lab: LabState) -> pn.Column:
         "seed": "Draw a different random Q, K, V.",
     }
     items = [heading("Settings", css_margin="4px 0", sizing_mode="fixed", margin=(0, 10))]
-    for key in ("d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed"):
+    notes = {}
+    for key in SHARED_SETTINGS:
         if key == "dtype":
             items.append(pn.pane.HTML("<div style='font-size:14px'>dtype (playground arithmetic)</div>",
                                       margin=(6, 10, 0, 10)))
-        items.append(w[key])
-        items.append(caption(captions[key]))
+        notes[key] = caption(captions[key])
+        items += [w[key], notes[key]]
+
+    def follow_view(*_):
+        unused = lab.unused_settings(train)
+        for key in SHARED_SETTINGS:
+            off = key in unused
+            text = f"*Not used in this view.* {unused[key]}" if off else captions[key]
+            if w[key].disabled != off:
+                w[key].disabled = off
+            if notes[key].object != text:
+                notes[key].object = text
+
+    lab.param.watch(follow_view, ["view", "rule"])
+    if train is not None:
+        train.param.watch(follow_view, ["rule_a", "rule_b"])
+    follow_view()
     col = pn.Column(*items, sizing_mode="stretch_width")
-    col.widgets = w
+    col.widgets, col.notes = w, notes
     return col

@@ -8,9 +8,10 @@ import panel as pn
 import param
 from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
+from ..claims import fmt, fmt_sci, pct, readout_rows
 from ..state import RULE_LABELS, LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, RULE_COLORS, make_figure, style_legend
-from .common import caption, figure_row, fmt, heading, held, swatch
+from .common import caption, figure_row, heading, held, swatch
 
 
 def heatmap_data(weights: np.ndarray) -> dict:
@@ -102,21 +103,16 @@ class Playground(pn.viewable.Viewer):
         self.bars.title.text = f"Weights of query {q} over the keys"
 
     def _table(self, res) -> str:
-        n = self.lab.n
-        rows = [("logit std", "logit_std", "spread of the scaled scores the softmax sees"),
-                ("entropy (nats)", "entropy", f"0 = one token, {np.log(n):.2f} = uniform over {n}"),
-                ("max weight", "max_weight", "share of the largest weight, averaged over queries"),
-                ("tokens attended", "effective_support", f"exp(entropy): 1 = one token, {n} = all"),
-                ("gradient health", "gradient_health", "‖softmax Jacobian‖: 0 = no gradient flows")]
+        n, causal = self.lab.n, self.lab.causal
         rule = res["rule"]["rule"]
         head = (f"<tr><th scope='col'>readout</th><th scope='col'>{swatch('none')}no scaling</th>"
                 f"<th scope='col'>{swatch(rule)}{RULE_LABELS[rule]}</th></tr>")
         body = "".join(
             f"<tr><th scope='row'>{name}<div class='sdpa-meaning'>{meaning}</div></th>"
-            f"<td>{fmt(res['none']['stats'][key])}</td><td>{fmt(res['rule']['stats'][key])}</td></tr>"
-            for name, key, meaning in rows)
-        return (f"<table class='sdpa-readouts'><caption>Readouts, averaged over the {n} queries</caption>"
-                f"{head}{body}</table>")
+            f"<td>{_cell(key, res['none']['stats'][key], n)}</td><td>{_cell(key, res['rule']['stats'][key], n)}</td></tr>"
+            for name, key, meaning in readout_rows(n, causal))
+        return (f"<table class='sdpa-readouts'><caption>Readouts, averaged over the {n} queries"
+                f"{' (causal mask)' if causal else ''}</caption>{head}{body}</table>")
 
     def __panel__(self):
         maps = figure_row(self.maps["none"], self.maps["rule"])
@@ -125,8 +121,10 @@ class Playground(pn.viewable.Viewer):
                       caption("One row of each heatmap as bars: a saturated softmax puts almost all of it on one key."),
                       sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300),
             pn.Column(self.readouts,
-                      caption("Gradient health is the size of the softmax's Jacobian diag(p) − ppᵀ: "
-                              "it falls to 0 as a row saturates, so almost no gradient reaches q and k."),
+                      caption("Gradients are ∂L/∂q for one fixed random upstream gradient ∂L/∂o (the chain rule "
+                              "includes the scale: ∂L/∂qᵢ = scale · Σⱼ ∂L/∂zᵢⱼ kⱼ). A saturated row's softmax "
+                              "Jacobian diag(p) − ppᵀ is nearly 0, so that query gets almost no gradient; the rows "
+                              "that are not saturated get the unscaled factor, so the total can be larger."),
                       sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300),
             sizing_mode="stretch_width")
         return pn.Column(
@@ -140,3 +138,14 @@ class Playground(pn.viewable.Viewer):
                     "(magenta marks NaN from overflow). Hover a cell for its value; the save tool exports a PNG."),
             lower,
             sizing_mode="stretch_width")
+
+
+def _cell(key: str, value, n: int) -> str:
+    """One readout cell: shares as percentages, gradients with their magnitude, counts as "k of n"."""
+    if key == "saturated":
+        return pct(value)
+    if key == "grad_starved":
+        return "–" if value is None else f"{value} of {n}"
+    if key.startswith("grad_"):
+        return fmt_sci(value)
+    return fmt(value)

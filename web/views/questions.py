@@ -1,58 +1,111 @@
 """Questions: the common questions about 1/√d_k, each answered with a button into a live view."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
 import panel as pn
 import param
 
 from ..state import LabState, TrainingState
+from ..urlstate import apply_query
 from .common import caption, heading
 
-#: (question, answer in Markdown, formula in LaTeX or None, button label, lab preset, training preset)
+@dataclass(frozen=True)
+class Question:
+    question: str
+    answer: str          # Markdown; every claim holds at the preset's state (tests/web/test_claims.py)
+    formula: str | None  # LaTeX
+    source: str          # where the claim comes from
+    button: str
+    preset: dict = field(default_factory=dict)  # a complete link: every other setting goes back to its default
+
+
+VASWANI = "Vaswani et al. (2017), *Attention Is All You Need*, §3.2.1 and footnote 4"
 QUESTIONS = [
-    ("What happens without the scaling?",
-     "The logits q·k grow with d_k, so the softmax of each row approaches a one-hot vector: one key takes "
-     "almost all of the weight. The output ignores the other tokens, and, worse, the softmax stops passing "
-     "gradient, because its Jacobian vanishes at a one-hot point.",
-     r"\frac{\partial\,\mathrm{softmax}(z)}{\partial z} = \mathrm{diag}(p) - p\,p^{\top} \;\longrightarrow\; 0 \quad\text{as } p \to \text{one-hot}",
-     "Show me at d_k = 1024", {"view": "playground", "d_k": 1024, "rule": "sqrt", "n": 16}, None),
-    ("Why √d_k and not some other number?",
-     "For q and k with independent entries of mean 0 and variance σ², q·k is a sum of d_k independent terms, "
-     "each of variance σ⁴. Its variance is d_k σ⁴, so its standard deviation is σ²√d_k. Dividing by √d_k "
-     "brings it back to σ², whatever the width of the head.",
-     r"\mathrm{Var}(q\cdot k) = \sum_{i=1}^{d_k} \mathrm{Var}(q_i k_i) = d_k\,\sigma^4, \qquad "
-     r"\mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = \sigma^4",
-     "Show the variance", {"view": "variance", "d_k": 256}, None),
-    ("How does it affect training?",
-     "An unscaled head at large d_k starts saturated: its gradients are tiny and noisy, so it learns slowly "
-     "or gets stuck attending to the wrong key. With 1/√d_k the same model, with the same data and "
-     "initial weights, learns the task quickly.",
-     None, "Train both", {"view": "training"}, {"rule_a": "none", "rule_b": "sqrt", "d_k": 1024, "lr": 0.01}),
-    ("Can the factor be tuned?",
-     "Yes. The factor is an inverse temperature. muP (Yang et al., 2022) uses 1/d_k so that, once q and k "
-     "become correlated during training, the logits stay bounded as models get wider; any exponent α in "
-     "d_k^-α is available here. QK-norm (Henry et al., 2020) normalises q and k to unit length and divides "
-     "the cosine by a temperature τ (often learned), which removes the dependence on d_k altogether.",
-     r"\text{scale} = d_k^{-1/2}\ (\text{Vaswani}),\quad d_k^{-1}\ (\mu\text{P}),\quad d_k^{-\alpha},\quad "
-     r"\text{QK-norm: } \frac{\cos(q, k)}{\tau}",
-     "Compare every rule", {"view": "saturation", "rho": 0.0}, None),
-    ("Is it always necessary?",
-     "Not at small d_k: at d_k = 4 the unscaled logits are barely larger than the scaled ones. Nor when "
-     "something else controls the logits' size: QK-norm, a learned temperature, or an initialisation that "
-     "folds 1/√d_k into W_q. What matters is the spread of the logits the softmax sees, not the factor itself.",
-     None, "Show me at d_k = 4", {"view": "playground", "d_k": 4, "rule": "sqrt"}, None),
-    ("The classic bug: dividing by √d_model instead of √d_k",
-     "With d_model = 512 split into 8 heads, each head has d_k = 64 and should divide by 8. Dividing by "
-     "√512 ≈ 22.6 makes every logit 2.8 times too small: the attention becomes too flat, as if a temperature "
-     "of 2.8 had been added. Here that is the rule d_k^-α with α = ln 22.6 / ln 64 ≈ 0.75.",
-     r"\frac{1}{\sqrt{d_{\text{model}}}} = \frac{1}{\sqrt{512}} \approx \frac{1}{22.6} \;\ne\; "
-     r"\frac{1}{\sqrt{d_k}} = \frac{1}{8}",
-     "Show the bug", {"view": "playground", "d_k": 64, "rule": "alpha", "alpha": 0.75}, None),
-    ("Why do half-precision kernels scale before the matmul?",
-     "In float16 the largest number is 65504. Computing q·kᵀ first and dividing afterwards can overflow "
-     "to inf before the division happens; scaling q first keeps every intermediate small. A stable softmax "
-     "(subtract the row maximum) is needed as well, since exp(x) overflows float16 already at x ≈ 11.1.",
-     None, "Show the overflow", {"view": "precision", "sigma": 4.0, "rho": 1.0, "order": "after"}, None),
+    Question(
+        "What happens without the scaling?",
+        "For independent q and k the logits q·k have standard deviation σ²√d_k, so as d_k grows each row of the "
+        "softmax approaches a one-hot vector: one key takes almost all of the weight and the output ignores the "
+        "other tokens. A saturated row's softmax Jacobian diag(p) − ppᵀ is nearly 0, so that query gets almost no "
+        "gradient. Not every row saturates at once: the rows that still learn get the unscaled factor in the chain "
+        "rule, so the gradient becomes sparse and erratic (most rows starved, the total not small) rather than "
+        "uniformly small. The verdict above the heatmaps gives the numbers.",
+        r"\frac{\partial\,\mathrm{softmax}(z)}{\partial z} = \mathrm{diag}(p) - p\,p^{\top} \;\longrightarrow\; 0 "
+        r"\quad\text{as } p \to \text{one-hot}",
+        VASWANI + ": “for large values of d_k, the dot products grow large in magnitude, pushing the softmax "
+        "function into regions where it has extremely small gradients”.",
+        "Show me at d_k = 1024", {"view": "playground", "d_k": 1024}),
+    Question(
+        "Why √d_k and not some other number?",
+        "For q and k with independent entries of mean 0 and variance σ², q·k is a sum of d_k independent terms, "
+        "each of variance σ⁴. Its variance is d_k σ⁴, so its standard deviation is σ²√d_k. Dividing by √d_k "
+        "brings it back to σ², whatever the width of the head. This holds at initialisation (ρ = 0); once q and "
+        "k are correlated, q·k also has a mean that grows like d_k.",
+        r"\mathrm{Var}(q\cdot k) = \sum_{i=1}^{d_k} \mathrm{Var}(q_i k_i) = d_k\,\sigma^4, \qquad "
+        r"\mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = \sigma^4",
+        VASWANI + ", for components that are independent random variables with mean 0 and variance 1.",
+        "Show the variance", {"view": "variance", "d_k": 256}),
+    Question(
+        "How does it affect training?",
+        "An unscaled head at large d_k starts saturated: most queries get almost no gradient, so it learns much "
+        "more slowly than the same model with 1/√d_k, with the same data and initial weights. In this tiny model "
+        "Adam's per-parameter step size lets the unscaled run catch up after a few hundred steps; press Play and "
+        "compare the curves.",
+        None, VASWANI + "; the model and task are this page's own (sdpa_core/model.py).",
+        "Train both", {"view": "training", "rule_a": "none", "rule_b": "sqrt", "train_d_k": 1024, "lr": 0.01}),
+    Question(
+        "Can the factor be tuned?",
+        "Yes: the factor is an inverse temperature. muP uses 1/d_k: once q and k become correlated during "
+        "training, q·k grows like d_k, and 1/d_k keeps the logits bounded as models get wider (on independent "
+        "random vectors it makes attention nearly uniform). Any exponent α in d_k^-α is available here. QK-norm "
+        "normalises q and k to unit length and divides the cosine by a temperature τ: every logit is bounded by "
+        "1/τ whatever d_k is, but with a fixed τ the cosines of random vectors shrink like 1/√d_k, so attention "
+        "still flattens as d_k grows; τ is learned or tuned. The button opens every rule at ρ = 0.5, where 1/√d_k "
+        "saturates at large d_k and 1/d_k does not.",
+        r"\text{scale} = d_k^{-1/2}\ (\text{Vaswani}),\quad d_k^{-1}\ (\mu\text{P}),\quad d_k^{-\alpha},\quad "
+        r"\text{QK-norm: } \frac{\cos(q, k)}{\tau}",
+        "Yang et al. (2022), *Tensor Programs V* (muP, 1/d_k attention); Henry et al. (2020), *Query-Key "
+        "Normalization for Transformers*; Dehghani et al. (2023), *Scaling Vision Transformers to 22 Billion "
+        "Parameters* (QK-norm against logit growth).",
+        "Compare every rule", {"view": "saturation", "rho": 0.5}),
+    Question(
+        "Is it always necessary?",
+        "Not at small d_k: at d_k = 4 dividing by √4 = 2 only halves the logits, and neither softmax is close to "
+        "one-hot (the playground shows the top weight and tokens attended of both). Nor when something else "
+        "controls the logits' size: QK-norm with a suitable temperature, a learned temperature, or an "
+        "initialisation that folds 1/√d_k into W_q. What matters is the spread of the logits the softmax sees, "
+        "not the factor itself.",
+        None,
+        "Raffel et al. (2020), *Exploring the Limits of Transfer Learning* (T5): no 1/√d_k in attention, the "
+        "scale folded into the initialisation of W_q.",
+        "Show me at d_k = 4", {"view": "playground", "d_k": 4}),
+    Question(
+        "The classic bug: dividing by √d_model instead of √d_k",
+        "With d_model = 512 split into 8 heads, each head has d_k = 64 and should divide by 8. Dividing by "
+        "√512 ≈ 22.6 makes every logit 2.8 times too small: the same as multiplying the softmax's temperature by "
+        "2.8, so attention is flatter than intended. Here that is the rule d_k^-α with α = ln 22.6 / ln 64 ≈ 0.75.",
+        r"\frac{1}{\sqrt{d_{\text{model}}}} = \frac{1}{\sqrt{512}} \approx \frac{1}{22.6} \;\ne\; "
+        r"\frac{1}{\sqrt{d_k}} = \frac{1}{8}",
+        VASWANI + " (d_model = 512, h = 8, d_k = d_model / h = 64).",
+        "Show the bug", {"view": "playground", "d_k": 64, "rule": "alpha", "alpha": 0.75}),
+    Question(
+        "Where should half-precision kernels apply the scale?",
+        "In float16 the largest number is 65504. Computing q·kᵀ in float16 and dividing afterwards can overflow "
+        "to inf before the division happens. PyTorch's math path multiplies q and k each by √scale before the "
+        "matmul; FlashAttention instead accumulates q·kᵀ in float32 and scales afterwards, where nothing "
+        "overflows. A stable softmax (subtract the row maximum) is needed as well, since exp(x) overflows float16 "
+        "already at x ≈ 11.1.",
+        None,
+        "PyTorch, `_scaled_dot_product_attention_math` (aten/src/ATen/native/transformers/attention.cpp); "
+        "Dao et al. (2022), *FlashAttention*.",
+        "Show the overflow", {"view": "precision", "sigma": 4.0, "rho": 1.0, "order": "after"}),
 ]
+
+
+def preset_link(q: Question) -> str:
+    """The preset as a query string: applying it sets every other setting back to its default."""
+    return "?" + urlencode(q.preset)
 
 
 class Questions(pn.viewable.Viewer):
@@ -61,29 +114,26 @@ class Questions(pn.viewable.Viewer):
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")
     train = param.ClassSelector(class_=TrainingState, doc="The training runs.")
 
-    def _go(self, lab_preset, train_preset):
+    def _go(self, q: Question):
         def go(_):
-            view = lab_preset.get("view")
-            rest = {k: v for k, v in lab_preset.items() if k != "view"}
-            if rest:
-                self.lab.param.update(**rest)
-            if train_preset:
-                self.train.param.update(**train_preset)
-            if view:
-                self.lab.view = view
+            # a preset is a whole link (TensorFlow Playground's presets): settings from an earlier button
+            # or slider move never leak into it
+            apply_query(preset_link(q), self.lab, self.train)
         return go
 
     def __panel__(self):
         cards = [heading("Questions"),
-                 caption("Short answers; each button opens the live view with settings that show the answer.")]
-        for question, answer, formula, label, lab_preset, train_preset in QUESTIONS:
-            button = pn.widgets.Button(label=f"{label} →", color="primary", variant="outline", width=230)
-            button.on_click(self._go(lab_preset, train_preset))
-            items = [heading(question, level=3, css_margin="4px 0", margin=(0, 10)),
-                     pn.pane.Markdown(answer, disable_math=True, sizing_mode="stretch_width", margin=(0, 10))]
-            if formula:
-                items.append(pn.pane.LaTeX(f"$${formula}$$", renderer="katex", sizing_mode="stretch_width",
+                 caption("Short answers; each button opens the live view with settings that show the answer "
+                         "(every other setting goes back to its default).")]
+        for q in QUESTIONS:
+            button = pn.widgets.Button(label=f"{q.button} →", color="primary", variant="outline", width=230)
+            button.on_click(self._go(q))
+            items = [heading(q.question, level=3, css_margin="4px 0", margin=(0, 10)),
+                     pn.pane.Markdown(q.answer, disable_math=True, sizing_mode="stretch_width", margin=(0, 10))]
+            if q.formula:
+                items.append(pn.pane.LaTeX(f"$${q.formula}$$", renderer="katex", sizing_mode="stretch_width",
                                            styles={"font-size": "17px", "overflow-x": "auto"}, margin=(0, 10)))
+            items.append(caption(f"Source: {q.source}"))
             items.append(button)
             cards.append(pn.Column(*items, sizing_mode="stretch_width", margin=(0, 10, 12, 10),  # aligned with the text
                                    styles={"border-left": "4px solid #0072B2", "background": "#f7f9fc",

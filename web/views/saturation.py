@@ -1,4 +1,5 @@
-"""Saturation and gradients: entropy, max weight and gradient health vs d_k for every rule."""
+"""Saturation and gradients: entropy, max weight and saturated rows vs d_k for every rule, and the
+gradient each query gets at the current d_k."""
 from __future__ import annotations
 
 import io
@@ -10,14 +11,15 @@ from bokeh.models import ColumnDataSource, Span
 
 import sdpa_core as sc
 
+from ..claims import gradient_summary, saturation_summary
 from ..state import RULE_LABELS, SAMPLES_OPTIONS, LabState
-from ..theme import CSS, MARK_COLOR, RULE_COLORS, RULE_DASH, THEORY_COLOR, make_figure, style_legend
+from ..theme import CSS, MARK_COLOR, RULE_COLORS, RULE_DASH, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
 from .common import caption, figure_row, heading, held
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
     "max_weight": ("Largest weight in each row", "max weight", "top_left"),
-    "gradient_health": ("Gradient health: size of the softmax Jacobian", "‖diag(p) − ppᵀ‖", "bottom_left"),
+    "saturated": ("Share of saturated rows (top weight > 0.99)", "share of rows", "top_left"),
 }
 
 
@@ -50,6 +52,17 @@ class Saturation(pn.viewable.Viewer):
             p.add_layout(mark)
             style_legend(p, below=True, ncols=3)
             self.marks[metric], self.figs[metric] = mark, p
+        self.grad_sources = {r: ColumnDataSource({"rank": [], "norm": []}) for r in sc.RULE_NAMES}
+        p = make_figure(title="Gradient reaching each query at the current d_k", x_label="query rows, largest first (share)",
+                        y_label="‖∂L/∂qᵢ‖", height=360, y_axis_type="log",
+                        hover=[("rule", "@rule"), ("share of rows", "@rank{0%}"), ("‖∂L/∂qᵢ‖", "@norm{0.00e0}")])
+        self.grad_lines = {}
+        for rule in sc.RULE_NAMES:
+            self.grad_lines[rule] = p.line("rank", "norm", source=self.grad_sources[rule], color=RULE_COLORS[rule],
+                                           line_width=2.5, line_dash=RULE_DASH[rule], legend_label=RULE_LABELS[rule])
+        style_legend(p, below=True, ncols=3)
+        self.grad_fig = p
+        self.grad_note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
         self.samples = pn.widgets.DiscreteSlider.from_param(self.lab.param.samples, options=SAMPLES_OPTIONS,
                                                             name="Monte-Carlo samples per d_k", sizing_mode="stretch_width")
         self.download = pn.widgets.FileDownload(callback=self._csv, filename="sdpa_sweep.csv",
@@ -57,8 +70,10 @@ class Saturation(pn.viewable.Viewer):
                                                 variant="outline", sizing_mode="stretch_width", embed=False)
         self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["sdpa-caption"], stylesheets=[CSS])
         self.lab.param.watch(self._update, ["sweep"])
+        self.lab.param.watch(self._update_gradients, ["gradients", "rule"])
         self.lab.param.watch(self._update_marks, ["d_k", "rule"])
         self._update()
+        self._update_gradients()
         self._update_marks()
 
     def _csv(self):
@@ -83,9 +98,22 @@ class Saturation(pn.viewable.Viewer):
         lab = self.lab
         capped = (f" (capped from {lab.samples} to keep n² × samples bounded)"
                   if lab.sweep_samples < lab.samples else "")
-        self.note.object = (f"{lab.sweep_samples} random {lab.n}×{lab.n} attention matrices per d_k{capped}; "
-                            f"σ = {lab.sigma:g}, ρ = {lab.rho:g}, α = {lab.alpha:g}, QK-norm temperature "
-                            f"{lab.temperature:g}, seed {lab.seed}.")
+        self.note.object = (saturation_summary(s, n=lab.n, sigma=lab.sigma, rho=lab.rho) + " "
+                            f"{lab.sweep_samples} random {lab.n}×{lab.n} attention matrices per d_k{capped}; "
+                            f"α = {lab.alpha:g}, QK-norm temperature {lab.temperature:g}, seed {lab.seed}.")
+
+    @held
+    def _update_gradients(self, *_):
+        g, lab = self.lab.gradients, self.lab
+        if g is None:
+            return
+        for rule, norms in g.items():
+            y = np.sort(norms)[::-1]
+            # log axis: exact zeros (rows with no gradient at all) sit at the axis floor
+            floor = max(float(y[y > 0].min()) if (y > 0).any() else 1e-300, 1e-300)
+            self.grad_sources[rule].data = {"rank": (np.arange(len(y)) + 0.5) / len(y), "norm": np.maximum(y, floor),
+                                            "rule": [RULE_LABELS[rule]] * len(y)}
+        self.grad_note.object = gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho)
 
     @held
     def _update_marks(self, *_):
@@ -93,19 +121,29 @@ class Saturation(pn.viewable.Viewer):
             self.marks[metric].location = self.lab.d_k
             for rule in sc.RULE_NAMES:
                 self.lines[(metric, rule)].glyph.line_width = 4.5 if rule == self.lab.rule else 2.0
+        for rule, line in self.grad_lines.items():
+            line.glyph.line_width = 4.5 if rule == self.lab.rule else 2.0
 
     def __panel__(self):
         figs = figure_row(*(self.figs[m] for m in PLOTS), basis=360)
         return pn.Column(
             heading("Saturation and gradients"),
-            caption("The paper's claim, measured: without scaling the softmax saturates as d_k grows (entropy → 0, "
-                    "max weight → 1) and its Jacobian, the only path for gradient to reach q and k, shrinks towards 0. "
-                    "1/√d_k keeps all three flat; 1/d_k (muP) drifts towards uniform attention on random vectors; QK-norm "
-                    "bounds every logit by 1/temperature, and on random vectors its cosines shrink like 1/√d_k."),
+            caption("The paper's claim, measured on random q and k: without scaling the softmax saturates as d_k grows "
+                    "(entropy → 0, max weight → 1, every row saturated). For independent q and k (ρ = 0) 1/√d_k keeps "
+                    "the three curves flat and 1/d_k (muP) drifts towards uniform attention; QK-norm bounds every logit "
+                    "by 1/temperature, and with a fixed temperature its cosines shrink like 1/√d_k, so it flattens "
+                    "too. At ρ > 0 the summary below says what each rule does at the current settings."),
             self.note,
             figs,
             caption("Lines are Monte-Carlo means, bands ±1 standard deviation across samples; the chosen rule is drawn "
                     "thicker and the dashed vertical line marks the current d_k. Click a legend entry to hide a rule."),
+            self.grad_note,
+            self.grad_fig,
+            caption("‖∂L/∂qᵢ‖ of about 256 query rows (several draws at the current n) for one fixed random upstream "
+                    "gradient, sorted from largest to smallest, on a log axis. A saturated row passes almost no "
+                    "gradient (its softmax Jacobian is nearly 0), so without scaling most rows get almost none; the "
+                    "rows that still learn carry the unscaled factor, so the total is not small. Rows with exactly "
+                    "zero gradient are drawn at the bottom of the axis."),
             pn.FlexBox(pn.Column(self.samples, caption("More samples: smoother curves, slower updates."),
                                  styles={"flex": "1 1 300px"}),
                        pn.Column(self.download, caption("Every rule's mean and spread of every metric at every d_k."),

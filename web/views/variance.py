@@ -9,9 +9,10 @@ from bokeh.models import ColumnDataSource, Label, Span
 
 import sdpa_core as sc
 
+from ..claims import fmt, loglog_summary, variance_summary
 from ..state import RULE_LABELS, LabState
 from ..theme import VERDICT_STYLES, MARK_COLOR, RULE_COLORS, THEORY_COLOR, legends_below, make_figure, style_legend
-from .common import caption, figure_row, fmt, heading, held
+from .common import caption, figure_row, heading, held
 
 
 class Variance(pn.viewable.Viewer):
@@ -62,6 +63,7 @@ class Variance(pn.viewable.Viewer):
         self.rule_item = rules.items[1]
         self.loglog = p
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
+        self.slopes = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
         self.lab.param.watch(self._update_hist, ["dots"])
         self.lab.param.watch(self._update_sweep, ["sweep", "rule"])
         self.lab.param.watch(self._update_mark, ["d_k"])
@@ -85,10 +87,9 @@ class Variance(pn.viewable.Viewer):
         rule = lab.rule
         self.hists["scaled"][0].title.text = f"Logit with {RULE_LABELS[rule]} (std {fmt(std1)})"
         self.hists["scaled"][3].glyph.fill_color = RULE_COLORS[rule]
-        t0 = d["theory_std"][0]
-        self.summary.object = (
-            f"At d_k = {lab.d_k}: Var(q·k) = d_k σ⁴ (1+ρ²) predicts std {fmt(t0)}; the samples give {fmt(std0)}. "
-            f"With {RULE_LABELS[rule]} the std is {fmt(std1)}.")
+        pooled = sc.theory_logit_std(lab.d_k, sigma=lab.sigma, rho=lab.rho, n=lab.n)
+        self.summary.object = variance_summary(d, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho, rule=rule,
+                                               pooled=pooled)
 
     @held
     def _update_sweep(self, *_):
@@ -108,6 +109,7 @@ class Variance(pn.viewable.Viewer):
             self.theory_sources[key].data = {
                 "d_k": d, "std": np.array([sc.theory_logit_std(int(x), sigma=lab.sigma, rho=rho, n=lab.n) for x in s.d_k])}
         self.rule_item.label = {"value": RULE_LABELS[lab.rule]}
+        self.slopes.object = loglog_summary(s, rule=lab.rule, rho=lab.rho)
 
     @held
     def _update_mark(self, *_):
@@ -119,17 +121,20 @@ class Variance(pn.viewable.Viewer):
         hists = figure_row(self.hists["unscaled"][0], self.hists["scaled"][0])
         return pn.Column(
             heading("Why the variance grows"),
-            caption("Each logit is a sum of d_k products qᵢkᵢ. With independent entries of variance σ², the sum has "
-                    "variance d_k σ⁴: its standard deviation grows like √d_k, and dividing by √d_k undoes exactly that."),
+            caption("Each logit is a sum of d_k products qᵢkᵢ. For independent q and k (ρ = 0) with entries of "
+                    "variance σ², the sum has mean 0 and variance d_k σ⁴: its standard deviation grows like √d_k, and "
+                    "dividing by √d_k undoes exactly that. For a query and its own key at ρ > 0 the sum also has a "
+                    "mean ρ d_k σ², which after dividing by √d_k is ρ √d_k σ² and still grows."),
             self.summary,
             hists,
             caption("Histograms of 20 000 exact samples of one query-key pair at the "
                     "current d_k (left: raw q·k, right: after the chosen rule), with the normal curve theory predicts "
                     "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit)."),
             self.loglog,
-            caption("Spread of all n×n logits against d_k on log-log axes. Unscaled, independent q and k give a line of "
-                    "slope ½; as ρ → 1 each key aligns with its query and the slope tends to 1. "
-                    "1/√d_k flattens the ρ = 0 line; 1/d_k (muP) pushes it down with slope −½. Grey lines are the "
+            self.slopes,
+            caption("Spread of all n×n logits against d_k on log-log axes. At ρ = 0 the unscaled line has slope ½, "
+                    "1/√d_k makes it flat and 1/d_k (muP) gives slope −½. At ρ > 0 the n matched pairs add a mean "
+                    "ρ d_k σ² that takes over at large d_k: the slopes tend to 1, ½ and 0. Grey lines are the "
                     "unscaled theory for ρ = 0 and ρ = 1; lines with markers are the Monte-Carlo estimate at the current "
                     "ρ for no scaling and for the chosen rule; click a legend entry to hide it."),
             sizing_mode="stretch_width")

@@ -1,0 +1,243 @@
+"""Every sentence the page builds from numbers: the verdict, the reference values, the captions that
+depend on ρ, the rule or the mask, and the number formats.
+
+Pure functions of results computed by ``sdpa_core`` (no Panel, no state objects), so the tests can
+check each sentence against an independent computation. Each sentence names the conditions it holds
+under (d_k, ρ, mask, dtype); none is canned.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import sdpa_core as sc
+
+RULE_LABELS = dict(sc.RULE_LABELS)
+#: A query is "starved" when ||dL/dq_i|| is below this share of the 1/sqrt(d_k) median at the same state.
+STARVED = 1e-3
+#: "Changes little": the two sides' tokens attended are within this ratio of each other.
+LITTLE = 1.25
+#: A curve over d_k is "flat" when its ends differ by less than this share of log n (the entropy range).
+FLAT = 0.1
+
+
+# ---- numbers ----------------------------------------------------------------------------------------
+def fmt(x, digits: int = 3) -> str:
+    """A readout as a learner reads it: "≈ 0" for tiny non-zero values (one-hot entropies are 1e-158),
+    "inf: overflow" for infinities, "NaN" for NaN, "–" for a missing value."""
+    if x is None:
+        return "–"
+    x = float(x)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf: overflow"
+    if x != 0 and abs(x) < 1e-4:
+        return "≈ 0"
+    if abs(x) >= 1e5:
+        return f"{x:.2e}"
+    return f"{x:.{digits}g}"
+
+
+def fmt_sci(x, digits: int = 2) -> str:
+    """Like :func:`fmt` but keeps the size of small values (gradients of starved rows are the point)."""
+    if x is None or not math.isfinite(float(x)) or x == 0:
+        return fmt(x)
+    x = float(x)
+    return f"{x:.{digits - 1}e}" if abs(x) < 1e-3 or abs(x) >= 1e5 else f"{x:.{digits}g}"
+
+
+def pct(x: float) -> str:
+    """A share as a percentage; never rounds a non-zero share to 0% or a share below 1 to 100%."""
+    if x is None or not math.isfinite(x):
+        return fmt(x)
+    if 0 < x < 0.005:
+        return "<1%"
+    if 0.995 <= x < 1:
+        return ">99%"
+    return f"{x:.0%}"
+
+
+def _ratio(r: float) -> str:
+    return f"{r:.0f}×" if r >= 10 else f"{r:.1f}×"
+
+
+# ---- references -----------------------------------------------------------------------------------
+def references(n: int, causal: bool) -> tuple[float, float]:
+    """Entropy and tokens attended of uniform attention: ``(log n, n)``, or under a causal mask the
+    mean over rows of ``log(i + 1)`` and ``i + 1`` (row i sees keys 0..i), e.g. 1.92 and 8.5 at n = 16."""
+    if causal:
+        visible = np.arange(1, n + 1)
+        return float(np.log(visible).mean()), float(visible.mean())
+    return float(math.log(n)), float(n)
+
+
+def conditions(*, d_k: int, rho: float, causal: bool = False, dtype: str = "float64", sigma: float | None = None) -> str:
+    """The state a sentence holds for, e.g. "d_k = 1024, ρ = 0.5, causal mask, float16"."""
+    parts = [f"d_k = {d_k}"]
+    if sigma is not None:
+        parts.append(f"σ = {sigma:g}")
+    parts.append(f"ρ = {rho:g}")
+    if causal:
+        parts.append("causal mask")
+    if dtype != "float64":
+        parts.append(dtype)
+    return ", ".join(parts)
+
+
+# ---- the playground's verdict ---------------------------------------------------------------------
+def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bool) -> str:
+    """Two sentences: how peaked the unscaled softmax is and what the rule changes (top weight, tokens
+    attended, share of saturated rows), then the gradient that reaches q (scale included).
+
+    ``sides`` is ``LabState.playground``: ``{"none": side, "rule": side}``, each side with
+    ``rule``, ``stats`` (``sdpa_core.row_stats``), ``nan_rows``, ``overflow`` and ``grad``.
+    """
+    none, rule = sides["none"], sides["rule"]
+    label = RULE_LABELS[rule["rule"]]
+    where = f"At {conditions(d_k=d_k, rho=rho, causal=causal, dtype=dtype)}"
+    _, all_tokens = references(n, causal)
+    of = f"of the {all_tokens:g} visible on average" if causal else f"of {n}"
+    if none["nan_rows"]:
+        what = (f"the logits overflow {dtype} (|q·k| past {np.finfo(dtype).max:.6g})" if none["overflow"]
+                else "exp() overflows in the softmax")
+        head = f"{where}, unscaled: {what}, so {none['nan_rows']} of {n} rows of weights are NaN"
+        if rule["rule"] == "none":
+            return head + "."
+        if rule["nan_rows"]:
+            return head + f"; with {label}, {rule['nan_rows']} of {n} rows are NaN too."
+        s1 = rule["stats"]
+        return (head + f"; with {label} the weights stay finite: {pct(s1['max_weight'])} on the top token, "
+                f"about {s1['effective_support']:.1f} tokens attended {of}.")
+    s0 = none["stats"]
+    head = (f"{where}, unscaled: {pct(s0['max_weight'])} of each row's weight on its top token on average, "
+            f"about {s0['effective_support']:.1f} tokens attended {of}, {pct(s0['saturated'])} of rows saturated "
+            f"(top weight > {sc.SATURATION:g})")
+    if none["overflow"]:
+        head += f"; some logits overflow {dtype} to −inf and get weight 0"
+    if rule["rule"] == "none":
+        return head + ". Pick a scaling rule to compare."
+    if rule["nan_rows"]:
+        return head + f"; with {label}, {rule['nan_rows']} of {n} rows of weights are NaN in {dtype}."
+    s1 = rule["stats"]
+    e0, e1 = s0["effective_support"], s1["effective_support"]
+    if s0["saturated"] >= 0.5 and s1["saturated"] >= 0.5:
+        why = (f"; at ρ = {rho:g} each matched logit q_i·k_i has mean ρ d_k σ², which grows faster than √d_k"
+               if rho > 0 else "")
+        text = (head + f"; with {label} it is saturated too: {pct(s1['max_weight'])} on the top token, "
+                f"{pct(s1['saturated'])} of rows saturated{why}.")
+    elif max(e0, e1) <= LITTLE * min(e0, e1):
+        text = (head + f"; with {label}, about {e1:.1f} tokens attended: at d_k = {d_k} the rule changes "
+                f"little (within {LITTLE - 1:.0%}).")
+    else:
+        text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens "
+                f"attended, {pct(s1['saturated'])} of rows saturated.")
+    return text + gradient_sentence(none["grad"], rule["grad"], label=label, n=n, causal=causal)
+
+
+def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = False) -> str:
+    """The gradient that reaches q under both sides, for the page's fixed random upstream gradient."""
+    if not all(math.isfinite(g[k]) for g in (g0, g1) for k in ("median", "total")):
+        return ""
+    text = (f" Gradient reaching q (chain rule, scale included): median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'])} "
+            f"unscaled vs {fmt_sci(g1['median'])} with {label}; total ‖∂L/∂Q‖ {fmt_sci(g0['total'])} vs "
+            f"{fmt_sci(g1['total'])}")
+    if g0["starved"] is not None and (g0["starved"] or g1["starved"]):
+        text += (f"; {g0['starved']} of {n} queries get less than 1/{1 / STARVED:.0f} of the 1/√d_k median "
+                 f"unscaled, {g1['starved']} with {label}")
+        if causal:
+            text += " (row 0 sees only key 0 under the causal mask, so it never passes gradient)"
+    return text + "."
+
+
+def readout_rows(n: int, causal: bool) -> list[tuple[str, str, str]]:
+    """(name, key, meaning) of each playground readout; the references follow the mask."""
+    h, t = references(n, causal)
+    over = "the visible keys, mean over rows" if causal else f"{n} keys"
+    return [
+        ("logit std", "logit_std", "spread of the scaled scores the softmax sees" + (" (visible ones)" if causal else "")),
+        ("entropy (nats)", "entropy", f"0 = one token, {h:.2f} = uniform over {over}"),
+        ("max weight", "max_weight", "share of the largest weight, averaged over queries"),
+        ("tokens attended", "effective_support", f"exp(entropy): 1 = one token, {t:g} = all {over}"),
+        ("saturated rows", "saturated", f"share of rows whose top weight is above {sc.SATURATION:g}"),
+        ("median ‖∂L/∂qᵢ‖", "grad_median", "gradient reaching one query row, scale included"),
+        ("total ‖∂L/∂Q‖", "grad_total", "the same over all rows together"),
+        ("starved queries", "grad_starved", f"rows getting < 1/{1 / STARVED:.0f} of the 1/√d_k median"),
+    ]
+
+
+# ---- captions that depend on the state ----------------------------------------------------------------
+def trend(first: float, last: float, span: float) -> str:
+    """"flat", "falls" or "rises": how a curve over d_k moves, relative to ``span`` (its natural range)."""
+    if abs(last - first) < FLAT * span:
+        return "flat"
+    return "falls" if last < first else "rises"
+
+
+def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo: int = 16) -> str:
+    """What each rule's entropy does from d_k = ``lo`` to the largest d_k of the sweep, at this ρ and σ."""
+    d = list(sweep.d_k)
+    i, j = d.index(lo) if lo in d else 0, len(d) - 1
+    h = math.log(n)
+    parts = []
+    for rule in sweep.rules:
+        e = sweep.mean["entropy"][rule]
+        how = trend(e[i], e[j], h)
+        word = {"flat": "stays flat", "falls": "falls", "rises": "rises"}[how]
+        parts.append(f"{RULE_LABELS[rule]} {word} ({e[i]:.2f} → {e[j]:.2f})")
+    return (f"At σ = {sigma:g}, ρ = {rho:g}, n = {n}, entropy from d_k = {d[i]} to {d[j]} (uniform: {h:.2f}): "
+            + "; ".join(parts) + ".")
+
+
+def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) -> str:
+    """What is small and what is not in the per-query gradients at this state: rows vs the total."""
+    g0, ref = norms["none"], norms["sqrt"]
+    med = float(np.median(ref))
+    starved = float((g0 < STARVED * med).mean())
+    tot = {r: float(np.sqrt((v ** 2).sum())) for r, v in norms.items()}
+    text = (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): unscaled, "
+            f"{pct(starved)} of rows get less than 1/{1 / STARVED:.0f} of the 1/√d_k median; "
+            f"median row {fmt_sci(np.median(g0))} vs {fmt_sci(med)}, while the total ‖∂L/∂Q‖ is "
+            f"{fmt_sci(tot['none'])} vs {fmt_sci(tot['sqrt'])}")
+    if tot["none"] > tot["sqrt"]:
+        text += " (larger: ∂L/∂q = scale · (∂L/∂z) k, and the rows still passing gradient carry scale 1, not 1/√d_k)"
+    if rule not in ("none", "sqrt"):
+        text += f". With {RULE_LABELS[rule]}: median {fmt_sci(np.median(norms[rule]))}, total {fmt_sci(tot[rule])}"
+    return text + "."
+
+
+def slope(sweep: sc.Sweep, rule: str, lo: int = 256) -> float:
+    """Log-log slope of the Monte-Carlo logit std from d_k = ``lo`` to the sweep's largest d_k."""
+    d = list(sweep.d_k)
+    i, j = d.index(lo), len(d) - 1
+    y = sweep.mean["logit_std"][rule]
+    return float(math.log(y[j] / y[i]) / math.log(d[j] / d[i]))
+
+
+def loglog_summary(sweep: sc.Sweep, *, rule: str, rho: float, lo: int = 256) -> str:
+    """The measured slopes at the current ρ, next to what theory says they tend to."""
+    d = list(sweep.d_k)
+    s0 = slope(sweep, "none", lo)
+    text = (f"Measured at ρ = {rho:g}, d_k = {lo} to {d[-1]}: unscaled slope {s0:.2f}")
+    if rule != "none":
+        text += f", {RULE_LABELS[rule]} {slope(sweep, rule, lo):.2f}"
+    return text + ("." if rho == 0 else
+                   " (with ρ > 0 the matched pairs' mean ρ d_k σ² takes over as d_k grows: unscaled → 1, "
+                   "1/√d_k → ½, 1/d_k → 0).")
+
+
+def variance_summary(dots: dict, *, d_k: int, n: int, sigma: float, rho: float, rule: str, pooled: float) -> str:
+    """The histogram's pair (one query with its own key) against the plot's pooled n×n logits."""
+    m0, t0 = dots["theory_mean"][0], dots["theory_std"][0]
+    std0, std1 = dots["sample_std"]
+    mean0 = dots["sample_mean"][0]
+    text = (f"At d_k = {d_k}, σ = {sigma:g}, ρ = {rho:g}: one query with its own key, q·k has mean ρ d_k σ² = {fmt(m0)} "
+            f"and std √((1+ρ²) d_k) σ² = {fmt(t0)} in theory; the samples give {fmt(mean0)} and {fmt(std0)}. "
+            f"With {RULE_LABELS[rule]} its std is {fmt(std1)}.")
+    if rho > 0:
+        text += (f" All {n}×{n} logits pooled (the log-log plot) have std {fmt(pooled)} in theory: the {n * n - n} "
+                 f"off-diagonal pairs have mean 0, the {n} matched ones mean {fmt(m0)}.")
+    else:
+        text += f" All {n}×{n} logits pooled (the log-log plot): std {fmt(pooled)} in theory, every pair alike at ρ = 0."
+    return text
