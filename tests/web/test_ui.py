@@ -44,7 +44,7 @@ def test_page_loads_without_console_errors(page: Page, app_url):
     errors = []
     open_page(page, app_url, errors)
     expect(page.get_by_text("SDPA Lab: why attention divides by √d_k")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"Unscaled: \d+% of the weight on one token"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^At d_k = 64, ρ = 0, unscaled: \d+% of each row's weight on its top token"))).to_be_visible()
     page.wait_for_function(f"({COLUMN_JS})('w').length >= 2")
     assert errors == []
 
@@ -85,7 +85,7 @@ def test_slider_moves_replace_history_and_view_changes_push(page: Page, app_url)
     expect(page.get_by_text("d_k (key/query dimension): 192")).to_be_visible()
     page.go_forward()
     page.wait_for_function("() => location.search.includes('view=variance')")
-    expect(page.get_by_text(re.compile(r"^At d_k = 192: Var"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^At d_k = 192, σ = 1, ρ = 0: one query with its own key"))).to_be_visible()
     assert page.evaluate("() => history.length") == start + 1
 
 

@@ -1,6 +1,7 @@
 """Playground: one attention head on random Q, K, V, unscaled beside the chosen rule."""
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -87,8 +88,9 @@ class Playground(pn.viewable.Viewer):
         table = self._table(res)
         if table != self.readouts.object:  # Panel re-processes an HTML pane's text on every assignment
             self.readouts.object = table
-        if lab.verdict != self.verdict.object:
-            self.verdict.object = lab.verdict
+        text = html.escape(lab.verdict, quote=False)   # "<1%" and "> 0.99" are text, not markup
+        if text != self.verdict.object:
+            self.verdict.object = text
 
     @held
     def _update_bars(self, *_):
@@ -109,7 +111,8 @@ class Playground(pn.viewable.Viewer):
                 f"<th scope='col'>{swatch(rule)}{RULE_LABELS[rule]}</th></tr>")
         body = "".join(
             f"<tr><th scope='row'>{name}<div class='sdpa-meaning'>{meaning}</div></th>"
-            f"<td>{_cell(key, res['none']['stats'][key], n)}</td><td>{_cell(key, res['rule']['stats'][key], n)}</td></tr>"
+            f"<td>{html.escape(_cell(key, res['none']['stats'][key], n))}</td>"
+            f"<td>{html.escape(_cell(key, res['rule']['stats'][key], n))}</td></tr>"
             for name, key, meaning in readout_rows(n, causal))
         return (f"<table class='sdpa-readouts'><caption>Readouts, averaged over the {n} queries"
                 f"{' (causal mask)' if causal else ''}</caption>{head}{body}</table>")

@@ -2,6 +2,7 @@
 gradient each query gets at the current d_k."""
 from __future__ import annotations
 
+import html
 import io
 
 import numpy as np
@@ -113,7 +114,8 @@ class Saturation(pn.viewable.Viewer):
             floor = max(float(y[y > 0].min()) if (y > 0).any() else 1e-300, 1e-300)
             self.grad_sources[rule].data = {"rank": (np.arange(len(y)) + 0.5) / len(y), "norm": np.maximum(y, floor),
                                             "rule": [RULE_LABELS[rule]] * len(y)}
-        self.grad_note.object = gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho)
+        self.grad_note.object = html.escape(gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho),
+                                            quote=False)   # "<1%" is text
 
     @held
     def _update_marks(self, *_):

@@ -1,0 +1,58 @@
+"""Helpers for tests of the static site: build it, read what it ships, load build/ modules by path.
+
+Imported by tests/conftest.py (the session's `site` and `served` fixtures) and by tests/build.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "build"
+
+
+def build_module(name: str):
+    """A module of build/ loaded by path, under a private name (build/ is not a package)."""
+    key = f"_sdpa_site_{name}"
+    if key not in sys.modules:
+        if str(BUILD) not in sys.path:
+            sys.path.append(str(BUILD))   # for the module's own sibling imports
+        spec = importlib.util.spec_from_file_location(key, BUILD / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+def make_site(out: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, str(BUILD / "make_site.py"), "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if done.returncode != 0:
+        pytest.fail(f"make_site.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+def pyodide_dist() -> Path | None:
+    dist = os.environ.get("PYODIDE_DIST")
+    return Path(dist) if dist and (Path(dist) / "pyodide-lock.json").is_file() else None
+
+
+class Site:
+    def __init__(self, root: Path, log: str):
+        self.root = root
+        self.log = log
+        self.assets = json.loads(re.search(r"const ASSETS = (\{.*?\});", (root / "sw.js").read_text(), re.S)[1])
+        self.config = json.loads(re.search(r"const CONFIG = (\{.*?\});", (root / "worker.js").read_text(), re.S)[1])
+        self.lock = json.loads((root / "pyodide" / "pyodide-lock.json").read_text())
+        self.html = (root / "index.html").read_text()
+
+    @property
+    def self_hosted(self) -> bool:
+        return self.config["runtimeLock"] is None

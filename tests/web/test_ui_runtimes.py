@@ -1,0 +1,109 @@
+"""One browser suite, two runtimes: under `panel serve` and in the built Pyodide site, a shared link, a
+slider move and every question button leave a page whose verdict, readouts and heatmaps are those of
+its state, computed here in CPython."""
+from __future__ import annotations
+
+import math
+import re
+from urllib.parse import parse_qsl
+
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from web.state import LabState, TrainingState
+from web.urlstate import apply_query, to_query
+from web.views.playground import _cell
+from web.views.questions import QUESTIONS, preset_link
+from web.claims import readout_rows
+
+pytestmark = pytest.mark.ui
+
+# every element's text across shadow roots (Panel renders each pane in its own)
+READOUTS_JS = """() => {
+  const out = [];
+  const visit = (root) => {
+    for (const t of root.querySelectorAll('table.sdpa-readouts'))
+      out.push(Array.from(t.tBodies[0] ? t.tBodies[0].rows : t.rows).slice(1).map(
+        (r) => Array.from(r.querySelectorAll('td'), (c) => c.textContent)));
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) visit(el.shadowRoot);
+  };
+  visit(document);
+  return out;
+}"""
+WEIGHTS_JS = """() => {
+  const doc = Bokeh.documents[Bokeh.documents.length - 1];
+  const out = [];
+  for (const m of doc.all_models) {
+    const data = m.data;
+    if (!data || typeof data !== 'object') continue;
+    const w = data instanceof Map ? data.get('w') : data.w;
+    if (w && w.length) out.push(Array.from(w, Number).reduce((a, x) => a + (x === x ? x : 0), 0));
+  }
+  return out.sort((a, b) => a - b);
+}"""
+LINKS = ["?d_k=4096&sigma=4&rho=1&dtype=float16", "?d_k=1024&rho=0.5", "?d_k=16&causal=true&rule=qknorm&temperature=0.3&n=12",
+         "?d_k=64&rule=alpha&alpha=0.75&seed=7"]
+
+
+def state_of(search: str) -> tuple[LabState, TrainingState]:
+    lab = LabState()
+    train = TrainingState(lab)
+    apply_query(search, lab, train)
+    return lab, train
+
+
+def assert_page_shows(page: Page, lab: LabState):
+    """The verdict, every readout cell and both heatmaps' weights are those of ``lab``."""
+    expect(page.get_by_text(lab.verdict, exact=True)).to_be_visible(timeout=30_000)
+    want = [[_cell(key, lab.playground[side]["stats"][key], lab.n) for side in ("none", "rule")]
+            for _, key, _ in readout_rows(lab.n, lab.causal)]
+    got = page.evaluate(READOUTS_JS)
+    assert got and got[0] == want, (got, want)
+    sums = sorted(float(np.nansum(lab.playground[s]["weights"])) for s in ("none", "rule"))
+    shown = page.evaluate(WEIGHTS_JS)
+    assert len(shown) == 2 and all(math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6) for a, b in zip(shown, sums)), (shown, sums)
+
+
+@pytest.mark.parametrize("link", LINKS)
+def test_a_shared_link_shows_the_verdict_readouts_and_plots_of_its_state(page: Page, runtime, link):
+    """Opening a shared link shows that state's verdict (not the default's), its readouts and its heatmaps."""
+    runtime.open(page, link)
+    lab, _ = state_of(link)
+    assert_page_shows(page, lab)
+
+
+def test_a_slider_move_updates_verdict_readouts_and_plots_together(page: Page, runtime):
+    """After an arrow-key step of d_k, the verdict, readouts and heatmaps describe the new d_k."""
+    runtime.open(page, "?d_k=256&rho=0.25")
+    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('d_k=384')", timeout=30_000)
+    lab, _ = state_of("?d_k=384&rho=0.25")
+    assert_page_shows(page, lab)
+
+
+def test_each_question_button_sets_exactly_its_preset(page: Page, runtime):
+    """Each question's button, clicked after other settings moved, leaves exactly its preset in the address
+    (every other setting at its default), and the page follows it."""
+    runtime.open(page, "?view=questions&d_k=3&sigma=4&rho=1&rule=qknorm&causal=true&seed=9&lr=1")
+    for q in QUESTIONS:
+        lab, train = state_of(preset_link(q))
+        want = to_query(lab, train)
+        page.get_by_role("button", name=f"{q.button} →").click()
+        page.wait_for_function("(want) => location.search === want", arg=want, timeout=30_000)
+        assert dict(parse_qsl(page.evaluate("location.search")[1:])) == dict(parse_qsl(want[1:]))
+        if lab.view == "playground":
+            expect(page.get_by_text(lab.verdict, exact=True)).to_be_visible(timeout=30_000)
+        page.get_by_role("button", name="Questions", exact=True).click()
+        page.wait_for_function("() => location.search.includes('view=questions')", timeout=30_000)
+
+
+def test_a_corrected_link_is_written_back_to_the_address(page: Page, runtime):
+    """Hostile values are clamped with a notice, and the address then holds the corrected state."""
+    runtime.open(page, "?d_k=-5&n=999999999&sigma=abc")
+    expect(page.get_by_text("Some settings in the link were corrected:")).to_be_visible(timeout=30_000)
+    lab, train = state_of("?d_k=1&n=64")
+    page.wait_for_function("(want) => location.search === want", arg=to_query(lab, train), timeout=30_000)
+    assert re.search(r"n=999|d_k=-5|sigma=abc", page.evaluate("location.search")) is None
