@@ -16,6 +16,8 @@ import sdpa_core as sc
 RULE_LABELS = dict(sc.RULE_LABELS)
 #: A query is "starved" when ||dL/dq_i|| is below this share of the 1/sqrt(d_k) median at the same state.
 STARVED = 1e-3
+#: Where the verdict's gradient sentence starts (the page shows it on a line of its own).
+GRADIENT_LEAD = "Gradient reaching q (chain rule, scale included)"
 #: "Changes little": the two sides' tokens attended are within this ratio of each other.
 LITTLE = 1.25
 #: A curve over d_k is "flat" when its ends differ by less than this share of log n (the entropy range).
@@ -140,7 +142,7 @@ def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = 
     """The gradient that reaches q under both sides, for the page's fixed random upstream gradient."""
     if not all(math.isfinite(g[k]) for g in (g0, g1) for k in ("median", "total")):
         return ""
-    text = (f" Gradient reaching q (chain rule, scale included): median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'])} "
+    text = (f" {GRADIENT_LEAD}: median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'])} "
             f"unscaled vs {fmt_sci(g1['median'])} with {label}; total ‖∂L/∂Q‖ {fmt_sci(g0['total'])} vs "
             f"{fmt_sci(g1['total'])}")
     if g0["starved"] is not None and (g0["starved"] or g1["starved"]):
@@ -241,3 +243,9 @@ def variance_summary(dots: dict, *, d_k: int, n: int, sigma: float, rho: float, 
     else:
         text += f" All {n}×{n} logits pooled (the log-log plot): std {fmt(pooled)} in theory, every pair alike at ρ = 0."
     return text
+
+
+def split_verdict(text: str) -> tuple[str, str]:
+    """The verdict's sentence about the weights and its sentence about the gradient ("" when none)."""
+    head, sep, tail = text.partition(" " + GRADIENT_LEAD)
+    return head, (GRADIENT_LEAD + tail) if sep else ""

@@ -59,6 +59,8 @@ _WHY_UNUSED = {
     ("precision", "rule"): "The half-precision view compares 1/√d_k before and after the matmul with no scaling.",
     ("precision", "dtype"): "The half-precision view shows all three dtypes at once.",
 }
+_ONLY_PLAYGROUND = {"causal": "Only the Playground applies the causal mask.",
+                    "dtype": "Only the Playground computes in a chosen dtype (Half precision compares all three)."}
 
 
 def nearest_option(value: float, options) -> int:
@@ -164,7 +166,9 @@ class LabState(param.Parameterized):
         out = {}
         for name in SHARED_SETTINGS:
             if name not in used:
-                out[name] = _WHY_UNUSED.get((view, name), f"Not used by the {VIEW_LABELS[view]} view.")
+                out[name] = (_WHY_UNUSED.get((view, name)) or
+                             ("Each question's button sets every setting it needs." if view == "questions" else None) or
+                             _ONLY_PLAYGROUND.get(name) or f"The {VIEW_LABELS[view]} view does not use it.")
             elif name == "alpha" and "alpha" not in rules:
                 out[name] = "Only the rule d_k^-α uses α."
             elif name == "temperature" and "qknorm" not in rules:

@@ -9,7 +9,7 @@ from panel_server import free_port, start_panel_serve
 from sitebuild import pyodide_dist
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "test-results" / "web"
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"  # not test-results/: pytest-playwright empties it at every session start
 
 
 @pytest.fixture(scope="session")

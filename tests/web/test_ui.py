@@ -164,7 +164,7 @@ def test_axe_finds_no_serious_or_critical_violation(page: Page, app_url, view):
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_screenshots_of_every_view(page: Page, app_url, screenshot_dir, width):
-    """Every view renders at desktop and phone width; screenshots are saved under test-results/web/."""
+    """Every view renders at desktop and phone width; screenshots are saved under artifacts/screenshots/."""
     # a real phone's height: the whole page must scroll there (the desktop layout scrolls #main instead)
     page.set_viewport_size({"width": width, "height": 2600 if width > 500 else 844})
     for view in VIEWS:
@@ -191,3 +191,16 @@ def test_phone_starts_with_settings_collapsed_behind_the_menu_button(page: Page,
     expect(page.locator("#sidebar-toggle")).to_have_attribute("aria-expanded", "false")
     page.click("#sidebar-toggle")
     expect(sidebar).to_have_class(re.compile(r"\bshow\b"))
+
+
+def test_settings_a_view_ignores_are_disabled_with_the_reason(page: Page, app_url):
+    """In Train it the sidebar's d_k is disabled and says why; back in the Playground it is live again."""
+    open_page(page, f"{app_url}?view=training")
+    expect(page.get_by_text("Train it has its own d_k (next to the plots).")).to_be_visible()
+    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    expect(page.locator(".noUi-target[disabled]").first).to_be_attached()
+    page.get_by_role("button", name="Playground").click()
+    expect(page.get_by_text("Train it has its own d_k (next to the plots).")).to_be_hidden()
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('d_k=96')")

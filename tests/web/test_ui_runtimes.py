@@ -15,7 +15,7 @@ from web.state import LabState, TrainingState
 from web.urlstate import apply_query, to_query
 from web.views.playground import _cell
 from web.views.questions import QUESTIONS, preset_link
-from web.claims import readout_rows
+from web.claims import readout_rows, split_verdict
 
 pytestmark = pytest.mark.ui
 
@@ -55,7 +55,8 @@ def state_of(search: str) -> tuple[LabState, TrainingState]:
 
 def assert_page_shows(page: Page, lab: LabState):
     """The verdict, every readout cell and both heatmaps' weights are those of ``lab``."""
-    expect(page.get_by_text(lab.verdict, exact=True)).to_be_visible(timeout=30_000)
+    for part in filter(None, split_verdict(lab.verdict)):
+        expect(page.get_by_text(part, exact=True)).to_be_visible(timeout=30_000)
     want = [[_cell(key, lab.playground[side]["stats"][key], lab.n) for side in ("none", "rule")]
             for _, key, _ in readout_rows(lab.n, lab.causal)]
     got = page.evaluate(READOUTS_JS)
@@ -95,7 +96,7 @@ def test_each_question_button_sets_exactly_its_preset(page: Page, runtime):
         page.wait_for_function("(want) => location.search === want", arg=want, timeout=30_000)
         assert dict(parse_qsl(page.evaluate("location.search")[1:])) == dict(parse_qsl(want[1:]))
         if lab.view == "playground":
-            expect(page.get_by_text(lab.verdict, exact=True)).to_be_visible(timeout=30_000)
+            expect(page.get_by_text(split_verdict(lab.verdict)[0], exact=True)).to_be_visible(timeout=30_000)
         page.get_by_role("button", name="Questions", exact=True).click()
         page.wait_for_function("() => location.search.includes('view=questions')", timeout=30_000)
 

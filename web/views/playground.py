@@ -9,7 +9,7 @@ import panel as pn
 import param
 from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
-from ..claims import fmt, fmt_sci, pct, readout_rows
+from ..claims import fmt, fmt_sci, pct, readout_rows, split_verdict
 from ..state import RULE_LABELS, LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, RULE_COLORS, make_figure, style_legend
 from .common import caption, figure_row, heading, held, swatch
@@ -88,7 +88,9 @@ class Playground(pn.viewable.Viewer):
         table = self._table(res)
         if table != self.readouts.object:  # Panel re-processes an HTML pane's text on every assignment
             self.readouts.object = table
-        text = html.escape(lab.verdict, quote=False)   # "<1%" and "> 0.99" are text, not markup
+        weights, gradient = (html.escape(t, quote=False) for t in split_verdict(lab.verdict))  # "<1%" is text
+        text = f"<div>{weights}</div>" + (f"<div style='font-weight:400;margin-top:4px'>{gradient}</div>"
+                                          if gradient else "")
         if text != self.verdict.object:
             self.verdict.object = text
 
