@@ -129,13 +129,22 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
                if rho > 0 else "")
         text = (head + f"; with {label} it is saturated too: {pct(s1['max_weight'])} on the top token, "
                 f"{pct(s1['saturated'])} of rows saturated{why}.")
-    elif max(e0, e1) <= LITTLE * min(e0, e1):
-        text = (head + f"; with {label}, about {e1:.1f} tokens attended: at d_k = {d_k} the rule changes "
-                f"little (within {LITTLE - 1:.0%}).")
+    elif little_change(s0, s1):
+        text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens attended, "
+                f"{pct(s1['saturated'])} of rows saturated, so the rule changes little here (each within {LITTLE - 1:.0%}).")
     else:
         text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens "
                 f"attended, {pct(s1['saturated'])} of rows saturated.")
     return text + gradient_sentence(none["grad"], rule["grad"], label=label, n=n, causal=causal)
+
+
+def little_change(s0: dict, s1: dict) -> bool:
+    """Both sides attend alike: tokens attended and top weight within ``LITTLE`` of each other, and the
+    shares of saturated rows within 0.1."""
+    def near(a, b):
+        return max(a, b) <= LITTLE * min(a, b)
+    return (near(s0["effective_support"], s1["effective_support"]) and near(s0["max_weight"], s1["max_weight"])
+            and abs(s0["saturated"] - s1["saturated"]) <= 0.1)
 
 
 def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = False) -> str:
@@ -171,8 +180,9 @@ def readout_rows(n: int, causal: bool) -> list[tuple[str, str, str]]:
 
 # ---- captions that depend on the state ----------------------------------------------------------------
 def trend(first: float, last: float, span: float) -> str:
-    """"flat", "falls" or "rises": how a curve over d_k moves, relative to ``span`` (its natural range)."""
-    if abs(last - first) < FLAT * span:
+    """"flat", "falls" or "rises": how a curve over d_k moves. Flat means a change below ``FLAT`` of
+    ``span`` (its natural range) and below twice ``FLAT`` of the curve's own size."""
+    if abs(last - first) < FLAT * span and abs(last - first) < 2 * FLAT * max(abs(first), abs(last)):
         return "flat"
     return "falls" if last < first else "rises"
 
@@ -196,8 +206,13 @@ def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) ->
     """What is small and what is not in the per-query gradients at this state: rows vs the total."""
     g0, ref = norms["none"], norms["sqrt"]
     med = float(np.median(ref))
-    starved = float((g0 < STARVED * med).mean())
     tot = {r: float(np.sqrt((v ** 2).sum())) for r, v in norms.items()}
+    if not med > 0:   # 1/sqrt(d_k) saturated too: its rows' gradients underflow, no reference to compare with
+        return (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): even with 1/√d_k the median row "
+                f"gets no gradient at all (its rows are saturated too); exactly 0 for {pct(float((ref == 0).mean()))} "
+                f"of its rows and {pct(float((g0 == 0).mean()))} of the unscaled ones; total ‖∂L/∂Q‖ "
+                f"{fmt_sci(tot['none'])} unscaled vs {fmt_sci(tot['sqrt'])}.")
+    starved = float((g0 < STARVED * med).mean())
     text = (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): unscaled, "
             f"{pct(starved)} of rows get less than 1/{1 / STARVED:.0f} of the 1/√d_k median; "
             f"median row {fmt_sci(np.median(g0))} vs {fmt_sci(med)}, while the total ‖∂L/∂Q‖ is "

@@ -9,7 +9,7 @@ from bokeh.models import CustomJS
 from . import a11y
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, TEMPLATE_CSS, WRAP_BUTTONS
-from .urlstate import KEYS, apply_query, install_history, to_query
+from .urlstate import KEYS, apply_query, bound_search, install_history, to_query
 from .views.common import caption, shared_controls
 from .views.playground import Playground
 from .views.precision import Precision
@@ -153,12 +153,30 @@ def collapse_sidebar_on_phones(doc) -> None:
         doc.js_on_event("document_ready", CustomJS(code=PHONE_SIDEBAR_JS))
 
 
+def bound_request_query() -> list[str]:
+    """Under `panel serve`: cut the request's query string to safe bounds before Panel parses it into
+    ``pn.state.location`` (its parser raises on a 4301-digit value and the page would stay blank).
+    Returns the notices about what was cut; nothing to do without a server request (Pyodide, tests)."""
+    context = pn.state.curdoc.session_context if pn.state.curdoc is not None else None
+    proxy = getattr(context, "request", None)
+    request = getattr(proxy, "_request", None)
+    if request is None or "?" not in getattr(request, "uri", ""):
+        return []
+    path, _, query = request.uri.partition("?")
+    bounded, notices = bound_search(query)
+    request.uri = path + bounded
+    return notices
+
+
 def create_app(search: str | None = None):
     """A new page for this session, mirrored to and from the browser's address bar."""
+    cut = bound_request_query()            # before anything reads pn.state.location
     page = Page(search=search)
     tmpl = page.template()
     if pn.state.location is not None:
         page.connect_location()
+    if cut:
+        page.notices = cut + page.notices
     a11y.install(pn.state.curdoc)
     install_history(pn.state.curdoc)  # slider moves replace the history entry; view changes push one
     collapse_sidebar_on_phones(pn.state.curdoc)

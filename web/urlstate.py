@@ -18,6 +18,7 @@ from .state import (D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS,
 
 MAX_QUERY_CHARS = 2000
 MAX_VALUE_CHARS = 40
+MAX_PAIRS = 64
 MAX_NOTICES = 6
 
 # key -> (object "lab" or "train", parameter name, kind, options for snapping)
@@ -97,15 +98,32 @@ def parse_value(key: str, raw: str):
     return x, notice
 
 
-def parse_query(search: str) -> tuple[dict, dict, list[str]]:
-    """Parse ``?a=1&b=2`` into ``(lab_values, train_values, notices)``. Never raises."""
+def bound_search(search: str) -> tuple[str, list[str]]:
+    """The query string cut to what any parser handles safely, before anything parses it (Panel's own
+    parser turns a 4301-digit value into an int and fails): each key and value clipped to a few
+    characters past ``MAX_VALUE_CHARS`` (enough for ``parse_value`` to say it was too long), at most
+    ``MAX_PAIRS`` non-empty pairs, at most ``MAX_QUERY_CHARS`` characters in all. Clipping first keeps
+    the settings that follow one huge value. Returns ``(bounded "?..." or "", notices)``."""
     notices = []
     search = search or ""
     if search.startswith("?"):
         search = search[1:]
-    if len(search) > MAX_QUERY_CHARS:
+    clip = 3 * (MAX_VALUE_CHARS + 1)                  # a percent-encoded character takes 3
+    pairs = [k[:clip] + sep + v[:clip] for k, sep, v in (p.partition("=") for p in search.split("&") if p)]
+    if len(pairs) > MAX_PAIRS:
+        notices.append(f"The link had more than {MAX_PAIRS} settings; the rest were ignored.")
+        pairs = pairs[:MAX_PAIRS]
+    out = "&".join(pairs)
+    if len(out) > MAX_QUERY_CHARS:
         notices.append(f"The link's query string was longer than {MAX_QUERY_CHARS} characters; the rest was ignored.")
-        search = search[:MAX_QUERY_CHARS]
+        out = out[:MAX_QUERY_CHARS].rpartition("&")[0] or out[:MAX_QUERY_CHARS]
+    return ("?" + out if out else ""), notices
+
+
+def parse_query(search: str) -> tuple[dict, dict, list[str]]:
+    """Parse ``?a=1&b=2`` into ``(lab_values, train_values, notices)``. Never raises."""
+    search, notices = bound_search(search)
+    search = search[1:]
     try:
         pairs = parse_qsl(search, keep_blank_values=True)  # at most ~1000 pairs in 2000 characters
     except Exception:  # e.g. too many fields

@@ -120,19 +120,20 @@ def check_verdict(lab: LabState) -> None:
         assert f"{rule['nan_rows']} of {lab.n} rows of weights are NaN" in text
         return
     e0, e1 = none["tokens"], rule["tokens"]
+    t0, t1 = none["top"], rule["top"]
     both_saturated = none["saturated"] >= 0.5 and rule["saturated"] >= 0.5
-    little = max(e0, e1) <= 1.25 * min(e0, e1)
-    if not (near(np.r_[none["tops"], rule["tops"]], 0.99) or near(max(e0, e1) / min(e0, e1), 1.25, rel=ttol / min(e0, e1))):
+    little = (max(e0, e1) <= 1.25 * min(e0, e1) and max(t0, t1) <= 1.25 * min(t0, t1)
+              and abs(none["saturated"] - rule["saturated"]) <= 0.1)
+    if not (near(np.r_[none["tops"], rule["tops"]], 0.99) or near(max(e0, e1) / min(e0, e1), 1.25, rel=ttol / min(e0, e1))
+            or near(max(t0, t1) / min(t0, t1), 1.25, rel=0.02) or near(abs(none["saturated"] - rule["saturated"]), 0.1)):
         assert ("it is saturated too" in text) == both_saturated, text
         assert ("changes little" in text) == (little and not both_saturated), (text, e0, e1)
     if "it is saturated too" in text:
         m = re.search(label + r" it is saturated too: " + PCT + " on the top token, " + PCT + " of rows saturated", text)
         assert m and pct_ok(m[1], rule["top"], tol) and (pct_ok(m[2], rule["saturated"], tol) or near(rule["tops"], 0.99))
-    elif "changes little" in text:
-        m = re.search(label + r", about ([\d.]+) tokens attended: at d_k = \d+ the rule changes little", text)
-        assert m and abs(float(m[1]) - e1) <= ttol, text
     else:
-        m = re.search(label + ": " + PCT + r" on the top token, about ([\d.]+) tokens attended, " + PCT, text)
+        m = re.search(label + ": " + PCT + r" on the top token, about ([\d.]+) tokens attended, " + PCT
+                      + " of rows saturated", text)
         assert m and pct_ok(m[1], rule["top"], tol) and abs(float(m[2]) - e1) <= ttol, text
         assert pct_ok(m[3], rule["saturated"], tol) or near(rule["tops"], 0.99), text
     # the gradient sentence: the gradient that reaches q, checked against torch autograd
@@ -244,7 +245,7 @@ def test_saturation_summary_words_match_direct_draws(rho):
         assert float(m[2]) == pytest.approx(lo, abs=0.15) and float(m[3]) == pytest.approx(hi, abs=0.15)
         if abs(hi - lo) > 0.2 * math.log(16):   # clear cases cannot be called the other way
             assert m[1] == ("falls" if hi < lo else "rises"), (rule, lo, hi, text)
-        if abs(hi - lo) < 0.03 * math.log(16):
+        if abs(hi - lo) < 0.03 * math.log(16) and abs(hi - lo) < 0.1 * max(lo, hi):
             assert m[1] == "stays flat", (rule, lo, hi, text)
     if rho >= 0.5:
         assert "1/√d_k stays flat" not in text
@@ -315,10 +316,24 @@ def test_question_claims_hold_at_their_presets():
     assert _direct_entropy(4096, "qknorm", 0.0) > _direct_entropy(16, "qknorm", 0.0) + 0.5
     assert 64 ** -0.75 == pytest.approx(1 / math.sqrt(512), rel=1e-12)
     assert round(math.log(np.finfo(np.float16).max), 1) == 11.1
-    slower = 0
+    slower = behind = 0
     for seed in range(3):
         runs = {r: sc.Trainer(sc.TrainConfig(d_k=1024, rule=r, seed=seed, lr=0.01)) for r in ("none", "sqrt")}
         for t in runs.values():
-            t.run(100)
-        slower += np.mean(runs["none"].history["loss"][50:100]) > 2 * np.mean(runs["sqrt"].history["loss"][50:100])
-    assert slower == 3
+            t.run(400)
+        loss = {r: np.asarray(t.history["loss"]) for r, t in runs.items()}
+        slower += loss["none"][50:100].mean() > 2 * loss["sqrt"][50:100].mean()
+        behind += loss["none"][350:400].mean() > loss["sqrt"][350:400].mean()   # narrowed, still behind
+    assert slower == 3 and behind == 3
+    # QK-norm with a fixed tau: flattens on independent vectors, concentrates once q and k align
+    s = sc.sweep([16, 4096], ("qknorm",), n=16, samples=32, rho=0.5)
+    assert s.mean["max_weight"]["qknorm"][1] > s.mean["max_weight"]["qknorm"][0] + 0.2
+
+
+def test_gradient_summary_says_when_even_the_scaled_rows_get_nothing():
+    """When 1/sqrt(d_k) saturates too (its median row gradient is 0), the caption says so instead of
+    reporting 0% starved rows."""
+    zero = {"none": np.zeros(8), "sqrt": np.r_[np.zeros(6), 1e-3, 2e-3]}
+    text = claims.gradient_summary(zero, rule="sqrt", d_k=3072, n=8, rho=0.85)
+    assert "even with 1/√d_k the median row gets no gradient at all" in text and "starved" not in text
+    assert "exactly 0 for 75% of its rows and 100% of the unscaled ones" in text

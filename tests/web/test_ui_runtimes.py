@@ -108,3 +108,16 @@ def test_a_corrected_link_is_written_back_to_the_address(page: Page, runtime):
     lab, train = state_of("?d_k=1&n=64")
     page.wait_for_function("(want) => location.search === want", arg=to_query(lab, train), timeout=30_000)
     assert re.search(r"n=999|d_k=-5|sigma=abc", page.evaluate("location.search")) is None
+
+
+def test_a_link_too_long_for_any_parser_still_applies_what_it_can(page: Page, runtime):
+    """A 4301-digit value (Panel's own parser raises on it), hundreds of '&' and more pairs than the page
+    reads give notices, the valid settings of the link still apply, and the address is normalized.
+    (Under `panel serve`, tornado answers 400 to 1000 or more '&' before any app code runs.)"""
+    runtime.open(page, "?d_k=128&" + "&" * 300 + "seed=" + "9" * 4301 + "&rho=0.5&" + "zz=1&" * 80)
+    expect(page.get_by_text("Some settings in the link were corrected:")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(re.compile(r"seed: the value was too long"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"settings; the rest were ignored|longer than 2000 characters"))).to_be_visible()
+    lab, train = state_of("?d_k=128&rho=0.5")
+    page.wait_for_function("(want) => location.search === want", arg=to_query(lab, train), timeout=30_000)
+    assert_page_shows(page, lab)

@@ -80,7 +80,7 @@ def shared_controls(lab: LabState, train: TrainingState | None = None) -> pn.Col
         "d_k": "Width of each q and k. Arrow keys step through powers of two and the 1.5× steps between.",
         "n": "How many queries and keys the head sees.",
         "sigma": "Spread of every q and k entry; for independent q and k (ρ = 0) the unscaled logit std is about σ²√d_k.",
-        "rho": "0: q and k independent; 1: each key equals its query, so q·k grows like d_k.",
+        "rho": "0: q and k independent; 1: each key equals its query, so the matched qᵢ·kᵢ grow like d_k (the others like √d_k).",
         "rule": "What multiplies q·k before the softmax; every plot compares it with no scaling.",
         "alpha": "Used by the rule d_k^-α: 0.5 is 1/√d_k, 1 is muP's 1/d_k.",
         "temperature": "Used by QK-norm: q and k are unit vectors, logits = cos(q, k) / temperature.",

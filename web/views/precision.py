@@ -110,7 +110,7 @@ class Precision(pn.viewable.Viewer):
                 msgs.append(f"{t}: no NaN or inf up to d_k = 4096")
             else:
                 part = f"{t}: naive softmax breaks from d_k = {nb}" if nb else f"{t}: naive softmax survives"
-                part += f", stable softmax from d_k = {sb}" if sb else ", stable softmax never breaks"
+                part += f", stable softmax from d_k = {sb}" if sb else ", stable softmax does not break up to d_k = 4096"
                 msgs.append(part)
         self.summary.object = (f"With {ORDER_LABELS[order]} (σ = {lab.sigma:g}, ρ = {lab.rho:g}, "
                                f"n = {min(lab.n, PRECISION_N)}): " + "; ".join(msgs) + ".")

@@ -50,7 +50,7 @@ QUESTIONS = [
         "How does it affect training?",
         "An unscaled head at large d_k starts saturated: most queries get almost no gradient, so it learns much "
         "more slowly than the same model with 1/√d_k, with the same data and initial weights. In this tiny model "
-        "Adam's per-parameter step size lets the unscaled run catch up after a few hundred steps; press Play and "
+        "Adam's per-parameter step size lets the unscaled run narrow the gap, but it stays behind; press Play and "
         "compare the curves.",
         None, VASWANI + "; the model and task are this page's own (sdpa_core/model.py).",
         "Train both", {"view": "training", "rule_a": "none", "rule_b": "sqrt", "train_d_k": 1024, "lr": 0.01}),
@@ -60,9 +60,10 @@ QUESTIONS = [
         "training, q·k grows like d_k, and 1/d_k keeps the logits bounded as models get wider (on independent "
         "random vectors it makes attention nearly uniform). Any exponent α in d_k^-α is available here. QK-norm "
         "normalises q and k to unit length and divides the cosine by a temperature τ: every logit is bounded by "
-        "1/τ whatever d_k is, but with a fixed τ the cosines of random vectors shrink like 1/√d_k, so attention "
-        "still flattens as d_k grows; τ is learned or tuned. The button opens every rule at ρ = 0.5, where 1/√d_k "
-        "saturates at large d_k and 1/d_k does not.",
+        "1/τ whatever d_k is. With a fixed τ, the cosines of independent random vectors (ρ = 0) shrink like "
+        "1/√d_k, so attention flattens as d_k grows; once q and k align (ρ > 0) a query's cosine with its own key "
+        "stays near ρ while the others shrink, so QK-norm concentrates on that key instead. τ is learned or tuned. "
+        "The button opens every rule at ρ = 0.5, where 1/√d_k saturates at large d_k and 1/d_k does not.",
         r"\text{scale} = d_k^{-1/2}\ (\text{Vaswani}),\quad d_k^{-1}\ (\mu\text{P}),\quad d_k^{-\alpha},\quad "
         r"\text{QK-norm: } \frac{\cos(q, k)}{\tau}",
         "Yang et al. (2022), *Tensor Programs V* (muP, 1/d_k attention); Henry et al. (2020), *Query-Key "

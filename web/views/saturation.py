@@ -141,11 +141,12 @@ class Saturation(pn.viewable.Viewer):
                     "thicker and the dashed vertical line marks the current d_k. Click a legend entry to hide a rule."),
             self.grad_note,
             self.grad_fig,
-            caption("‖∂L/∂qᵢ‖ of about 256 query rows (several draws at the current n) for one fixed random upstream "
+caption("‖∂L/∂qᵢ‖ of about 256 query rows (several draws at the current n) for one fixed random upstream "
                     "gradient, sorted from largest to smallest, on a log axis. A saturated row passes almost no "
-                    "gradient (its softmax Jacobian is nearly 0), so without scaling most rows get almost none; the "
-                    "rows that still learn carry the unscaled factor, so the total is not small. Rows with exactly "
-                    "zero gradient are drawn at the bottom of the axis."),
+                    "gradient (its softmax Jacobian is nearly 0). For independent q and k at large d_k that is most "
+                    "rows without scaling, while the rows that still learn carry the unscaled factor, so the total "
+                    "is not small; at small d_k, or when 1/√d_k saturates too (ρ > 0), the summary above says what "
+                    "holds instead. Rows with exactly zero gradient are drawn at the bottom of the axis."),
             pn.FlexBox(pn.Column(self.samples, caption("More samples: smoother curves, slower updates."),
                                  styles={"flex": "1 1 300px"}),
                        pn.Column(self.download, caption("Every rule's mean and spread of every metric at every d_k."),

@@ -87,6 +87,7 @@ class Training(pn.viewable.Viewer):
         tr.param.watch(self._on_running, ["running"])
         tr.param.watch(self._on_status, ["status"])
         self._callback = None
+        self._cleanup_registered = False
         self._on_reset()
 
     # ---- animation ---------------------------------------------------------------------------
@@ -102,7 +103,17 @@ class Training(pn.viewable.Viewer):
         if running and self._callback is None:
             # a periodic callback works under `panel serve` and in Pyodide alike (no threads)
             self._callback = pn.state.add_periodic_callback(self._tick, period=TICK_MS, start=True)
+            if not self._cleanup_registered and pn.state.curdoc is not None:
+                # a closed tab must not keep training on the server (a core for ~20 s otherwise)
+                pn.state.on_session_destroyed(self._session_closed)
+                self._cleanup_registered = True
         elif not running and self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+
+    def _session_closed(self, _context):
+        self.train.running = False
+        if self._callback is not None:
             self._callback.stop()
             self._callback = None
 

@@ -135,6 +135,7 @@ class Variance(pn.viewable.Viewer):
             caption("Spread of all n×n logits against d_k on log-log axes. At ρ = 0 the unscaled line has slope ½, "
                     "1/√d_k makes it flat and 1/d_k (muP) gives slope −½. At ρ > 0 the n matched pairs add a mean "
                     "ρ d_k σ² that takes over at large d_k: the slopes tend to 1, ½ and 0. Grey lines are the "
-                    "unscaled theory for ρ = 0 and ρ = 1; lines with markers are the Monte-Carlo estimate at the current "
-                    "ρ for no scaling and for the chosen rule; click a legend entry to hide it."),
+                    "unscaled theory for ρ = 0 and ρ = 1; the coloured lines are the same closed form at the current ρ "
+                    "for no scaling and for the chosen rule, and the markers the Monte-Carlo estimate (a little below "
+                    "the line at small n: each matrix's own spread is biased low); click a legend entry to hide it."),
             sizing_mode="stretch_width")
