@@ -11,7 +11,6 @@ page's stdlib modules ship as bytecode for Pyodide (see bytecode.py); without on
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import importlib.metadata as md
 import json
@@ -163,13 +162,15 @@ def ship_stdlib_bytecode(zip_path: Path, used: list[str], cache: Path) -> None:
         + (f" ({counts[0][0]} of {counts[0][1]})" if counts else " (from the cache)"))
 
 
-def prefetch_list(entries: dict) -> list[list]:
-    """What the worker requests before Pyodide asks: [path, integrity or None], the first-needed first."""
-    first = [["pyodide/pyodide.asm.wasm", None], ["pyodide/python_stdlib.zip", None],
-             ["pyodide/pyodide-lock.json", None]]
-    def sri(hexdigest: str) -> str:
-        return "sha256-" + base64.b64encode(bytes.fromhex(hexdigest)).decode()
-    return first + [[f"pyodide/{e['file_name']}", sri(e["sha256"])] for _, e in sorted(entries.items())]
+RUNTIME_FIRST = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+
+
+def prefetch_list(site: Path, entries: dict) -> list[list]:
+    """What the worker requests before Pyodide asks, the first-needed first: [path, sha256, bytes] for
+    the runtime, the lock and every wheel. The worker checks each file against both as it arrives."""
+    paths = [f"pyodide/{name}" for name in RUNTIME_FIRST]
+    paths += [f"pyodide/{e['file_name']}" for _, e in sorted(entries.items())]
+    return [[p, sha256(site / p), (site / p).stat().st_size] for p in paths]
 
 
 def copy_assets(html: str, out: Path) -> None:
@@ -252,11 +253,13 @@ def build(out: Path, app: Path) -> dict:
         config = {"pyodideJs": pyo.cdn + "pyodide.js", "runtimeLock": pyo.cdn + "pyodide-lock.json"}
         extra_origins = (re.match(r"https?://[^/]+", pyo.cdn).group(0),)
     config.update(lock="./pyodide/pyodide-lock.json", packages=sorted(entries) + sorted(at_runtime),
-                  panelRoot="./static/panel/", prefetch=prefetch_list(entries) if pyo.self_hosted else [])
+                  panelRoot="./static/panel/", prefetch=prefetch_list(out, entries) if pyo.self_hosted else [])
 
     copy_assets(html, out)
     (out / "worker.js").write_text(render_template("worker.js", CONFIG=json.dumps(config, indent=1)))
-    (out / "boot.js").write_text(render_template("boot.js", PANEL_DIST=page.PANEL_DIST))
+    worker = out / "worker.js"
+    (out / "boot.js").write_text(render_template("boot.js", PANEL_DIST=page.PANEL_DIST, WORKER_SHA256=sha256(worker),
+                                                 WORKER_SIZE=str(worker.stat().st_size)))
     shutil.copy2(TEMPLATES / "boot.css", out / "boot.css")
     manifest = {
         "name": title, "short_name": "SDPA Lab",
@@ -266,7 +269,8 @@ def build(out: Path, app: Path) -> dict:
         "icons": icons.write(out / "icons"),
     }
     (out / "manifest.webmanifest").write_text(json.dumps(manifest, indent=1) + "\n")
-    (out / "index.html").write_text(page.finish(html, title=title, theme=theme, policy=page.csp(extra_origins)))
+    html = page.finish(html, title=title, theme=theme, policy=page.csp(extra_origins))
+    (out / "index.html").write_text(page.with_integrity(html, lambda rel: (out / rel).read_bytes()))
     (out / ".nojekyll").write_text("")   # GitHub Pages: serve every file as it is
 
     if pyo.self_hosted:

@@ -1,6 +1,8 @@
 """Turn Panel's pre-rendered HTML into our page: self-hosted URLs, CSP, manifest, our boot script."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import html as htmllib
 import re
 
@@ -75,6 +77,34 @@ def csp(extra_origins: tuple[str, ...] = ()) -> str:
     ])
 
 
+# Shown when boot.js itself did not run (missing, damaged: it carries an integrity hash), since
+# then nothing else can say so. Inline, so it needs no file of its own.
+BOOT_FALLBACK = (
+    'addEventListener("DOMContentLoaded", function () {\n'
+    '  if (window.sdpaLab) return;\n'
+    '  var d = document.createElement("div");\n'
+    '  d.id = "sdpa-boot"; d.className = "sdpa-error"; d.setAttribute("role", "alert");\n'
+    "  d.innerHTML = '<strong>The app failed to start</strong><p class=\"sdpa-problem\">boot.js did not load: it is "
+    "missing or damaged, or the download failed.</p><p class=\"sdpa-actions\"><button type=\"button\">Retry</button></p>';\n"
+    '  d.querySelector("button").addEventListener("click", function () { location.reload(); });\n'
+    '  document.body.appendChild(d);\n'
+    '});\n')
+LOCAL_TAG = re.compile(r"""<(script|link)\b([^>]*?)\s(src|href)=(["'])(\./[^"']+)\4([^>]*)>""", re.I)
+
+
+def with_integrity(page: str, read) -> str:
+    """Every local script and stylesheet tag gains integrity="sha256-...": a damaged or missing file
+    is refused and fires an error event (boot.js names it) instead of running half a script.
+    `read(path)` returns a site file's bytes."""
+    def add(m: re.Match) -> str:
+        tag, before, attr, q, url, after = m.groups()
+        if "integrity=" in m.group(0) or (tag.lower() == "link" and "stylesheet" not in (before + after)):
+            return m.group(0)
+        digest = base64.b64encode(hashlib.sha256(read(url[2:].split("?")[0].split("#")[0])).digest()).decode()
+        return f'<{tag}{before} {attr}={q}{url}{q} integrity="sha256-{digest}"{after}>'
+    return LOCAL_TAG.sub(add, page)
+
+
 def finish(page: str, *, title: str, theme: str, policy: str) -> str:
     head = "\n".join([
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
@@ -85,6 +115,7 @@ def finish(page: str, *, title: str, theme: str, policy: str) -> str:
         '<link rel="icon" href="./icons/icon.svg" type="image/svg+xml">',
         '<link rel="apple-touch-icon" href="./icons/icon-192.png">',
         '<link rel="stylesheet" href="./boot.css">',
+        f"<script>{BOOT_FALLBACK}</script>",
         # first script of the page: the Python worker starts while BokehJS is still downloading
         '<script src="./boot.js"></script>',
     ])

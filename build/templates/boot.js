@@ -1,6 +1,8 @@
 // Page side of the app: starts the Python worker, shows each loading step, swaps the
 // pre-rendered first paint for the live document, syncs patches (Panel's protocol),
 // and registers the service worker that makes the next visit work offline.
+// No step can fail or stall silently: a damaged or missing file, an error in any step, or a step
+// without news for too long shows a message naming the file or step, with Retry.
 "use strict";
 (() => {
   const STEPS = [
@@ -11,13 +13,29 @@
     ["app", "Running the app"],
     ["render", "Drawing the live page"],
   ];
+  const LABELS = Object.fromEntries(STEPS);
+  // worker.js, checked before it runs; it is started from a blob: URL so that it runs under this
+  // page's Content-Security-Policy (a worker loaded from a URL gets the policy of its own response).
+  const WORKER = {path: "worker.js", sha256: "@@WORKER_SHA256@@", size: @@WORKER_SIZE@@};
+  const BASE = new URL("./", location.href).href;
+  // Seconds without news before the page says a step is stuck (tests shorten them through
+  // window.sdpaLabLimits). The worker cannot report while Python computes, hence the larger limits
+  // for the steps that do; a download is "stuck" when no byte arrived for `download` seconds.
+  const LIMITS = Object.assign({worker: 30, download: 30, runtime: 60, packages: 60, import: 90, app: 90,
+                                render: 60}, window.sdpaLabLimits || {});
   // Timings in ms since navigation start (performance.now()), read by tests and build/measure_site.py.
-  const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false};
-  const worker = new Worker("./worker.js");
-  worker.busy = false;
-  worker.queue = [];
+  const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
+                                error: null, errorFile: null, stalled: null, offline: null};
+  let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
+  try {
+    fresh = sessionStorage.getItem("sdpa-fresh") === "1";
+    sessionStorage.removeItem("sdpa-fresh");
+  } catch (_) { /* storage disabled */ }
+  let worker = null;
   let patching = 0;
   let sentAt = null;
+  let lastNews = performance.now();
+  let waiting = [];
 
   // Progress panel: one line per step, the current one announced to screen readers.
   const panel = document.createElement("div");
@@ -25,7 +43,12 @@
   panel.setAttribute("role", "status");
   panel.setAttribute("aria-live", "polite");
   panel.innerHTML = `<strong>Starting SDPA Lab in your browser</strong><ol>${
-    STEPS.map(([id, label]) => `<li data-step="${id}">${label}</li>`).join("")}</ol><p class="sdpa-note">Nothing is installed and nothing leaves this tab.</p>`;
+    STEPS.map(([id, label]) => `<li data-step="${id}">${label}</li>`).join("")}</ol>` +
+    '<p class="sdpa-progress" hidden></p><p class="sdpa-problem" hidden></p>' +
+    '<p class="sdpa-actions" hidden><button type="button" data-act="retry">Retry</button> ' +
+    '<button type="button" data-act="fresh">Reload from the network</button></p>' +
+    '<p class="sdpa-note">Nothing is installed and nothing leaves this tab.</p>';
+  const part = (cls) => panel.querySelector(`.${cls}`);
   let current = "runtime";
   const mark = (id, msg) => {
     if (!(id in lab.steps)) lab.steps[id] = performance.now();   // when the step started
@@ -41,11 +64,146 @@
     }
   };
   const showPanel = () => {
-    document.body.appendChild(panel);
+    if (!lab.ready && !panel.isConnected) document.body.appendChild(panel);
     mark(current);      // the worker may be steps ahead of the DOM
   };
   if (document.body) showPanel(); else document.addEventListener("DOMContentLoaded", showPanel);
   window.addEventListener("load", () => { lab.steps.page = performance.now(); });
+
+  part("sdpa-actions").addEventListener("click", (event) => {
+    const act = event.target.dataset && event.target.dataset.act;
+    if (act === "retry") location.reload();
+    if (act === "fresh") reloadFromNetwork();
+  });
+
+  function showProblem(text) {
+    part("sdpa-problem").textContent = text;
+    part("sdpa-problem").hidden = false;
+    part("sdpa-actions").hidden = false;
+    // a reload that bypasses the caches only makes sense with a network
+    panel.querySelector('[data-act="fresh"]').hidden = navigator.onLine === false;
+    if (document.body && !panel.isConnected) document.body.appendChild(panel);
+  }
+
+  // The boot cannot go on: say what failed (the file, else the step), stop the worker, offer Retry.
+  function fatal(msg, {file = null, step = current, detail = null} = {}) {
+    if (lab.error || lab.ready) return;
+    const where = step === "page" ? "Loading the page" : (LABELS[step] || step);
+    lab.error = `${where}: ${msg}`;
+    lab.errorFile = file;
+    lab.errorDetail = detail || msg;
+    lab.stalled = null;
+    if (worker) worker.terminate();
+    panel.classList.remove("sdpa-stalled");
+    panel.classList.add("sdpa-error");
+    panel.setAttribute("role", "alert");
+    panel.querySelector("strong").textContent = "The app failed to start";
+    part("sdpa-progress").hidden = true;
+    showProblem(lab.error);
+    console.error(`SDPA Lab: ${lab.error}${detail ? "\n" + detail : ""}`);
+  }
+
+  // A step without news for too long: say so (the boot may still finish; then the notice goes).
+  function stalled(msg) {
+    if (lab.error || lab.ready || lab.stalled === msg) return;
+    lab.stalled = msg;
+    panel.classList.add("sdpa-stalled");
+    showProblem(msg);
+  }
+
+  function news() {
+    lastNews = performance.now();
+    if (lab.stalled && !lab.error) {
+      lab.stalled = null;
+      panel.classList.remove("sdpa-stalled");
+      part("sdpa-problem").hidden = true;
+      part("sdpa-actions").hidden = true;
+    }
+  }
+
+  const watchdog = setInterval(() => {
+    if (lab.ready || lab.error) {
+      clearInterval(watchdog);
+      return;
+    }
+    if (!worker) return;         // fetching worker.js: it has its own time limit
+    const quiet = (performance.now() - lastNews) / 1000;
+    const limit = waiting.length ? LIMITS.download : (LIMITS[current] || 60);
+    if (quiet < limit) return;
+    stalled(waiting.length
+      ? `${LABELS[current] || current}: nothing has arrived for ${Math.round(quiet)} s; still waiting for ${waiting.join(", ")}.`
+      : `${LABELS[current] || current} has shown no progress for ${Math.round(quiet)} s.`);
+  }, 1000);
+
+  // Scripts and stylesheets of the page carry integrity hashes: a damaged or missing one fires an
+  // error event here (capture phase: resource errors do not bubble).
+  window.addEventListener("error", (event) => {
+    const el = event.target;
+    if (!el || el === window || !(el.tagName === "SCRIPT" || (el.tagName === "LINK" && el.rel === "stylesheet"))) return;
+    const url = el.src || el.href;
+    const file = url.startsWith(BASE) ? url.slice(BASE.length).split("?")[0] : url;
+    fatal(`${file} did not load: it is missing or damaged, or the download failed`, {file, step: "page"});
+  }, true);
+
+  async function reloadFromNetwork() {
+    try {
+      sessionStorage.setItem("sdpa-fresh", "1");     // worker.js and the worker's files: cache "reload"
+    } catch (_) { /* storage disabled: the files below are refreshed all the same */ }
+    // The page's own scripts and stylesheets are requested by the document: refresh the one that
+    // failed (or all of them) in the browser's and the service worker's caches before reloading.
+    const own = [...document.querySelectorAll("script[src], link[rel=stylesheet][href]")]
+      .map((el) => el.src || el.href).filter((u) => u.startsWith(BASE));
+    const failed = lab.errorFile && own.find((u) => u.slice(BASE.length).split("?")[0] === lab.errorFile);
+    const urls = failed ? [failed] : (lab.errorFile ? [] : own);
+    await Promise.allSettled(urls.map((u) => fetch(u, {cache: "reload"})));
+    location.reload();
+  }
+
+  async function sha256hex(buffer) {
+    if (!(window.crypto && crypto.subtle)) return null;   // not a secure context: sizes only
+    const digest = await crypto.subtle.digest("SHA-256", buffer);
+    return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  async function startWorker() {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), LIMITS.worker * 1000);
+    let body;
+    try {
+      const response = await fetch(`./${WORKER.path}`, {cache: fresh ? "reload" : "default", signal: abort.signal});
+      if (!response.ok) {
+        fatal(`${WORKER.path} could not be downloaded (HTTP ${response.status})`, {file: WORKER.path});
+        return;
+      }
+      body = await response.arrayBuffer();
+    } catch (err) {
+      fatal(abort.signal.aborted ? `${WORKER.path} did not arrive within ${LIMITS.worker} s`
+        : `${WORKER.path} could not be downloaded (${err.message || err})`, {file: WORKER.path});
+      return;
+    } finally {
+      clearTimeout(timer);
+    }
+    const digest = await sha256hex(body);
+    if (body.byteLength !== WORKER.size || (digest !== null && digest !== WORKER.sha256)) {
+      fatal(`${WORKER.path} is damaged: ${body.byteLength.toLocaleString("en")} bytes received, ` +
+            `${WORKER.size.toLocaleString("en")} expected${body.byteLength === WORKER.size ? ", content differs" : ""}`,
+            {file: WORKER.path});
+      return;
+    }
+    if (lab.error) return;
+    const prefix = `self.sdpaBoot = ${JSON.stringify({base: BASE, fresh})};\n`;
+    worker = new Worker(URL.createObjectURL(new Blob([prefix, body], {type: "text/javascript"})));
+    worker.busy = false;
+    worker.queue = [];
+    news();
+    worker.onmessage = onWorkerMessage;
+    worker.onerror = (event) => {
+      event.preventDefault();
+      fatal(`the Python worker stopped: ${event.message || "unknown error"}` +
+            (event.filename ? ` (${event.filename}:${event.lineno})` : ""));
+    };
+    worker.onmessageerror = () => fatal("a message from the Python worker could not be read");
+  }
 
   function sendChange(jsdoc, event) {
     if ((event.setter_id != null && event.setter_id === "py") || patching > 0) return;
@@ -62,8 +220,35 @@
   // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
   const local = (json) => json.replaceAll('"static/extensions/panel/', '"./@@PANEL_DIST@@');
 
-  worker.onmessage = async (event) => {
+  async function render(msg) {
+    if (!window.Bokeh || !Bokeh.embed) {
+      throw new Error("BokehJS is not loaded (static/bokeh/3.9.2/bokeh.min.js did not run)");
+    }
+    const docs_json = JSON.parse(local(msg.docs_json));
+    const render_items = JSON.parse(msg.render_items);
+    const root_ids = JSON.parse(msg.root_ids);
+    const data_roots = [];
+    for (const el of document.querySelectorAll("[data-root-id]")) {
+      data_roots.push([el.getAttribute("data-root-id"), el.id]);
+    }
+    data_roots.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    const roots = {};
+    data_roots.forEach(([, id], i) => { roots[root_ids[i]] = id; });
+    render_items[0].roots = roots;
+    render_items[0].root_ids = root_ids;
+    // The live document replaces the pre-rendered one in place, root by root.
+    Bokeh.index.roots.map((v) => v.remove());
+    for (const el of document.querySelectorAll("[data-root-id]")) el.innerHTML = "";
+    const [views] = await Bokeh.embed.embed_items(docs_json, render_items);
+    worker.jsdoc = [...views.roots.values()][0].model.document;
+    worker.jsdoc.on_change(sendChange.bind(null, worker.jsdoc), false);
+    worker.postMessage({type: "rendered"});
+    worker.postMessage({type: "location", location: JSON.stringify(window.location)});
+  }
+
+  async function onWorkerMessage(event) {
     const msg = event.data;
+    news();
     if (msg.type === "idle") {
       if (worker.queue.length) {
         const patch = worker.jsdoc.create_json_patch(worker.queue);
@@ -75,35 +260,24 @@
       }
     } else if (msg.type === "status") {
       mark(msg.step, msg.msg);
+    } else if (msg.type === "progress") {
+      waiting = msg.waiting;
+      const line = part("sdpa-progress");
+      line.hidden = msg.received >= msg.expected || lab.error !== null;
+      line.textContent = `Downloaded ${(msg.received / 1e6).toFixed(1)} of ${(msg.expected / 1e6).toFixed(1)} MB`;
     } else if (msg.type === "error") {
-      panel.classList.add("sdpa-error");
-      panel.querySelector("strong").textContent = `The app failed to start: ${msg.msg}`;
-      lab.error = msg.detail;
+      fatal(msg.msg, {file: msg.file, step: msg.step, detail: msg.detail});
     } else if (msg.type === "render") {
-      const docs_json = JSON.parse(local(msg.docs_json));
-      const render_items = JSON.parse(msg.render_items);
-      const root_ids = JSON.parse(msg.root_ids);
-      const data_roots = [];
-      for (const el of document.querySelectorAll("[data-root-id]")) {
-        data_roots.push([el.getAttribute("data-root-id"), el.id]);
+      try {
+        await render(msg);
+      } catch (err) {
+        fatal(`${err.message || err}`, {step: "render", detail: err.stack});
       }
-      data_roots.sort((a, b) => (a[0] < b[0] ? -1 : 1));
-      const roots = {};
-      data_roots.forEach(([, id], i) => { roots[root_ids[i]] = id; });
-      render_items[0].roots = roots;
-      render_items[0].root_ids = root_ids;
-      // The live document replaces the pre-rendered one in place, root by root.
-      Bokeh.index.roots.map((v) => v.remove());
-      for (const el of document.querySelectorAll("[data-root-id]")) el.innerHTML = "";
-      const [views] = await Bokeh.embed.embed_items(docs_json, render_items);
-      worker.jsdoc = [...views.roots.values()][0].model.document;
-      worker.jsdoc.on_change(sendChange.bind(null, worker.jsdoc), false);
-      worker.postMessage({type: "rendered"});
-      worker.postMessage({type: "location", location: JSON.stringify(window.location)});
     } else if (msg.type === "ready") {
       document.body.classList.remove("pn-loading", "pn-arc");
       lab.steps.interactive = performance.now();
       lab.ready = true;
+      lab.stalled = null;
       document.documentElement.dataset.sdpaReady = "true";
       panel.remove();
       registerServiceWorker();
@@ -119,7 +293,7 @@
         sentAt = null;
       }
     }
-  };
+  }
 
   // Offline after one visit. Registered once the app runs, so precaching never competes
   // with the first boot for bandwidth (it mostly revalidates what the browser just fetched).
@@ -153,4 +327,6 @@
     });
     document.body.appendChild(bar);
   }
+
+  startWorker();
 })();

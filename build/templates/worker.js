@@ -1,40 +1,167 @@
 // The app in a Web Worker: Pyodide from this site, packages from a pre-solved lock,
 // then Panel renders the document and talks to the page by JSON patches (Panel's protocol).
+//
+// boot.js checks this file's sha256 and starts it from a blob: URL, so the worker runs under the
+// page's Content-Security-Policy; it prepends `self.sdpaBoot = {base, fresh}`: the site's folder
+// (relative URLs cannot resolve against a blob: URL) and whether to bypass the caches.
 "use strict";
 const CONFIG = /*CONFIG*/{}/*END*/;
-const here = (path) => new URL(path, self.location).href;
+const BOOT = self.sdpaBoot || {base: self.location.href, fresh: false};
+const here = (path) => new URL(path, BOOT.base).href;
+const post = (msg) => self.postMessage(msg);
+
+// A failure the page can name: which file (if any) and what went wrong with it.
+class BootError extends Error {
+  constructor(message, file) {
+    super(message);
+    this.file = file || null;
+  }
+}
+
+let step = "runtime";
+const status = (id, msg) => {
+  step = id;
+  post({type: "status", step: id, msg, t: performance.now()});
+};
+
+async function sha256hex(buffer) {
+  if (!(self.crypto && crypto.subtle)) return null;     // not a secure context: sizes only
+  const digest = await crypto.subtle.digest("SHA-256", buffer);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
 // Every file Pyodide will fetch (runtime, stdlib, lock, each wheel) is requested right now, so the
 // downloads run alongside the runtime's start-up instead of after it; Pyodide's own fetches of those
-// URLs are handed these responses. Wheels carry their lock's sha256 as `integrity`, as Pyodide's would.
-const early = new Map(CONFIG.prefetch.map(([path, integrity]) => {
+// URLs are handed these responses. Each file is checked against the sha256 and size the build wrote
+// into CONFIG.prefetch as it arrives (from a clone, so Pyodide still gets the real response: the
+// wasm compiles while it streams and its compiled code is cached by the browser). A damaged or
+// missing file fails the boot with its name, however Pyodide would have reacted to it.
+const downloads = new Map();     // absolute URL -> {path, response, checked}
+const progress = {received: 0, expected: 0, waiting: new Set(), sent: 0};
+
+function sendProgress(force) {
+  const now = performance.now();
+  if (!force && now - progress.sent < 250) return;
+  progress.sent = now;
+  post({type: "progress", received: progress.received, expected: progress.expected,
+        waiting: [...progress.waiting]});
+}
+
+async function readAll(body, path) {
+  const reader = body.getReader();
+  const chunks = [];
+  let length = 0;
+  for (;;) {
+    const {done, value} = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    length += value.length;
+    progress.received += value.length;
+    sendProgress(false);
+  }
+  const all = new Uint8Array(length);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return all.buffer;
+}
+
+function download(path, sha256, size, script) {
   const url = here(path);
-  const pending = fetch(url, integrity ? {integrity} : {});
-  pending.catch(() => {});    // a failure surfaces where Pyodide awaits it, not as an unhandled rejection
-  return [url, pending];
-}));
+  progress.expected += size;
+  progress.waiting.add(path);
+  const response = fetch(url, BOOT.fresh ? {cache: "reload"} : {}).then((r) => {
+    if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status} ${r.statusText})`.trim(), path);
+    return r;
+  }, (err) => {
+    throw new BootError(`${path} could not be downloaded (${err.message || err}); is the network down?`, path);
+  });
+  // Scripts are read here (and run from a checked copy); the rest is read from a clone.
+  const checked = response.then(async (r) => {
+    let body;
+    try {
+      body = await readAll((script ? r : r.clone()).body, path);
+    } catch (err) {
+      throw new BootError(`${path} broke off while downloading (${err.message || err})`, path);
+    }
+    progress.waiting.delete(path);
+    sendProgress(true);
+    if (body.byteLength !== size) {
+      throw new BootError(`${path} is damaged: ${body.byteLength.toLocaleString("en")} bytes received, ` +
+                          `${size.toLocaleString("en")} expected`, path);
+    }
+    const digest = await sha256hex(body);
+    if (digest !== null && digest !== sha256) {
+      throw new BootError(`${path} is damaged: its content differs from this version's (sha256 ${digest.slice(0, 12)}…, ` +
+                          `expected ${sha256.slice(0, 12)}…)`, path);
+    }
+    return body;
+  });
+  response.catch(() => {});   // surfaced through `checked`, where the boot awaits it
+  checked.catch(() => {});
+  downloads.set(url, {path, response, checked, script});
+}
+
+const SCRIPTS = ["pyodide/pyodide.js", "pyodide/pyodide.asm.js"];
+for (const [path, sha256, size] of CONFIG.prefetch) download(path, sha256, size, SCRIPTS.includes(path));
+
+// The first failed check, whatever the boot is waiting for at the time.
+const checks = [...downloads.values()].map((d) => d.checked);
+const failure = new Promise((resolve, reject) => checks.forEach((c) => c.catch(reject)));
+failure.catch(() => {});
+const guard = (promise) => Promise.race([promise, failure]);
+
 const networkFetch = self.fetch.bind(self);
 self.fetch = (input, init) => {
-  const url = new URL(input instanceof Request ? input.url : input, self.location).href;
-  const pending = early.get(url);
-  if (pending === undefined) return networkFetch(input, init);
-  early.delete(url);            // each response body can be read once
-  return pending;
+  const url = new URL(input instanceof Request ? input.url : input, BOOT.base).href;
+  const got = downloads.get(url);
+  if (got === undefined || got.script || got.used) return networkFetch(input, init);
+  got.used = true;              // each response body can be read once
+  return got.response;
 };
 
-importScripts(CONFIG.pyodideJs.startsWith("http") ? CONFIG.pyodideJs : here(CONFIG.pyodideJs));
+// Pyodide loads pyodide.asm.js with importScripts(url): hand it the checked copy instead.
+const checkedScripts = new Map();    // absolute URL -> blob: URL of its checked bytes
+const nativeImportScripts = self.importScripts.bind(self);
+self.importScripts = (...urls) => nativeImportScripts(...urls.map((u) => checkedScripts.get(new URL(u, BOOT.base).href) || u));
 
-const status = (step, msg) => self.postMessage({type: "status", step, msg, t: performance.now()});
+async function loadScripts() {
+  if (!CONFIG.prefetch.length) {      // Pyodide from its CDN (build without a distribution): nothing to check
+    try {
+      nativeImportScripts(CONFIG.pyodideJs);
+    } catch (err) {
+      throw new BootError(`${CONFIG.pyodideJs} could not be loaded (${err.message || err})`, CONFIG.pyodideJs);
+    }
+    return;
+  }
+  for (const path of SCRIPTS) {
+    const body = await guard(downloads.get(here(path)).checked);
+    checkedScripts.set(here(path), URL.createObjectURL(new Blob([body], {type: "text/javascript"})));
+  }
+  try {
+    self.importScripts(here("pyodide/pyodide.js"));
+  } catch (err) {
+    throw new BootError(`pyodide/pyodide.js could not be run (${err.message || err})`, "pyodide/pyodide.js");
+  }
+}
 
 function sendPatch(patch, buffers) {
-  self.postMessage({type: "patch", patch, buffers});
+  post({type: "patch", patch, buffers});
 }
 
 async function lockOptions() {
   const ours = here(CONFIG.lock);
   if (!CONFIG.runtimeLock) return {lockFileURL: ours};
   // Pyodide from its CDN (build without a distribution): its lock plus our wheels by absolute URL.
-  const [theirs, mine] = await Promise.all([CONFIG.runtimeLock, ours].map((u) => fetch(u).then((r) => r.json())));
+  const [theirs, mine] = await Promise.all([CONFIG.runtimeLock, ours].map(async (u) => {
+    const r = await fetch(u);
+    if (!r.ok) throw new BootError(`${u} could not be downloaded (HTTP ${r.status})`, u);
+    return r.json();
+  }));
   for (const [name, entry] of Object.entries(mine.packages)) {
     theirs.packages[name] = {...entry, file_name: new URL(entry.file_name, ours).href};
   }
@@ -70,13 +197,15 @@ await write_doc()
 
 async function start() {
   status("runtime", "Starting Python (Pyodide runtime)");
+  await loadScripts();
   const indexURL = CONFIG.pyodideJs.replace(/pyodide\.js$/, "");
-  self.pyodide = await loadPyodide({
+  self.pyodide = await guard(loadPyodide({
     indexURL: indexURL.startsWith("http") ? indexURL : here(indexURL),
     ...(await lockOptions()),
-  });
+  }));
   status("packages", `Loading packages: ${CONFIG.packages.join(", ")}`);
-  await self.pyodide.loadPackage(CONFIG.packages, {messageCallback: () => {}, checkIntegrity: true});
+  await guard(self.pyodide.loadPackage(CONFIG.packages, {messageCallback: () => {}, checkIntegrity: true}));
+  await guard(Promise.all(checks));      // every file arrived whole, including any Pyodide did not ask for
   status("import", "Importing Panel and Bokeh");
   self.pyodide.globals.set("sendPatch", sendPatch);
   // Panel's asset URLs point at this site's copy (read when panel.io.resources is imported).
@@ -84,18 +213,48 @@ async function start() {
   status("app", "Running the app");
   const [docs_json, render_items, root_ids] = await self.pyodide.runPythonAsync(APP);
   status("render", "Drawing the live page");
-  self.postMessage({type: "render", docs_json, render_items, root_ids});
+  post({type: "render", docs_json, render_items, root_ids});
+}
+
+function describe(err) {
+  if (err instanceof Error || (err && typeof err.message === "string")) {
+    const lines = `${err.message}`.trim().split("\n");
+    return {msg: lines[lines.length - 1] || `${err.name || "Error"}`, detail: `${err.stack || err.message}`};
+  }
+  let text;
+  try {
+    text = typeof err === "object" ? JSON.stringify(err) : `${err}`;
+  } catch (_) {
+    text = `${err}`;
+  }
+  return {msg: text, detail: text};
+}
+
+async function fail(err) {
+  if (!(err instanceof BootError) && checks.length) {
+    // Pyodide's own error about a damaged file is vaguer than ours: give pending checks a moment.
+    const settled = await Promise.race([Promise.allSettled(checks),
+                                        new Promise((resolve) => setTimeout(resolve, 3000))]);
+    const bad = (settled || []).find((s) => s.status === "rejected");
+    if (bad) err = bad.reason;
+  }
+  const {msg, detail} = describe(err);
+  post({type: "error", step, file: err && err.file || null, msg, detail});
 }
 
 self.onmessage = async (event) => {
   const msg = event.data;
   if (msg.type === "rendered") {
-    await self.pyodide.runPythonAsync(`
+    try {
+      await self.pyodide.runPythonAsync(`
 from panel.io.state import state
 from panel.io.pyodide import _link_docs_worker
 _link_docs_worker(state.curdoc, sendPatch, setter='js')
 `);
-    self.postMessage({type: "ready"});
+      post({type: "ready"});
+    } catch (err) {
+      await fail(err);
+    }
   } else if (msg.type === "patch") {
     self.pyodide.globals.set("patch", msg.patch);
     try {
@@ -105,7 +264,7 @@ from panel.io.pyodide import _convert_json_patch
 state.curdoc.apply_json_patch(_convert_json_patch(patch), setter='js')
 `);
     } finally {
-      self.postMessage({type: "idle"});
+      post({type: "idle"});
     }
   } else if (msg.type === "location") {
     self.pyodide.globals.set("location", msg.location);
@@ -121,8 +280,4 @@ if state.location:
   }
 };
 
-start().catch((err) => {
-  const lines = `${err}`.trim().split("\n");
-  self.postMessage({type: "error", msg: lines[lines.length - 1], detail: `${err}`});
-  throw err;
-});
+start().catch(fail);

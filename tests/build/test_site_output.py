@@ -1,6 +1,7 @@
 """The built site, file by file: self-contained, fully precached, lean, installable, locked down."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -46,6 +47,40 @@ def test_page_references_only_files_that_ship(site):
     assert "boot.js" in refs and "manifest.webmanifest" in refs
     for ref in refs:
         assert ref in site.assets, f"index.html references {ref}, which is not precached"
+
+
+def test_scripts_and_stylesheets_carry_integrity(site):
+    """Every local script and stylesheet tag of the page names its file's sha256 (a damaged file is refused
+    and named by boot.js, not half run); boot.js knows worker.js's sha256 and size."""
+    tags = re.findall(r"<(?:script|link)\b[^>]*?(?:src|href)=\"\./[^\"]+\"[^>]*>", site.html)
+    checked = 0
+    for tag in tags:
+        if tag.startswith("<link") and "stylesheet" not in tag:
+            continue
+        path = re.search(r'(?:src|href)="\./([^"?#]+)', tag)[1]
+        digest = re.search(r'integrity="sha256-([^"]+)"', tag)
+        assert digest, f"no integrity: {tag}"
+        assert base64.b64decode(digest[1]) == hashlib.sha256((site.root / path).read_bytes()).digest(), path
+        checked += 1
+    assert checked >= 10 and 'src="./boot.js" integrity=' in site.html
+    boot = (site.root / "boot.js").read_text()
+    worker = site.root / "worker.js"
+    assert f'sha256: "{sha256(worker)}", size: {worker.stat().st_size}' in boot
+
+
+def test_worker_checks_every_file_it_loads(site):
+    """A self-hosted worker checks the runtime, stdlib, lock and every wheel against the sha256 and size
+    the build recorded (a fallback build loads Pyodide from its CDN and has nothing to check)."""
+    prefetch = {path: (digest, size) for path, digest, size in site.config["prefetch"]}
+    if not site.self_hosted:
+        assert prefetch == {}
+        return
+    expected = {f"pyodide/{f}" for f in ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
+                                         "pyodide-lock.json")}
+    expected |= {f"pyodide/{e['file_name']}" for e in site.lock["packages"].values()}
+    assert set(prefetch) == expected
+    for path, (digest, size) in prefetch.items():
+        assert (sha256(site.root / path), (site.root / path).stat().st_size) == (digest, size), path
 
 
 def test_lock_is_pre_solved_and_hashes_match(site):
