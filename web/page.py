@@ -99,6 +99,10 @@ class Page(param.Parameterized):
         loc = pn.state.location
         if loc is None:
             return
+        # Panel parses every new address into typed values for Location.sync(), which this page does not
+        # use, and that parser raises on a 4301-digit value (the browser sends its address right after
+        # the page loads). Its own guard flag turns it off; the page parses the address itself, bounded.
+        loc._syncing = True
         if loc.search and loc.search != self._last_search:
             self.apply_search(loc.search)
         loc.param.watch(self._on_location, ["search"])
