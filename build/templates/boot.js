@@ -309,11 +309,47 @@
       });
       if (reg.waiting && navigator.serviceWorker.controller) notifyUpdate(reg.waiting);
     }).catch((err) => console.warn("service worker not registered:", err));
-    navigator.serviceWorker.ready.then(() => {
-      lab.offlineReady = true;
-      document.documentElement.dataset.sdpaOffline = "true";
-    });
+    navigator.serviceWorker.ready.then(() => lab.checkOffline());
+    // the cache can be cleared while the page is open (browser settings, storage pressure)
+    document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && lab.checkOffline());
+    window.addEventListener("online", () => lab.checkOffline());
   }
+
+  // Ask the active service worker something; its answer comes back on a MessagePort.
+  function askServiceWorker(message, seconds) {
+    return navigator.serviceWorker.ready.then((reg) => new Promise((resolve, reject) => {
+      const channel = new MessageChannel();
+      const timer = setTimeout(() => reject(new Error(`no answer to ${message.type} in ${seconds} s`)), seconds * 1000);
+      channel.port1.onmessage = (event) => {
+        clearTimeout(timer);
+        resolve(event.data);
+      };
+      reg.active.postMessage(message, [channel.port2]);
+    }));
+  }
+
+  // "Works offline" means every file of this version is in the service worker's cache, as counted
+  // now: lab.offline = {total, missing}. When files are missing (Cache Storage cleared), the service
+  // worker downloads them in the background (unless refill is false) and the state is counted again.
+  let checking = null;
+  lab.checkOffline = ({refill = true} = {}) => {
+    if (!("serviceWorker" in navigator)) return Promise.resolve(false);
+    const report = (state) => {
+      lab.offline = {total: state.total, missing: state.missing.length};
+      lab.offlineReady = state.missing.length === 0;
+      document.documentElement.dataset.sdpaOffline = String(lab.offlineReady);
+      return state;
+    };
+    if (checking === null) {
+      checking = askServiceWorker({type: "status"}, 30).then(report)
+        .then((state) => (refill && state.missing.length && navigator.onLine !== false
+          ? askServiceWorker({type: "refill"}, 600).then(report) : state))
+        .catch((err) => console.warn("SDPA Lab: could not check the offline cache:", err))
+        .then(() => lab.offlineReady)
+        .finally(() => { checking = null; });
+    }
+    return checking;
+  };
 
   function notifyUpdate(waiting) {
     if (document.getElementById("sdpa-update")) return;

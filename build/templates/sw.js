@@ -1,6 +1,9 @@
 // SDPA Lab's service worker: precache every file the page uses on install, serve them
 // from the cache (offline after one visit), key each file by its content hash so files
 // a redeploy leaves unchanged are never downloaded again.
+// The cache heals: a file missing from it (Cache Storage cleared by the user or the browser) is
+// fetched from the network and stored again once its sha256 matches; the page asks on every visit
+// how complete the cache is, and has the missing files downloaded in the background.
 "use strict";
 const ASSETS = /*ASSETS*/{}/*END*/;   // site-relative path -> sha256 of its bytes
 const CACHE = "sdpa-lab-assets";
@@ -11,6 +14,14 @@ const keyFor = (path) => new URL(`${path}?sha256=${ASSETS[path]}`, SCOPE).href;
 async function hex(buffer) {
   const digest = await crypto.subtle.digest("SHA-256", buffer);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// Store a file's bytes under its content key, only if they are this version's.
+async function store(path, body, type) {
+  if (await hex(body) !== ASSETS[path]) return false;
+  const cache = await caches.open(CACHE);
+  await cache.put(keyFor(path), new Response(body, {headers: {"Content-Type": type || "application/octet-stream"}}));
+  return true;
 }
 
 // First try the browser's HTTP cache as it is ("force-cache"): the page registers this worker once
@@ -34,14 +45,46 @@ async function precache(path, cache) {
   await cache.put(keyFor(path), new Response(got.body, {headers: {"Content-Type": got.type}}));
 }
 
+async function fill(paths, cache) {
+  const todo = [...paths];
+  const failed = [];
+  const lanes = Array.from({length: 6}, async () => {
+    while (todo.length) {
+      const path = todo.shift();
+      await precache(path, cache).catch((err) => failed.push([path, `${err.message || err}`]));
+    }
+  });
+  await Promise.all(lanes);
+  return failed;
+}
+
+// This version's files the cache does not hold.
+async function missing() {
+  const cache = await caches.open(CACHE);
+  const held = new Set((await cache.keys()).map((r) => r.url));
+  return Object.keys(ASSETS).filter((p) => !held.has(keyFor(p)));
+}
+
+async function inventory() {
+  const gone = await missing();
+  return {total: Object.keys(ASSETS).length, missing: gone};
+}
+
+let refilling = null;
+function refill() {
+  if (refilling === null) {
+    refilling = (async () => {
+      const failed = await fill(await missing(), await caches.open(CACHE));
+      for (const [path, why] of failed) console.warn(`SDPA Lab offline cache: ${path} not stored (${why})`);
+    })().finally(() => { refilling = null; });
+  }
+  return refilling;
+}
+
 self.addEventListener("install", (event) => {
   event.waitUntil((async () => {
-    const cache = await caches.open(CACHE);
-    const todo = Object.keys(ASSETS);
-    const lanes = Array.from({length: 6}, async () => {
-      while (todo.length) await precache(todo.shift(), cache);
-    });
-    await Promise.all(lanes);
+    const failed = await fill(Object.keys(ASSETS), await caches.open(CACHE));
+    if (failed.length) throw new Error(failed.map(([p, why]) => `${p}: ${why}`).join("; "));
   })());
 });
 
@@ -53,12 +96,35 @@ self.addEventListener("activate", (event) => {
       if (!keep.has(request.url)) await cache.delete(request);
     }
     await self.clients.claim();
+    await refill();          // whatever went missing since install
   })());
 });
 
+// The page asks {type: "status"} (how complete is the cache?) and {type: "refill"} (download what
+// is missing, then say), with a MessagePort for the answer.
 self.addEventListener("message", (event) => {
-  if (event.data && event.data.type === "skipWaiting") self.skipWaiting();
+  const msg = event.data || {};
+  const reply = (answer) => event.ports[0] && event.ports[0].postMessage(answer);
+  if (msg.type === "skipWaiting") {
+    self.skipWaiting();
+  } else if (msg.type === "status") {
+    event.waitUntil(inventory().then(reply));
+  } else if (msg.type === "refill") {
+    event.waitUntil(refill().then(inventory).then(reply));
+  }
 });
+
+// A response the network gave for a file of this version: stored (after the hash check) while
+// the page uses it.
+function keep(event, path, response) {
+  if (response.ok && response.status === 200 && response.type === "basic" && !response.redirected) {
+    const copy = response.clone();
+    event.waitUntil(copy.arrayBuffer()
+      .then((body) => store(path, body, response.headers.get("Content-Type")))
+      .catch(() => false));
+  }
+  return response;
+}
 
 self.addEventListener("fetch", (event) => {
   const request = event.request;
@@ -68,7 +134,14 @@ self.addEventListener("fetch", (event) => {
   let path = BY_PATH.get(url.pathname);
   if (path === undefined && url.pathname === SCOPE.pathname) path = "index.html";
   if (path === undefined) return;
+  if (request.cache === "reload" && request.mode !== "navigate") {
+    // the page's "Reload from the network": fresh bytes (stored if they are this version's), the
+    // cached copy only when the network fails
+    event.respondWith(fetch(request).then((r) => keep(event, path, r),
+      (err) => caches.open(CACHE).then((c) => c.match(keyFor(path))).then((hit) => hit || Promise.reject(err))));
+    return;
+  }
   event.respondWith(caches.open(CACHE)
     .then((cache) => cache.match(keyFor(path)))
-    .then((hit) => hit || fetch(request)));
+    .then((hit) => hit || fetch(request).then((r) => keep(event, path, r))));
 });

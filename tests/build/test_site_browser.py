@@ -114,3 +114,38 @@ def test_first_visit_downloads_each_file_once(offline_site, browser):
     assert [p for p, n in counts.items() if n > 1] == [], "downloaded more than once"
     total = sum(size for _, size in bodies)
     assert total <= 20e6, f"first visit transfers {total / 1e6:.1f} MB"
+
+
+def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, browser):
+    """Clearing Cache Storage shows in the page's offline state; a file fetched from the network is stored
+    again; a reload online refills the cache in the background, and then the page boots offline."""
+    total = len(offline_site.assets)
+    context = browser.new_context()
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(served) else r.abort())
+    page = context.new_page()
+    page.goto(served)
+    wait_ready(page)
+    page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
+    assert page.evaluate("window.sdpaLab.offline") == {"total": total, "missing": 0}
+
+    page.evaluate("caches.keys().then((keys) => Promise.all(keys.map((k) => caches.delete(k))))")
+    assert page.evaluate("window.sdpaLab.checkOffline({refill: false})") is False
+    assert page.evaluate("window.sdpaLab.offline") == {"total": total, "missing": total}
+    assert page.evaluate("document.documentElement.dataset.sdpaOffline") == "false"
+
+    # the service worker answers a miss from the network and stores that file again
+    page.evaluate("fetch('./icons/icon.svg').then((r) => r.text())")
+    page.wait_for_function("caches.open('sdpa-lab-assets').then((c) => c.keys())"
+                           ".then((keys) => keys.length === 1 && keys[0].url.includes('icons/icon.svg?sha256='))",
+                           timeout=10_000)
+
+    page.reload()
+    wait_ready(page)
+    page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
+    assert page.evaluate("window.sdpaLab.offline") == {"total": total, "missing": 0}
+
+    context.set_offline(True)
+    page.reload()
+    wait_ready(page)
+    assert page.evaluate("navigator.serviceWorker.controller !== null")
+    context.close()
