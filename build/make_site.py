@@ -61,8 +61,9 @@ def warn_loud(lines: list[str]) -> None:
 def prerender(app: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "prerender.json"
+        # a fixed hash seed: set and dict orders that depend on string hashes are the same every build
         done = subprocess.run([sys.executable, str(HERE / "prerender.py"), str(app), str(out)],
-                              cwd=ROOT, capture_output=True, text=True)
+                              cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         if done.returncode != 0 or not out.exists():
             sys.stderr.write(done.stderr[-4000:])
             raise SystemExit(f"make site: running {app} in CPython to pre-render it failed (see above)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.metadata as md
 import json
 import os
+import re
 import sys
 import sysconfig
 from pathlib import Path
@@ -22,8 +23,32 @@ SENTINEL = "https://sdpa-lab.invalid/static/panel/"
 NEVER = ("pandas", "PIL", "tqdm", "requests", "bleach", "matplotlib", "pyarrow")
 
 
+def deterministic_ids() -> None:
+    """Two builds of one commit write the same page (so a redeploy without changes is no "new
+    version"). Bokeh's model ids are its counter (BOKEH_SIMPLE_IDS); documents, roots and elements
+    get uuid4s from Bokeh's make_globally_unique_id and Panel, drawn here from a seeded generator:
+    they only need to be unique within the page (the live document in the browser makes its own)."""
+    import random
+    import uuid
+    os.environ["BOKEH_SIMPLE_IDS"] = "yes"
+    rng = random.Random("sdpa-lab prerender")
+    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)
+
+
+# Panel names template roots "<area>-<id(obj)>" and tags jslink callbacks [[id(link), ...]]: memory
+# addresses, different at every run. Each becomes a small number (one per address, in order of
+# appearance), still unique within the page; nothing in the browser reads them.
+ADDRESS = re.compile(r'("name":"[A-Za-z_]+-|"tags":\[\[)(\d{9,})(?=[",\]])')
+
+
+def stable_addresses(html: str) -> str:
+    seen: dict[str, str] = {}
+    return ADDRESS.sub(lambda m: m.group(1) + seen.setdefault(m.group(2), str(len(seen) + 1)), html)
+
+
 def main(app: str, out: str) -> None:
     os.environ["PANEL_CDN_ROOT"] = SENTINEL
+    deterministic_ids()
     for name in NEVER:
         sys.modules[name] = None      # find_spec() -> None: "not installed" to Bokeh and Panel
     app_path = Path(app).resolve()
@@ -34,6 +59,7 @@ def main(app: str, out: str) -> None:
 
     html, _ = script_to_html(str(app_path), runtime="pyodide-worker", requirements=[], prerender=True,
                              panel_version="auto", inline=False, manifest=None, compiled=False)
+    html = stable_addresses(html)
     top = {m.split(".")[0] for m in list(sys.modules) if sys.modules.get(m) is not None}
     owners = md.packages_distributions()
     dists = sorted({d for m in top for d in owners.get(m, [])})
