@@ -270,7 +270,7 @@ def build(out: Path, app: Path) -> dict:
         "icons": icons.write(out / "icons"),
     }
     (out / "manifest.webmanifest").write_text(json.dumps(manifest, indent=1) + "\n")
-    html = page.finish(html, title=title, theme=theme, policy=page.csp(extra_origins))
+    html = page.finish(html, title=title, theme=theme, extra_origins=extra_origins)
     (out / "index.html").write_text(page.with_integrity(html, lambda rel: (out / rel).read_bytes()))
     (out / ".nojekyll").write_text("")   # GitHub Pages: serve every file as it is
 

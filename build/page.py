@@ -17,6 +17,7 @@ BOKEH_DIR = "static/bokeh/3.9.2/"
 # Set to True if a pane ever needs MathJax ($...$ in Markdown/HTML without disable_math).
 MATHJAX = False
 BOKEH_CDN = re.compile(r"https://cdn\.bokeh\.org/bokeh/release/(bokeh(?:-[a-z]+)?)-3\.9\.2(\.min)?\.js")
+ESM_MODEL = re.compile(r'"name":"panel\.models\.esm\.')
 # URLs that are names, not requests (SVG and XML namespaces).
 NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink", "http://www.w3.org/1999/xhtml")
 URL_ATTR = re.compile(r"""\b(?:src|href)\s*=\s*["']([^"']+)["']""", re.I)
@@ -31,6 +32,13 @@ def self_host(page: str) -> str:
     page = BOKEH_CDN.sub(lambda m: f"./{BOKEH_DIR}{m.group(1)}.min.js", page)
     if not MATHJAX:
         page = re.sub(r"""<script[^>]*src=["'][^"']*bokeh-mathjax[^"']*["'][^>]*>\s*</script>\s*""", "", page)
+    # es-module-shims: Panel adds it for ReactiveESM/AnyWidget components, which this page does not
+    # use. Its feature detection runs an inline script in a srcdoc iframe whose text depends on the
+    # browser, so no hash in the CSP can allow it and every visit would log a violation. Kept (and
+    # left to fall back after that refusal) only when the document holds such a component.
+    if not ESM_MODEL.search(page):
+        page = re.sub(r"""<script type=["']esms-options["']>[^<]*</script>\s*""", "", page)
+        page = re.sub(r"""<script[^>]*src=["'][^"']*es-module-shims[^"']*["'][^>]*>\s*</script>\s*""", "", page)
     # Web fonts from Google: the system sans-serif is fine, and nothing leaves the tab.
     page = re.sub(r"""<link[^>]+fonts\.(?:googleapis|gstatic)\.com[^>]*>\s*""", "", page)
     page = re.sub(r"""@import\s+url\([^)]*fonts\.googleapis\.com[^)]*\);?""", "", page)
@@ -58,13 +66,18 @@ def foreign_urls(text: str) -> list[str]:
     return sorted({u for u in ABSOLUTE.findall(text) if not u.startswith(NAMESPACES)})
 
 
-def csp(extra_origins: tuple[str, ...] = ()) -> str:
+def csp(extra_origins: tuple[str, ...] = (), script_hashes: tuple[str, ...] = ()) -> str:
+    """The page's policy. The worker runs under it too: boot.js starts it from a blob: URL, and such a
+    worker inherits its document's policy (a worker loaded from a URL would get its response's)."""
     more = "".join(" " + o for o in extra_origins)
-    # Panel's templates use inline handlers and Bokeh/Panel compile small functions at run time,
-    # hence 'unsafe-inline'/'unsafe-eval' for scripts; all fetching stays on this origin.
+    hashes = "".join(f" '{h}'" for h in script_hashes)
+    # Inline scripts are allowed one by one, by hash. 'unsafe-eval': Panel's panel.min.js and BokehJS
+    # compile small functions at run time (without it: EvalError, and the page never becomes ready);
+    # 'wasm-unsafe-eval': Pyodide's WebAssembly; blob:: the worker's checked copies of Pyodide's
+    # scripts (and es-module-shims' modules, when a page ships it). All fetching stays on this origin.
     return "; ".join([
         "default-src 'self'",
-        f"script-src 'self' 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:{more}",  # es-module-shims: blob:
+        f"script-src 'self'{hashes} 'unsafe-eval' 'wasm-unsafe-eval' blob:{more}",
         "style-src 'self' 'unsafe-inline'",
         "img-src 'self' data: blob:",
         "font-src 'self' data:",
@@ -75,6 +88,22 @@ def csp(extra_origins: tuple[str, ...] = ()) -> str:
         "base-uri 'self'",
         "form-action 'none'",
     ])
+
+
+INLINE_SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.S | re.I)
+
+
+def inline_script_hashes(page: str) -> tuple[str, ...]:
+    """'sha256-...' of every inline script the browser would run (not JSON data blocks)."""
+    out = []
+    for attrs, body in INLINE_SCRIPT.findall(page):
+        if re.search(r"\bsrc\s*=", attrs, re.I):
+            continue
+        kind = re.search(r"""\btype\s*=\s*["']([^"']*)["']""", attrs, re.I)
+        if kind and kind[1].lower() not in ("text/javascript", "application/javascript", "module", ""):
+            continue
+        out.append("sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode())
+    return tuple(dict.fromkeys(out))
 
 
 # Shown when boot.js itself did not run (missing, damaged: it carries an integrity hash), since
@@ -105,9 +134,9 @@ def with_integrity(page: str, read) -> str:
     return LOCAL_TAG.sub(add, page)
 
 
-def finish(page: str, *, title: str, theme: str, policy: str) -> str:
+def finish(page: str, *, title: str, theme: str, extra_origins: tuple[str, ...] = ()) -> str:
     head = "\n".join([
-        f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+        '<meta http-equiv="Content-Security-Policy" content="@@CSP@@">',
         '<meta name="referrer" content="no-referrer">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta name="theme-color" content="{theme}">',
@@ -126,4 +155,5 @@ def finish(page: str, *, title: str, theme: str, policy: str) -> str:
                       "", page, count=1, flags=re.S)
     if n != 1:
         raise SystemExit("make site: Panel's worker handler script not found in the pre-rendered page")
-    return page
+    # the policy names the page's final inline scripts by hash
+    return page.replace("@@CSP@@", csp(extra_origins, inline_script_hashes(page)), 1)

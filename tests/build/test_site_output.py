@@ -145,6 +145,16 @@ def test_csp_is_first_in_head_and_keeps_requests_on_this_origin(site):
     if site.self_hosted:
         assert policy["connect-src"] == ["'self'"]
         assert not [s for d in policy.values() for s in d if s.startswith("http")]
+    # inline scripts run by hash, one for each; 'unsafe-eval' stays (Panel's JS needs it, see README)
+    scripts = policy["script-src"]
+    assert "'unsafe-inline'" not in scripts
+    inline = [body for attrs, body in re.findall(r"<script\b([^>]*)>(.*?)</script>", site.html, re.S)
+              if "src=" not in attrs and not re.search(r'type="(application/json|esms-options)"', attrs)]
+    assert inline, "the page has no inline script?"
+    for body in inline:
+        digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in scripts, body[:80]
+    assert len([s for s in scripts if s.startswith("'sha256-")]) == len(set(inline))
 
 
 def test_service_worker_scope_and_cache_are_relative_and_content_keyed(site):
