@@ -42,10 +42,13 @@ def fmt(x, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def fmt_sci(x, digits: int = 2) -> str:
-    """Like :func:`fmt` but keeps the size of small values (gradients of starved rows are the point)."""
+def fmt_sci(x, digits: int = 2, floor: float = 0.0) -> str:
+    """Like :func:`fmt` but keeps the size of small values (gradients of starved rows are the point),
+    down to ``floor``, the round-off size of the computation: below it, "≈ 0"."""
     if x is None or not math.isfinite(float(x)) or x == 0:
         return fmt(x)
+    if abs(x) < floor:
+        return "≈ 0"
     x = float(x)
     return f"{x:.{digits - 1}e}" if abs(x) < 1e-3 or abs(x) >= 1e5 else f"{x:.{digits}g}"
 
@@ -151,9 +154,10 @@ def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = 
     """The gradient that reaches q under both sides, for the page's fixed random upstream gradient."""
     if not all(math.isfinite(g[k]) for g in (g0, g1) for k in ("median", "total")):
         return ""
-    text = (f" {GRADIENT_LEAD}: median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'])} "
-            f"unscaled vs {fmt_sci(g1['median'])} with {label}; total ‖∂L/∂Q‖ {fmt_sci(g0['total'])} vs "
-            f"{fmt_sci(g1['total'])}")
+    f0, f1 = g0.get("floor", 0.0), g1.get("floor", 0.0)
+    text = (f" {GRADIENT_LEAD}: median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'], floor=f0)} "
+            f"unscaled vs {fmt_sci(g1['median'], floor=f1)} with {label}; total ‖∂L/∂Q‖ "
+            f"{fmt_sci(g0['total'], floor=f0)} vs {fmt_sci(g1['total'], floor=f1)}")
     if g0["starved"] is not None and (g0["starved"] or g1["starved"]):
         text += (f"; {g0['starved']} of {n} queries get less than 1/{1 / STARVED:.0f} of the 1/√d_k median "
                  f"unscaled, {g1['starved']} with {label}")
@@ -207,20 +211,26 @@ def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) ->
     g0, ref = norms["none"], norms["sqrt"]
     med = float(np.median(ref))
     tot = {r: float(np.sqrt((v ** 2).sum())) for r, v in norms.items()}
-    if not med > 0:   # 1/sqrt(d_k) saturated too: its rows' gradients underflow, no reference to compare with
+    # float64 round-off relative to the largest gradient in play: a saturated row's 1e-60 shows as ≈ 0
+    floor = 1e-12 * max(tot.values())
+
+    def sci(x):
+        return fmt_sci(x, floor=floor)
+    if not med > floor:   # 1/sqrt(d_k) saturated too: no reference row to compare with
         return (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): even with 1/√d_k the median row "
-                f"gets no gradient at all (its rows are saturated too); exactly 0 for {pct(float((ref == 0).mean()))} "
-                f"of its rows and {pct(float((g0 == 0).mean()))} of the unscaled ones; total ‖∂L/∂Q‖ "
-                f"{fmt_sci(tot['none'])} unscaled vs {fmt_sci(tot['sqrt'])}.")
+                f"gets no gradient at all (its rows are saturated too); ≈ 0 (round-off or less) for "
+                f"{pct(float((ref < floor).mean()))} of its rows and {pct(float((g0 < floor).mean()))} of the unscaled "
+                f"ones; total ‖∂L/∂Q‖ "
+                f"{sci(tot['none'])} unscaled vs {sci(tot['sqrt'])}.")
     starved = float((g0 < STARVED * med).mean())
     text = (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): unscaled, "
             f"{pct(starved)} of rows get less than 1/{1 / STARVED:.0f} of the 1/√d_k median; "
-            f"median row {fmt_sci(np.median(g0))} vs {fmt_sci(med)}, while the total ‖∂L/∂Q‖ is "
-            f"{fmt_sci(tot['none'])} vs {fmt_sci(tot['sqrt'])}")
+            f"median row {sci(np.median(g0))} vs {sci(med)}, while the total ‖∂L/∂Q‖ is "
+            f"{sci(tot['none'])} vs {sci(tot['sqrt'])}")
     if tot["none"] > tot["sqrt"]:
         text += " (larger: ∂L/∂q = scale · (∂L/∂z) k, and the rows still passing gradient carry scale 1, not 1/√d_k)"
     if rule not in ("none", "sqrt"):
-        text += f". With {RULE_LABELS[rule]}: median {fmt_sci(np.median(norms[rule]))}, total {fmt_sci(tot[rule])}"
+        text += f". With {RULE_LABELS[rule]}: median {sci(np.median(norms[rule]))}, total {sci(tot[rule])}"
     return text + "."
 
 

@@ -144,12 +144,13 @@ class LabState(param.Parameterized):
                 "overflow": not np.isfinite(np.asarray(logits, dtype=np.float64)).all(),
                 "nan_rows": int((~np.isfinite(w64)).any(axis=-1).sum()),
                 "scale": sc.logit_scale(d_k, rule, **knobs),
-                "grad": {"norms": norms,
+                "grad": {"norms": norms, "floor": _round_off(q, k, v, g, rule, **knobs),
                          "median": float(np.median(norms)) if finite else float("nan"),
                          "total": float(np.sqrt((norms ** 2).sum())) if finite else float("nan"),
                          "starved": int((norms < claims.STARVED * ref).sum()) if finite and ref > 0 else None},
             }
-            sides[side]["stats"].update(grad_median=sides[side]["grad"]["median"],
+            sides[side]["stats"].update(grad_floor=sides[side]["grad"]["floor"],
+                                        grad_median=sides[side]["grad"]["median"],
                                         grad_total=sides[side]["grad"]["total"],
                                         grad_starved=sides[side]["grad"]["starved"])
         text = claims.verdict(sides, n=n, d_k=d_k, dtype=self.dtype, rho=self.rho, causal=self.causal)
@@ -238,6 +239,23 @@ class LabState(param.Parameterized):
 
 
 verdict = claims.verdict
+
+
+def _round_off(q, k, v, g, rule: str, *, alpha: float, temperature: float) -> float:
+    """Size below which a row's ||dL/dq|| is round-off in q's dtype, shown as "≈ 0": eps times the size
+    the row's gradient has when its softmax is not saturated, |scale| max|G V^T| max|k| n (over min|q|
+    under QK-norm, whose backward divides by |q|). A saturated row's true gradient (1e-60) comes out
+    as anything below that, and differs between numpy builds (1e-19 here, 1e-22 in Pyodide)."""
+    q64, k64 = (np.asarray(a, dtype=np.float64) for a in (q, k))
+    if rule == "qknorm":
+        k64 = k64 / np.maximum(np.linalg.norm(k64, axis=-1, keepdims=True), 1e-300)
+    size = abs(sc.logit_scale(q64.shape[-1], rule, alpha=alpha, temperature=temperature))
+    with np.errstate(all="ignore"):
+        size *= float(np.abs(np.asarray(g, np.float64) @ np.asarray(v, np.float64).T).max())
+        size *= float(np.linalg.norm(k64, axis=-1).max()) * q64.shape[0] * 4
+        if rule == "qknorm":
+            size /= max(float(np.linalg.norm(q64, axis=-1).min()), 1e-300)
+    return float(np.finfo(np.asarray(q).dtype).eps) * size if np.isfinite(size) else 0.0
 
 
 def dot_histograms(d_k: int, *, sigma: float, rho: float, seed: int, rule: str, alpha: float, temperature: float,

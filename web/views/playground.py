@@ -113,8 +113,8 @@ class Playground(pn.viewable.Viewer):
                 f"<th scope='col'>{swatch(rule)}{RULE_LABELS[rule]}</th></tr>")
         body = "".join(
             f"<tr><th scope='row'>{name}<div class='sdpa-meaning'>{meaning}</div></th>"
-            f"<td>{html.escape(_cell(key, res['none']['stats'][key], n))}</td>"
-            f"<td>{html.escape(_cell(key, res['rule']['stats'][key], n))}</td></tr>"
+            f"<td>{html.escape(_cell(key, res['none']['stats'], n))}</td>"
+            f"<td>{html.escape(_cell(key, res['rule']['stats'], n))}</td></tr>"
             for name, key, meaning in readout_rows(n, causal))
         return (f"<table class='sdpa-readouts'><caption>Readouts, averaged over the {n} queries"
                 f"{' (causal mask)' if causal else ''}</caption>{head}{body}</table>")
@@ -145,12 +145,14 @@ class Playground(pn.viewable.Viewer):
             sizing_mode="stretch_width")
 
 
-def _cell(key: str, value, n: int) -> str:
-    """One readout cell: shares as percentages, gradients with their magnitude, counts as "k of n"."""
+def _cell(key: str, stats: dict, n: int) -> str:
+    """One readout cell: shares as percentages, gradients with their magnitude down to their round-off
+    size, counts as "k of n"."""
+    value = stats[key]
     if key == "saturated":
         return pct(value)
     if key == "grad_starved":
         return "–" if value is None else f"{value} of {n}"
     if key.startswith("grad_"):
-        return fmt_sci(value)
+        return fmt_sci(value, floor=stats.get("grad_floor", 0.0))
     return fmt(value)
