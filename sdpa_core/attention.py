@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from ._checks import float_array, real
-from .softmax import softmax_inplace
+from ._checks import FLOAT_DTYPES, _asarray, boolean, finite, float_array, no_nan_or_pos_inf, real
+from .softmax import compute_dtype, normalize_inplace, softmax_inplace
 
-__all__ = ["attention", "attention_backward", "matmul"]
+__all__ = ["attention", "attention_backward", "logits", "matmul"]
 
 
 def attention(q, k, v, *, scale=None, mask=None, causal=False):
@@ -23,13 +23,17 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
     Parameters
     ----------
     q, k, v : array_like of float, shapes (..., L, E), (..., S, E), (..., S, Ev)
-        Queries, keys and values; leading dims broadcast. Computed in their common
-        floating dtype, so float16 overflows (past 65504) exactly where real hardware would.
+        Queries, keys and values; leading dims broadcast. Every dim must be >= 1 (no empty
+        arrays) and every entry finite. Computed in their common floating dtype: in float16
+        the logits are rounded to half precision, so they overflow (past 65504) exactly where
+        real hardware would; the softmax and its sums then run in float32, as PyTorch's CPU
+        kernels do, and the results are rounded to half once.
     scale : float, optional
-        Multiplies the logits. ``None`` means ``1/sqrt(E)``; any finite float is used as given.
+        Multiplies the logits. ``None`` means ``1/sqrt(E)``; any finite real is used as given
+        (applied in float64 to q, then rounded to q's dtype).
     mask : array_like, optional
         Boolean (True = this query may attend to this key) or float (added to the scaled
-        logits; ``-inf`` forbids), broadcastable to (..., L, S).
+        logits; ``-inf`` forbids, NaN and ``+inf`` are refused), broadcastable to (..., L, S).
     causal : bool
         Query ``i`` attends to keys ``j <= i`` (top-left aligned, also when L != S).
         Combined with ``mask``, a key must be allowed by both.
@@ -39,7 +43,15 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
     out : ndarray (..., L, Ev)
     weights : ndarray (..., L, S)
         Each row sums to 1, or is all zeros when its query may attend to no key (its output
-        row is then zero too; no NaN, no warning).
+        row is then zero too; no NaN, no warning). A row whose logits overflowed to ``inf``
+        is NaN: the overflow shows instead of a wrong number.
+
+    Raises
+    ------
+    TypeError
+        Non-float q, k or v, a mask that is neither boolean nor float, a non-real scale.
+    ValueError
+        Empty or non-finite inputs, mismatched shapes, a non-finite scale.
 
     Notes
     -----
@@ -55,15 +67,21 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
            [0.33, 0.67]])
     """
     q, k, v, scale, allowed, bias = _prepare(q, k, v, scale, mask, causal)
-    weights = _weights(q, k, scale, allowed, bias)
-    return matmul(weights, v), weights
+    weights = _weights(q, k, scale, allowed, bias)          # (..., L, S) in compute_dtype
+    with np.errstate(over="ignore", invalid="ignore"):      # float16: results past 65504 round to inf
+        out = (weights @ v.astype(weights.dtype, copy=False)).astype(v.dtype, copy=False)
+        return out, weights.astype(q.dtype, copy=False)
 
 
 def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False):
     """Gradients of ``sum(attention(q, k, v, ...)[0] * grad_out)`` with respect to q, k and v.
 
-    Same arguments as :func:`attention`, plus ``grad_out`` of shape (..., L, Ev).
-    Returns ``(dq, dk, dv)`` with the shapes of q, k and v (broadcast dims summed back).
+    Same arguments as :func:`attention`, plus ``grad_out``: the output's shape (..., L, Ev), or
+    a shape that broadcasts to it without changing it (``(1, 1)`` or a scalar ``1.0`` means the
+    gradient of ``sum(out)``); finite. A grad_out that would broadcast the output to a larger
+    shape is refused: that is the gradient of a different loss.
+    Returns ``(dq, dk, dv)`` with the shapes of q, k and v (broadcast dims summed back), in
+    their dtype (float16 inputs: computed in float32, rounded once).
 
     Notes
     -----
@@ -77,29 +95,50 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
     Masked entries have ``W = 0``, so no gradient flows through them.
     """
     q, k, v, scale, allowed, bias = _prepare(q, k, v, scale, mask, causal)
-    grad_out = float_array(grad_out, "grad_out", min_ndim=2).astype(q.dtype, copy=False)
     out_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]) + (q.shape[-2], v.shape[-1])
+    grad_out = finite(float_array(grad_out, "grad_out", min_ndim=0), "grad_out", "its gradients would be too")
     try:
-        np.broadcast_shapes(grad_out.shape, out_shape)
+        fits = np.broadcast_shapes(grad_out.shape, out_shape) == out_shape
     except ValueError:
-        raise ValueError(f"grad_out must have the output's shape {out_shape}, got {grad_out.shape}") from None
-    w = _weights(q, k, scale, allowed, bias)
+        fits = False
+    if not fits:
+        raise ValueError(f"grad_out must have the output's shape {out_shape} (or broadcast to it), "
+                         f"got {grad_out.shape}")
+    w = _weights(q, k, scale, allowed, bias)                 # in compute_dtype: float32 for float16
+    dtype = q.dtype
+    q, k, v = (a.astype(w.dtype, copy=False) for a in (q, k, v))
+    g = np.broadcast_to(grad_out.astype(w.dtype, copy=False), out_shape)
     with np.errstate(over="ignore", invalid="ignore"):
-        dv = matmul(w.swapaxes(-1, -2), grad_out)
-        dz = matmul(grad_out, v.swapaxes(-1, -2))          # dW, then turned into dZ in place
+        dv = w.swapaxes(-1, -2) @ g
+        dz = g @ v.swapaxes(-1, -2)                         # dW, then turned into dZ in place
         dz -= np.einsum("...ij,...ij->...i", dz, w)[..., None]  # rowsum(W * dW) without an L x S temporary
         dz *= w                                             # dZ / scale: scale goes on the smaller products
-        dq = matmul(dz, k) * scale
-        dk = matmul(dz.swapaxes(-1, -2), q) * scale
-    return _unbroadcast(dq, q.shape), _unbroadcast(dk, k.shape), _unbroadcast(dv, v.shape)
+        dq = _times(dz @ k, scale)
+        dk = _times(dz.swapaxes(-1, -2) @ q, scale)
+        return tuple(_unbroadcast(d, a.shape).astype(dtype, copy=False) for d, a in ((dq, q), (dk, k), (dv, v)))
+
+
+def logits(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray:
+    """``(q * scale) @ k^T`` in q's dtype, as attention computes them (no checks): the product with
+    the scale is taken in float64 and rounded once, so a float16 q times 1e-8 is not 0 times q."""
+    return matmul(_times(q, scale), k.swapaxes(-1, -2))
+
+
+def _times(a: np.ndarray, scale: float) -> np.ndarray:
+    """``a * scale`` rounded once to a's dtype (numpy would first round the scale to float16/32)."""
+    if a.dtype == np.float64:
+        return a * scale
+    with np.errstate(over="ignore"):
+        return (a * np.float64(scale)).astype(a.dtype)
 
 
 def _prepare(q, k, v, scale, mask, causal):
-    """Validate once; return arrays in one float dtype, the scale, and the mask split into
-    a boolean ``allowed`` part and a float ``bias`` part (either None when unused)."""
-    q = float_array(q, "q", min_ndim=2)
-    k = float_array(k, "k", min_ndim=2)
-    v = float_array(v, "v", min_ndim=2)
+    """Validate once; return arrays in one float dtype, the scale as a Python float, and the mask
+    split into a boolean ``allowed`` part and a float ``bias`` part (either None when unused)."""
+    why = "attention of it would be meaningless"
+    q = finite(float_array(q, "q", min_ndim=2), "q", why)
+    k = finite(float_array(k, "k", min_ndim=2), "k", why)
+    v = finite(float_array(v, "v", min_ndim=2), "v", why)
     dtype = np.result_type(q, k, v)
     if not (q.dtype == k.dtype == v.dtype):
         q, k, v = (a.astype(dtype, copy=False) for a in (q, k, v))
@@ -115,42 +154,44 @@ def _prepare(q, k, v, scale, mask, causal):
     except ValueError:
         raise ValueError(f"the leading (batch) dims of q {q.shape}, k {k.shape} and v {v.shape} "
                          f"do not broadcast together") from None
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
+    causal = boolean(causal, "causal")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else real(scale, "scale")
     L, S = q.shape[-2], k.shape[-2]
     allowed = bias = None
     if mask is not None:
-        mask = np.asarray(mask)
-        try:
-            np.broadcast_shapes(mask.shape, batch + (L, S))
-        except ValueError:
-            raise ValueError(f"mask of shape {mask.shape} does not broadcast to (..., L, S) = "
-                             f"{batch + (L, S)}") from None
+        mask = _asarray(mask, "mask")
         if mask.dtype == bool:
             allowed = mask
-        elif mask.dtype.kind == "f":
-            bias = mask.astype(dtype, copy=False)
+        elif mask.dtype.type in FLOAT_DTYPES:
+            with np.errstate(over="ignore"):  # -1e300 for float32 logits is -inf: still "forbidden"
+                bias = no_nan_or_pos_inf(mask, "mask").astype(compute_dtype(dtype), copy=False)
         else:
-            raise TypeError(f"mask must be boolean (True = may attend) or float (added to the logits), "
+            raise TypeError(f"mask must be boolean (True = may attend) or float16/32/64 (added to the logits), "
                             f"got dtype {mask.dtype}")
+        try:
+            fits = np.broadcast_shapes(mask.shape, batch + (L, S)) == batch + (L, S)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"mask of shape {mask.shape} does not broadcast to (..., L, S) = "
+                             f"{batch + (L, S)}")
     if causal:
         tri = np.tri(L, S, dtype=bool)  # top-left aligned: key j allowed for query i when j <= i
         allowed = tri if allowed is None else allowed & tri
-    return q, k, v, np.asarray(scale, dtype=dtype), allowed, bias
+    return q, k, v, scale, allowed, bias
 
 
 def _weights(q, k, scale, allowed, bias):
-    """Attention weights. Unmasked inputs whose logits provably cannot overflow ``exp`` skip the
-    max-shift: one matmul, one in-place exp, one normalisation (see ``_exp_is_safe``)."""
+    """Attention weights in :func:`compute_dtype` (float32 for float16 q, k). Unmasked inputs whose
+    logits provably cannot overflow ``exp`` skip the max-shift: one matmul, one in-place exp, one
+    normalisation (see ``_exp_is_safe``)."""
     # Scaling q before the matmul (L*E multiplies instead of L*S) is what PyTorch's math path does too.
     with np.errstate(over="ignore", invalid="ignore"):
-        qs = q * scale
-        z = matmul(qs, k.swapaxes(-1, -2))
-        if bias is None and allowed is None and _exp_is_safe(qs, k):
+        qs = _times(q, scale)
+        z = matmul(qs, k.swapaxes(-1, -2)).astype(compute_dtype(q.dtype), copy=False)
+        if bias is None and allowed is None and _exp_is_safe(qs, k, z.dtype):
             np.exp(z, out=z)
-            z *= np.reciprocal(z.sum(axis=-1, keepdims=True))
-            return z
+            return normalize_inplace(z)
         if bias is not None:
             z = z + bias
         if allowed is not None:
@@ -158,20 +199,20 @@ def _weights(q, k, scale, allowed, bias):
         return softmax_inplace(z)  # a row with no allowed key becomes all zeros
 
 
-def _exp_is_safe(qs, k) -> bool:
-    """True when no logit can overflow ``exp`` or make every weight of a row underflow.
+def _exp_is_safe(qs, k, dtype) -> bool:
+    """True when no logit can overflow ``exp`` in ``dtype`` or make every weight of a row underflow.
 
     Cauchy-Schwarz: ``|qs_i . k_j| <= |qs_i| max_j |k_j| = b``. If ``b + log S`` stays well below
     the log of the dtype's largest number, ``exp(z)`` and its row sum are finite and every term is
     at least ``exp(-b)`` > 0, so the usual max-shift (which cancels exactly) can be skipped: two
     passes over the L x S logits saved for O((L + S) E) work. Typical scaled inputs pass;
-    unscaled large-d_k logits take the shifted path.
+    unscaled large-d_k logits take the shifted path. The norms are taken in float64 (a float16
+    square overflows past 256).
     """
-    limit = math.log(np.finfo(qs.dtype).max) - math.log(k.shape[-2]) - 2
-    qn = np.sqrt(np.einsum("...e,...e->...", qs, qs).max())
-    kn = np.sqrt(np.einsum("...e,...e->...", k, k).max())
-    bound = float(qn) * float(kn)
-    return bound < limit  # False for NaN too
+    limit = math.log(np.finfo(dtype).max) - math.log(k.shape[-2]) - 2
+    qn = math.sqrt(float(np.einsum("...e,...e->...", qs, qs, dtype=np.float64).max()))
+    kn = math.sqrt(float(np.einsum("...e,...e->...", k, k, dtype=np.float64).max()))
+    return qn * kn < limit  # False for inf and NaN too
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

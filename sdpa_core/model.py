@@ -20,9 +20,13 @@ import numpy as np
 from ._checks import integer, real
 from .attention import attention, attention_backward
 from .scaling import check_rule, logit_scale, qk_normalize, qk_normalize_backward
-from .softmax import log_softmax
+from .softmax import unchecked_log_softmax
 
 __all__ = ["TrainConfig", "Batch", "make_batch", "clear_example", "init_params", "loss_and_grads"]
+
+
+#: Cap on the numbers one training step holds per batch (keys, their projections, values).
+MAX_BATCH_NUMBERS = 2 ** 26
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,10 @@ class TrainConfig:
         real(self.lr, "lr", low=0.0, low_open=True, high=10.0)
         real(self.noise, "noise", low=0.0, high=100.0)
         integer(self.seed, "seed", low=0)
+        if self.batch * self.n_keys * (self.d_in + self.d_k + self.d_v) > MAX_BATCH_NUMBERS:
+            raise ValueError(f"batch * n_keys * (d_in + d_k + d_v) must be <= {MAX_BATCH_NUMBERS}, got "
+                             f"{self.batch * self.n_keys * (self.d_in + self.d_k + self.d_v)}: one step would "
+                             f"need gigabytes")
 
     @property
     def scale(self) -> float:
@@ -102,21 +110,26 @@ def init_params(rng: np.random.Generator, cfg: TrainConfig) -> dict[str, np.ndar
 def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool = True):
     """Mean cross-entropy over the batch, its gradients w.r.t. every parameter, and extras.
 
-    Returns ``(loss, grads, aux)``; ``aux`` has ``accuracy`` and ``weights`` (B, n).
+    Returns ``(loss, grads, aux)``; ``aux`` has ``accuracy`` and ``weights`` (B, n). ``grads`` is None
+    when not needed, or when the loss is not finite (a diverged run: no gradient would mean anything);
+    non-finite q, k or v (blown-up weights) give a NaN loss and NaN weights, as before the checks.
     """
     B = len(batch.target)
     q_raw = batch.query @ params["Wq"]                   # (B, 1, d_k)
     k_raw = batch.keys @ params["Wk"]                    # (B, n, d_k)
     v = params["Wv"][batch.labels]                       # (B, n, d_v)
+    if not all(np.isfinite(a).all() for a in (q_raw, k_raw, v)):  # blown-up weights: NaN loss, NaN map
+        nan = float("nan")
+        return nan, None, {"accuracy": nan, "weights": np.full((B, cfg.n_keys), nan)}
     qknorm = cfg.rule == "qknorm"
     q, k = (qk_normalize(q_raw), qk_normalize(k_raw)) if qknorm else (q_raw, k_raw)
     out, w = attention(q, k, v, scale=cfg.scale)         # (B, 1, d_v), (B, 1, n)
     logits = out[:, 0] @ params["Wo"]                    # (B, C)
     label = batch.labels[np.arange(B), batch.target]
-    logp = log_softmax(logits)
+    logp = unchecked_log_softmax(logits)                 # NaN when the run diverged: Trainer reports it
     loss = float(-logp[np.arange(B), label].mean())
     aux = {"accuracy": float((logits.argmax(axis=-1) == label).mean()), "weights": w[:, 0]}
-    if not need_grads:
+    if not need_grads or not math.isfinite(loss):
         return loss, None, aux
 
     dlogits = np.exp(logp)                               # softmax - onehot, / B

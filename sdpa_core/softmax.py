@@ -3,9 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import _axis, float_array
+from ._checks import _axis, float_array, no_nan_or_pos_inf
 
 __all__ = ["softmax", "log_softmax", "naive_softmax"]
+
+
+def compute_dtype(dtype) -> type:
+    """The dtype softmaxes and their row totals are computed in: float32 for float16 input (a total
+    of more than 65504 terms, or of a few large ones, would overflow half precision; PyTorch's CPU
+    kernels do the same), the input's own dtype otherwise. Results are rounded back once."""
+    return np.float32 if np.dtype(dtype) == np.float16 else np.dtype(dtype).type
 
 
 def softmax(x, axis: int = -1) -> np.ndarray:
@@ -14,40 +21,47 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     Parameters
     ----------
     x : array_like of float
-        Logits. ``-inf`` entries get probability 0; a slice that is entirely ``-inf``
-        (nothing to attend to) gives all zeros instead of NaN.
+        Logits, non-empty. ``-inf`` entries get probability 0; a slice that is entirely ``-inf``
+        (nothing to attend to) gives all zeros instead of NaN. NaN and ``+inf`` are refused
+        (ValueError): no probabilities would be right.
     axis : int
         Axis along which the probabilities sum to 1.
 
     Notes
     -----
     ``softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m)`` with ``m = max_j x_j``: the shift
-    cancels mathematically and keeps every exponent <= 0, so nothing overflows.
+    cancels mathematically and keeps every exponent <= 0, so nothing overflows. float16 input
+    is computed in float32 and rounded once, so 70000 equal logits give 1/70000 each, not 0.
 
     Examples
     --------
     >>> softmax(np.array([1000.0, 0.0])).round(3)
     array([1., 0.])
     """
-    x = float_array(x, "x")
-    _axis(x, axis, "x")
-    return softmax_inplace(x.copy(), axis)
+    x, axis = _logits(x, axis)
+    return softmax_inplace(x.astype(compute_dtype(x.dtype)), axis).astype(x.dtype, copy=False)
 
 
 def log_softmax(x, axis: int = -1) -> np.ndarray:
     """``log(softmax(x))`` computed as ``x - logsumexp(x)``, exact even where softmax underflows to 0.
 
-    A slice that is entirely ``-inf`` gives ``-inf`` everywhere.
+    A slice that is entirely ``-inf`` gives ``-inf`` everywhere; NaN and ``+inf`` are refused.
+    float16 input is computed in float32 and rounded once.
     """
-    x = float_array(x, "x")
-    _axis(x, axis, "x")
-    shifted = x - _finite_max(x, axis)
+    x, axis = _logits(x, axis)
+    return unchecked_log_softmax(x, axis)
+
+
+def unchecked_log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """:func:`log_softmax` without the checks: NaN and inf propagate (the model's loss shows divergence so)."""
+    shifted = x.astype(compute_dtype(x.dtype))
+    shifted -= _finite_max(shifted, axis)
     e = np.exp(shifted)
     # log(sum e) = log1p(sum of the others): the top term is exactly 1, so keep it out of the sum
     np.put_along_axis(e, np.argmax(shifted, axis=axis, keepdims=True), 0, axis=axis)
     with np.errstate(invalid="ignore"):
         shifted -= np.log1p(e.sum(axis=axis, keepdims=True))
-    return shifted
+    return shifted.astype(x.dtype, copy=False)
 
 
 def naive_softmax(x, axis: int = -1) -> np.ndarray:
@@ -55,12 +69,25 @@ def naive_softmax(x, axis: int = -1) -> np.ndarray:
 
     ``naive_softmax([1000.0, 0.0])`` is ``[nan, 0.]``: ``exp(1000)`` is ``inf`` in float64 and
     ``inf / inf`` is NaN. In float16 it already fails at ``x > 11.09`` (``exp(x) > 65504``).
+    Only the exponentials overflow on purpose: the total is accumulated like softmax's (float32
+    for float16 input). Input NaN and ``+inf`` are refused, as by :func:`softmax`.
     """
-    x = float_array(x, "x")
-    _axis(x, axis, "x")
+    x, axis = _logits(x, axis)
+    return naive_inplace(x.copy(), axis)
+
+
+def _logits(x, axis):
+    x = no_nan_or_pos_inf(float_array(x, "x"), "x")
+    return x, _axis(x, axis, "x")
+
+
+def naive_inplace(e: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Overwrite ``e`` with its naive (unshifted) softmax along ``axis`` (no checks; inf/NaN propagate)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        e = np.exp(x)
-        return e / e.sum(axis=axis, keepdims=True)
+        np.exp(e, out=e)
+        total = e.sum(axis=axis, keepdims=True, dtype=compute_dtype(e.dtype))
+        np.divide(e, total, out=e, casting="same_kind")
+    return e
 
 
 def _finite_max(x: np.ndarray, axis: int) -> np.ndarray:
@@ -78,7 +105,14 @@ def softmax_inplace(z: np.ndarray, axis: int = -1) -> np.ndarray:
     z -= _finite_max(z, axis)
     with np.errstate(invalid="ignore"):  # +inf - +inf only when the logits themselves overflowed
         np.exp(z, out=z)
-    total = z.sum(axis=axis, keepdims=True)
+    return normalize_inplace(z, axis)
+
+
+def normalize_inplace(e: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Divide the non-negative ``e`` in place by its totals along ``axis``, accumulated in
+    :func:`compute_dtype` (no overflow of float16 sums); all-zero slices stay zero."""
+    total = e.sum(axis=axis, keepdims=True, dtype=compute_dtype(e.dtype))
     total[total == 0] = 1
-    z *= np.reciprocal(total)
-    return z
+    with np.errstate(invalid="ignore"):  # NaN rows (overflowed logits) stay NaN
+        np.multiply(e, np.reciprocal(total), out=e, casting="same_kind")
+    return e
