@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._checks import integer, real
-from .attention import attention, attention_backward, matmul
-from .scaling import RULE_NAMES, check_rule, logit_scale, qk_normalize, qk_normalize_backward
-from .softmax import naive_softmax, softmax
-from .stats import SATURATION, jacobian_norm
+from ._checks import (_asarray, boolean, finite, float_array, float_dtype, generator, integer, names,
+                      probabilities, real)
+from .attention import attention, attention_backward, logits as attention_logits, matmul
+from .scaling import (MAX_D_K as MAX_SCALE_D_K, RULE_NAMES, check_rule, logit_scale, qk_normalize,
+                      qk_normalize_backward, rule_name)
+from .softmax import naive_inplace, softmax_inplace
+from .stats import SATURATION, jacobian_norm_from, rows_jacobian_norm
 
 __all__ = ["POW2_D_K", "METRICS", "FLOAT16_MAX", "draw_qkv", "rule_attention", "rule_gradients",
            "query_gradient_norms", "upstream_gradient", "row_stats", "sample_gram", "sweep", "Sweep", "dot_samples",
@@ -30,6 +32,8 @@ METRICS = ("logit_std", "entropy", "max_weight", "effective_support", "saturated
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
 MAX_D_K = 65536
 MAX_WORK = 2 ** 26  # cap on samples * n * n * len(d_ks) * len(rules): no setting can freeze a tab
+MAX_ENTRIES = 2 ** 24  # cap on the numbers in one drawn matrix (n * d_k): 128 MiB of float64
+MAX_FLOPS = 2 ** 32    # cap on the multiply-adds of query_gradient_norms and precision_sweep (seconds, not hours)
 
 
 def _common(sigma, rho, seed):
@@ -45,12 +49,18 @@ def draw_qkv(n, d_k, *, sigma=1.0, rho=0.0, seed=0, dtype=np.float64):
     """
     n = integer(n, "n", low=1, high=4096)
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
+    _entries(n, d_k, "n * d_k")
     sigma, rho, rng = _common(sigma, rho, seed)
-    if np.dtype(dtype).type not in (np.float16, np.float32, np.float64):
-        raise TypeError(f"dtype must be float16, float32 or float64, got {dtype!r}")
+    dtype = float_dtype(dtype)
     q, k = _draw_qk(rng, n, d_k, sigma, rho)
     v = sigma * rng.standard_normal((n, d_k))
-    return tuple(a.astype(dtype) for a in (q, k, v))
+    with np.errstate(over="ignore"):  # float16 holds at most 65504: larger draws are inf, as they would be
+        return tuple(a.astype(dtype) for a in (q, k, v))
+
+
+def _entries(a: int, b: int, what: str) -> None:
+    if a * b > MAX_ENTRIES:
+        raise ValueError(f"{what} must be <= {MAX_ENTRIES}, got {a * b}: that matrix would not fit in memory")
 
 
 def _draw_qk(rng, n, d_k, sigma, rho):
@@ -61,17 +71,23 @@ def _draw_qk(rng, n, d_k, sigma, rho):
 def rule_attention(q, k, v, rule, *, alpha=0.5, temperature=0.1, causal=False):
     """Attention of (n, d_k) q, k, v under a page-level rule; returns ``(out, weights, logits)``.
 
-    ``logits`` are the scaled scores before masking (what the softmax sees), in q's dtype.
+    ``logits`` are the scaled scores before masking (what the softmax sees), in q's dtype
+    (float16 logits past 65504 are inf).
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
-    q, k = np.asarray(q), np.asarray(k)
+    q, k = _vectors(q, "q"), _vectors(k, "k")
     if rule == "qknorm":
         q, k = qk_normalize(q), qk_normalize(k)
     scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
     out, weights = attention(q, k, v, scale=scale, causal=causal)
+    q, k = (a.astype(weights.dtype, copy=False) for a in (q, k))  # the common dtype attention used
     with np.errstate(over="ignore", invalid="ignore"):
-        logits = (q * np.asarray(scale, q.dtype)) @ k.swapaxes(-1, -2)
-    return out, weights, logits
+        return out, weights, attention_logits(q, k, scale)
+
+
+def _vectors(x, name: str) -> np.ndarray:
+    """q or k of a rule: checked here, so a message names q or k rather than qk_normalize's x."""
+    return finite(float_array(x, name, min_ndim=2), name, "attention of it would be meaningless")
 
 
 def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal=False):
@@ -82,7 +98,7 @@ def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causa
     Shapes: q, k (n, d_k), v (n, d_v), grad_out (n, d_v).
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
-    q, k = np.asarray(q), np.asarray(k)
+    q, k = _vectors(q, "q"), _vectors(k, "k")
     qn, kn = (qk_normalize(q), qk_normalize(k)) if rule == "qknorm" else (q, k)
     scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
     dq, dk, dv = attention_backward(qn, kn, v, grad_out, scale=scale, causal=causal)
@@ -100,13 +116,18 @@ def query_gradient_norms(n, d_k, rules=RULE_NAMES, *, reps=1, sigma=1.0, rho=0.0
     (what :func:`upstream_gradient` returns). Returns ``rule -> (reps * n,)`` norms, rows in order.
     """
     n = integer(n, "n", low=2, high=512)
+    d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
     reps = integer(reps, "reps", low=1, high=1024)
-    rules = tuple(rules)
-    for r in rules:
-        check_rule(r, alpha=alpha, temperature=temperature)
+    rules = names(rules, "rules", rule_name)
+    check_rule(rules[0], alpha=alpha, temperature=temperature)
+    seed = integer(seed, "seed", low=0)
+    _common(sigma, rho, seed)
+    causal = boolean(causal, "causal")
+    if reps * len(rules) * n * n * d_k > MAX_FLOPS:
+        raise ValueError(f"too much work: reps * len(rules) * n * n * d_k must be <= {MAX_FLOPS}")
     out = {r: [] for r in rules}
     for i in range(reps):
-        s = integer(seed, "seed", low=0) + i
+        s = seed + i
         q, k, v = draw_qkv(n, d_k, sigma=sigma, rho=rho, seed=s)
         g = upstream_gradient(n, v.shape[-1], seed=s)
         for r in rules:
@@ -118,37 +139,64 @@ def query_gradient_norms(n, d_k, rules=RULE_NAMES, *, reps=1, sigma=1.0, rho=0.0
 def upstream_gradient(n, d_v, *, seed=0, dtype=np.float64) -> np.ndarray:
     """The fixed upstream gradient ``dL/dout`` (n, d_v) the page uses: N(0, 1) entries, drawn from
     ``default_rng([seed, 1])`` (a stream of its own, so q, k, v of the same seed are unchanged)."""
-    n, d_v = integer(n, "n", low=1), integer(d_v, "d_v", low=1)
+    n, d_v = integer(n, "n", low=1, high=4096), integer(d_v, "d_v", low=1, high=MAX_D_K)
+    _entries(n, d_v, "n * d_v")
+    dtype = float_dtype(dtype)
     return np.random.default_rng([integer(seed, "seed", low=0), 1]).standard_normal((n, d_v)).astype(dtype)
 
 
 def row_stats(weights, logits, visible=None) -> dict[str, float]:
     """The page's readouts for one attention matrix, averaged over query rows.
 
-    Rows with no allowed key (all-zero weights) are left out. ``visible`` (boolean, like the
-    logits) limits the logit std to the scores the softmax can see (e.g. under a causal mask).
-    Non-finite logits (float16 overflow) give an infinite logit_std; NaN weights make every
-    weight statistic NaN.
+    ``weights`` (..., L, S) and ``logits`` are float arrays of the same shape; finite weight rows
+    must be probabilities (as for :func:`sdpa_core.entropy`). Rows with no allowed key (all-zero
+    weights) are left out; at least one row must be left. ``visible`` (boolean, the logits' shape,
+    selecting at least one) limits the logit std to the scores the softmax can see (e.g. under a
+    causal mask). Non-finite logits (float16 overflow) give an infinite logit_std; NaN or inf
+    weights (the rows of overflowed logits) make every weight statistic NaN.
     """
-    w = np.asarray(weights, dtype=np.float64)
-    z = np.asarray(logits, dtype=np.float64)
-    z = z[np.asarray(visible, dtype=bool)] if visible is not None else z
-    logit_std = float(z.std()) if np.isfinite(z).all() else float("inf")
+    w = float_array(weights, "weights")
+    z = float_array(logits, "logits")
+    if w.shape != z.shape:
+        raise ValueError(f"weights and logits must have the same shape, got {w.shape} and {z.shape}")
+    if visible is not None:
+        visible = _asarray(visible, "visible")
+        if visible.dtype != bool:
+            raise TypeError(f"visible must be a boolean array (True = the softmax sees that logit), "
+                            f"got dtype {visible.dtype}")
+        if visible.shape != z.shape:
+            raise ValueError(f"visible must have the logits' shape {z.shape}, got {visible.shape}")
+        if not visible.any():
+            raise ValueError("visible selects no logit: at least one must be True")
+        z = z[visible]
+    logit_std = _spread(z)
     live = ~(w == 0).all(axis=-1)
+    if not live.any():
+        raise ValueError("weights has no row with an allowed key (every row is all zeros): nothing to average")
     w = w[live]
     if not np.isfinite(w).all():
         return {**dict.fromkeys(METRICS, float("nan")), "logit_std": logit_std}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ent = -np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(axis=-1)
+    w = probabilities(w, "weights").astype(np.float64)      # finite rows must be probabilities
     top = w.max(axis=-1)
+    ent = -(w * np.log(np.where(w > 0, w, 1))).sum(axis=-1)
     return {
         "logit_std": logit_std,
         "entropy": float(ent.mean()),
         "max_weight": float(top.mean()),
         "effective_support": float(np.exp(ent).mean()),
         "saturated": float((top > SATURATION).mean()),
-        "jacobian_norm": float(jacobian_norm(w).mean()),
+        "jacobian_norm": float(rows_jacobian_norm(w).mean()),
     }
+
+
+def _spread(z: np.ndarray) -> float:
+    """Std of all of z in float64, inf if any is not finite; scaled by max|z| first, so logits
+    near float64's limit (1e200) do not overflow when squared."""
+    z = z.astype(np.float64, copy=False)
+    if not np.isfinite(z).all():
+        return float("inf")
+    peak = float(np.abs(z).max())
+    return peak * float((z / peak).std()) if peak > 0 else 0.0
 
 
 def sample_gram(d_k, p, m, rng) -> np.ndarray:
@@ -156,7 +204,14 @@ def sample_gram(d_k, p, m, rng) -> np.ndarray:
 
     For d_k >= p: Bartlett, ``G = A A^T`` with A lower-triangular, ``A_ii^2 ~ chi^2(d_k - i)``
     and ``A_ij ~ N(0, 1)`` below the diagonal. Otherwise the vectors are drawn directly.
+    ``d_k`` in [1, 65536], ``p`` and ``m`` >= 1 with ``m * p * p <= 2**26``, ``rng`` a numpy Generator.
     """
+    d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
+    p = integer(p, "p", low=1, high=4096)
+    m = integer(m, "m", low=1, high=MAX_WORK)
+    if m * p * p > MAX_WORK:
+        raise ValueError(f"m * p * p must be <= {MAX_WORK}, got {m * p * p}: too many Gram entries to draw")
+    rng = generator(rng)
     if d_k < p:
         x = rng.standard_normal((m, p, d_k))
         return x @ x.swapaxes(-1, -2)
@@ -200,14 +255,12 @@ def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0
     >>> bool(s.mean["entropy"]["none"][1] < s.mean["entropy"]["sqrt"][1])
     True
     """
-    d_ks = np.asarray([integer(int(d) if isinstance(d, np.integer) else d, "d_k", low=1, high=MAX_D_K)
-                       for d in np.atleast_1d(d_ks)])
+    d_ks = _d_ks(d_ks)
     n = integer(n, "n", low=2, high=512)
     samples = integer(samples, "samples", low=2, high=100_000)
-    rules = tuple(rules)
-    for r in rules:
-        _, alpha, temperature = check_rule(r, alpha=alpha, temperature=temperature)
-    if samples * n * n * len(d_ks) * max(len(rules), 1) > MAX_WORK:
+    rules = names(rules, "rules", rule_name)
+    _, alpha, temperature = check_rule(rules[0], alpha=alpha, temperature=temperature)
+    if samples * n * n * len(d_ks) * len(rules) > MAX_WORK:
         raise ValueError(f"sweep too large: samples*n*n*len(d_ks)*len(rules) must stay <= {MAX_WORK}")
     sigma, rho, rng = _common(sigma, rho, seed)
     c = math.sqrt(1 - rho * rho)
@@ -229,14 +282,18 @@ def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0
         first.setdefault(key[r], r)
     distinct = list(first.values())
     z = np.empty((n, len(distinct)) + keys_first.shape[1:], dtype=np.float32)  # (n_keys, R, D, samples, n_q)
+    logit_std = np.empty((len(distinct),) + keys_first.shape[1:3])            # (R, D, samples), float64
+    dots_std = _pooled_std(keys_first)                                        # (D, samples), unit scale
     for i, r in enumerate(distinct):
         if r == "qknorm":
             qq = _diag(gqq)                                                   # (D, samples, n)
             kn = np.sqrt(rho * rho * qq + 2 * rho * c * _diag(gqz) + c * c * zz)
             cos = keys_first / np.maximum(np.moveaxis(kn, -1, 0)[..., None] * np.sqrt(qq)[None], 1e-300)
-        np.multiply(cos if r == "qknorm" else keys_first, factors[r][:, None, None], out=z[:, i],
-                    casting="same_kind")
-    stats = _matrix_stats(z)                                                  # metric -> (R, D, samples)
+        base = cos if r == "qknorm" else keys_first
+        np.multiply(base, factors[r][:, None, None], out=z[:, i], casting="same_kind")
+        # the spread is exact in float64: |factor| * std of the unscaled dots (z may hold 1e-40 as 0)
+        logit_std[i] = np.abs(factors[r])[:, None] * (_pooled_std(base) if r == "qknorm" else dots_std)
+    stats = {"logit_std": logit_std, **_matrix_stats(z)}                     # metric -> (R, D, samples)
 
     out = Sweep(d_k=d_ks, rules=rules, mean={m: {} for m in METRICS}, spread={m: {} for m in METRICS})
     for m, vals in stats.items():
@@ -245,8 +302,25 @@ def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0
             i = distinct.index(first[key[r]])
             out.mean[m][r], out.spread[m][r] = mean[i], spread[i]
     for r in rules:
-        out.theory_logit_std[r] = np.abs(scales[r]) * _theory_std(d_ks.astype(float), sigma, rho, n, r == "qknorm")
+        qknorm = r == "qknorm"
+        unit = _theory_std(d_ks.astype(float), rho, n, qknorm)
+        out.theory_logit_std[r] = np.abs(scales[r]) * unit if qknorm else np.abs(scales[r]) * sigma * unit * sigma
     return out
+
+
+def _d_ks(d_ks, high: int = MAX_D_K) -> np.ndarray:
+    """A non-empty 1-d int array of d_k values in [1, high]."""
+    d = _asarray(d_ks, "d_ks")
+    if d.ndim > 1 or d.size == 0:
+        raise ValueError(f"d_ks must be one d_k or a flat list of them, got shape {d.shape}")
+    return np.asarray([integer(x.item() if isinstance(x, np.generic) else x, "d_ks: each d_k", low=1, high=high)
+                       for x in np.atleast_1d(d)])
+
+
+def _pooled_std(x: np.ndarray) -> np.ndarray:
+    """Std over keys and queries of x laid out (n_keys, D, samples, n_q): (D, samples)."""
+    mean = x.mean(axis=(0, -1))
+    return np.sqrt(np.maximum((x * x).mean(axis=(0, -1)) - mean * mean, 0))
 
 
 def _rule_scales(d_ks: np.ndarray, rule: str, alpha: float, temperature: float) -> np.ndarray:
@@ -293,27 +367,31 @@ def _qz_dots(d_ks, n, m, rng):
 
 
 def _matrix_stats(zs: np.ndarray) -> dict[str, np.ndarray]:
-    """Metrics of logits laid out keys-first, (n_keys, ..., n_queries), each averaged over the
-    queries: (...). Overwrites ``zs``."""
-    mean = zs.mean(axis=(0, -1))
-    logit_std = np.sqrt(np.maximum((zs * zs).mean(axis=(0, -1)) - mean * mean, 0))
+    """Softmax metrics of logits laid out keys-first, (n_keys, ..., n_queries), each averaged over
+    the queries: (...). Overwrites ``zs``."""
     zs -= zs.max(axis=0)
     p = np.exp(zs)
     total = p.sum(axis=0)
     p *= 1 / total
-    ent = np.log(total) - np.multiply(p, zs, out=zs).sum(axis=0)   # H = log s - sum p (z - max)
-    pp = np.multiply(p, p, out=zs)                                   # zs's buffer is free again
-    p2 = pp.sum(axis=0)
-    pp *= p
-    p3 = pp.sum(axis=0)
-    jac = np.sqrt(np.maximum(p2 - 2 * p3 + p2 * p2, 0))
     top = 1 / total                                  # the top weight is exp(0) / s
+    below = zs < 0                                   # every key but the top one(s)
+    twins = (zs.shape[0] - np.count_nonzero(below, axis=0) - 1).astype(zs.dtype)  # ties with the top
+    ent = np.log(total) - np.multiply(p, zs, out=zs).sum(axis=0)   # H = log s - sum p (z - max)
+    others = np.multiply(p, below, out=zs)           # zs's buffer is free again
+    rest = others.sum(axis=0) + twins * top          # 1 - top, without its round-off when top ~ 1
+    # the others relative to (at least) their sum, <= 1: their squares and cubes cannot underflow
+    r = np.maximum(rest, np.finfo(zs.dtype).tiny)
+    rel = np.multiply(others, 1 / r, out=others)
+    rel2 = np.multiply(rel, rel, out=p)              # p's buffer is free too
+    t = top / r * (twins > 0)                        # a twin relative to the sum, <= 1
+    v2 = rel2.sum(axis=0) + twins * t * t
+    v3 = np.multiply(rel2, rel, out=rel2).sum(axis=0) + twins * t * t * t
+    jac = jacobian_norm_from(top, top * rest, r, v2, v3)   # no cancellation for saturated rows (see stats)
     return {
-        "logit_std": logit_std,
         "entropy": ent.mean(axis=-1),
         "max_weight": top.mean(axis=-1),
         "effective_support": np.exp(ent).mean(axis=-1),
-        "saturated": (top > SATURATION).mean(axis=-1),
+        "saturated": (top > np.float64(SATURATION)).mean(axis=-1),   # not 0.99 rounded to float32
         "jacobian_norm": jac.mean(axis=-1),
     }
 
@@ -327,15 +405,35 @@ def theory_logit_std(d_k, *, sigma=1.0, rho=0.0, n=16, scale=1.0, qknorm=False) 
     vectors make the spread grow like d_k rather than sqrt(d_k). With ``qknorm`` the vectors are
     unit length: the large-d_k limit (sigma^2 = 1/d_k) is used.
     """
-    d = float(integer(d_k, "d_k", low=1))
+    d = float(integer(d_k, "d_k", low=1, high=MAX_SCALE_D_K))
     sigma = real(sigma, "sigma", low=0.0, low_open=True)
-    std = _theory_std(np.array([d]), sigma, real(rho, "rho", low=0.0, high=1.0), integer(n, "n", low=1), qknorm)
-    return abs(real(scale, "scale")) * float(std[0])
+    rho = real(rho, "rho", low=0.0, high=1.0)
+    n = integer(n, "n", low=1, high=MAX_SCALE_D_K)
+    scale = real(scale, "scale")
+    qknorm = boolean(qknorm, "qknorm")
+    unit = float(_theory_std(np.array([d]), rho, n, qknorm)[0])
+    factors = (abs(scale), unit) if qknorm else (abs(scale), sigma, unit, sigma)  # std is proportional to sigma^2
+    try:
+        return _product(factors)
+    except OverflowError:
+        raise ValueError(f"the logit std for d_k={d_k}, sigma={sigma:g}, scale={scale:g} exceeds float64's "
+                         f"range (1.8e308): make sigma or scale smaller") from None
 
 
-def _theory_std(d: np.ndarray, sigma: float, rho: float, n: int, qknorm: bool) -> np.ndarray:
-    """Unscaled pooled logit std for an array of d_k (arguments already checked)."""
-    s2 = 1.0 / d if qknorm else np.full_like(d, sigma * sigma)
+def _product(xs) -> float:
+    """The product of non-negative floats without overflow or underflow on the way (mantissas and
+    exponents multiplied apart); OverflowError only if the product itself exceeds float64."""
+    mant, exp = 1.0, 0
+    for x in xs:
+        m, e = math.frexp(x)
+        mant, exp = mant * m, exp + e
+    return math.ldexp(mant, exp)
+
+
+def _theory_std(d: np.ndarray, rho: float, n: int, qknorm: bool) -> np.ndarray:
+    """Unscaled pooled logit std for an array of d_k (arguments already checked) at sigma = 1; for
+    other sigma multiply by sigma^2 (QK-norm's unit vectors do not depend on sigma)."""
+    s2 = 1.0 / d if qknorm else np.ones_like(d)
     off_var = d * s2 * s2
     diag_mean = rho * d * s2
     diag_var = (1 + rho * rho) * d * s2 * s2
@@ -377,8 +475,10 @@ def precision_sweep(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, seed=0) -> Preci
     The same float64 draws are rounded to each dtype, so only the arithmetic differs; the vectors
     are nested (each d_k uses the first d_k coordinates of one draw at the largest d_k).
     """
-    d_ks = np.asarray([integer(int(d), "d_k", low=1, high=MAX_D_K) for d in np.atleast_1d(d_ks)])
+    d_ks = _d_ks(d_ks)
     n = integer(n, "n", low=2, high=256)
+    if 2 * n * n * int(d_ks.sum()) * len(DTYPES) > MAX_FLOPS:
+        raise ValueError(f"too much work: 6 * n * n * sum(d_ks) must be <= {MAX_FLOPS}")
     sigma, rho, _ = _common(sigma, rho, seed)
     # logits[dtype][order]: (D, n, n), one (n x n) matrix per d_k, each computed in its dtype
     logits = {name: {o: np.empty((len(d_ks), n, n), t) for o in ORDERS} for name, t in DTYPES.items()}
@@ -399,8 +499,8 @@ def precision_sweep(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, seed=0) -> Preci
         for order, z in logits[name].items():
             res.max_abs_logit[name][order] = np.abs(z.astype(np.float64)).max(axis=(1, 2))
             res.nonfinite_rows[name][order] = {}
-            for kind, fn in (("naive", naive_softmax), ("stable", softmax)):
+            for kind, fn in (("naive", naive_inplace), ("stable", softmax_inplace)):
                 with np.errstate(over="ignore", invalid="ignore"):
-                    w = fn(z)
+                    w = fn(z.copy())  # unchecked: overflowed (inf) logits are what this counts
                 res.nonfinite_rows[name][order][kind] = (~np.isfinite(w)).any(axis=-1).mean(axis=-1)
     return res
