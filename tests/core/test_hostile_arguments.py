@@ -1,0 +1,258 @@
+"""Every public function refuses hostile arguments with a ValueError or TypeError naming the argument.
+
+Hostile: 0, negative, huge ints (2**4000), floats where ints are needed (d_k = 3.5), NaN, inf, bools,
+strings, None, complex, empty arrays, wrong shapes and wrong dtypes. Each argument gets a strategy that
+only draws values it must refuse; the other arguments stay valid. No other exception (ZeroDivisionError,
+OverflowError, IndexError, numpy's internal messages) and no RuntimeWarning may come out.
+"""
+import math
+import re
+import warnings
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import sdpa_core as sc
+
+HUGE = 2 ** 4000
+NOT_NUMBERS = [None, "abc", "", "1", 1j, [], [1, 2], {}, object(), np.array([1.0, 2.0])]
+BOOLS = [True, False, np.True_]
+
+
+# ---- strategies: values each kind of argument must refuse ----------------------------------------------
+def bad_int(low=None, high=None):
+    """Anything but an int in [low, high]: out-of-range ints (huge ones too), floats (even 2.0), bools, text."""
+    outside = []
+    if low is not None:
+        outside += [st.integers(max_value=low - 1), st.just(low - 1), st.just(-HUGE)]
+    if high is not None:
+        outside += [st.integers(min_value=high + 1), st.just(high + 1), st.just(HUGE)]
+    return st.one_of(*outside, st.floats(allow_nan=True, allow_infinity=True), st.just(3.5), st.just(np.float64(4.0)),
+                     st.sampled_from(BOOLS + NOT_NUMBERS), st.text(max_size=5))
+
+
+def bad_real(low=None, high=None, low_open=False):
+    """Anything but a finite real in [low, high] (or (low, high]): NaN, inf, out-of-range, huge ints, bools, text."""
+    def outside(x):
+        return (not math.isfinite(x) or (low is not None and (x <= low if low_open else x < low))
+                or (high is not None and x > high))
+    ints = [st.integers(min_value=2 ** 1024), st.integers(max_value=-2 ** 1024)]  # no float holds them
+    if low is not None:
+        ints.append(st.integers(max_value=math.ceil(low) if low_open and low == int(low) else math.ceil(low) - 1))
+    if high is not None:
+        ints.append(st.integers(min_value=math.floor(high) + 1))
+    return st.one_of(st.floats(allow_nan=True, allow_infinity=True).filter(outside), *ints,
+                     st.sampled_from([HUGE, -HUGE, float("nan"), float("inf"), -float("inf")]),
+                     st.sampled_from(BOOLS + NOT_NUMBERS), st.text(max_size=5))
+
+
+def bad_bool():
+    return st.one_of(st.integers(), st.floats(), st.sampled_from(NOT_NUMBERS), st.text(max_size=5),
+                     st.just(np.array([True])))
+
+
+def bad_rule():
+    return st.one_of(st.text(max_size=8).filter(lambda s: s not in sc.RULE_NAMES), st.integers(), st.floats(),
+                     st.sampled_from([None, True, b"sqrt", ["sqrt"], ("sqrt",), "SQRT", " sqrt"]))
+
+
+def bad_rules():
+    return st.one_of(st.sampled_from(["sqrt", "none", "", (), [], ["bogus"], ("sqrt", "cube"), [None], [1.0],
+                                      None, 5, 3.5, True]), st.text(max_size=5))
+
+
+def bad_axis(ndim):
+    return st.one_of(st.integers(min_value=ndim), st.integers(max_value=-ndim - 1), st.just(HUGE),
+                     st.floats(), st.sampled_from([True, None, "0", 1j, np.float64(0.0), [0]]))
+
+
+def bad_dtype():
+    return st.sampled_from([int, "int8", np.int32, bool, np.complex128, "float128" if hasattr(np, "float128") else "U3",
+                            None, True, "abc", 3, object, np.longdouble if np.dtype(np.longdouble).itemsize > 8 else str])
+
+
+WRONG_DTYPES = (np.int64, np.int8, np.uint8, bool, np.complex128, "U3", object, np.longdouble)
+
+
+def bad_array(shape, *, nan_ok=False, neg_inf_ok=False, dtypes=WRONG_DTYPES, scalars=(None, "abc", 3, 2.5, HUGE, True, np.float64(1.0)),
+              extra=()):
+    """Arrays (or things that are not) a float argument of ``shape`` must refuse: wrong dtypes, wrong
+    ranks, empty, NaN/inf (unless ``nan_ok``; only NaN/+inf if ``neg_inf_ok``: logits may be -inf),
+    and scalars, text, ragged lists."""
+    wrong_dtype = st.sampled_from([np.ones(shape, dtype=t) for t in dtypes if np.dtype(t).itemsize <= 8
+                                   or np.dtype(t).kind != "f" or np.dtype(t) != np.float64])
+    empty = st.sampled_from([np.zeros(s) for s in [(0,), (0,) + tuple(shape[1:]), tuple(shape[:-1]) + (0,),
+                                                   (0, 0)]])
+    options = [wrong_dtype, empty, st.sampled_from(list(scalars) + [[[1.0, 2.0], [3.0]], {"a": 1}])]
+    if not nan_ok:
+        options.append(hnp.arrays(np.float64, st.just(shape),
+                                  elements=st.sampled_from([1.0, float("nan"), float("inf"), -float("inf")]))
+                       .filter(lambda a: not (a < np.inf).all() if neg_inf_ok else not np.isfinite(a).all()))
+    options += [st.just(x) for x in extra]
+    return st.one_of(*options)
+
+
+def bad_probs(shape):
+    """Not rows of probabilities: negative, rows summing to 2 ([1, 1]) or 0.5, plus every bad array."""
+    def unnormalised(a):
+        s = a.sum(-1)
+        return bool(((np.abs(s - 1) > 0.05) & (s != 0)).any() or (a < 0).any())
+    rows = hnp.arrays(np.float64, st.just(shape), elements=st.floats(-2, 2)).filter(unnormalised)
+    return st.one_of(bad_array(shape), rows, st.just(np.ones(shape)), st.just(np.full(shape, -1.0 / shape[-1])))
+
+
+def bad_rng():
+    return st.sampled_from([0, None, "abc", np.random.RandomState(0), 1.5, True, np.random])
+
+
+def A(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def P(*shape):
+    return sc.softmax(A(*shape, seed=1))
+
+
+@dataclass
+class Fn:
+    """A public callable, valid keyword arguments, and a strategy of hostile values per argument."""
+    call: object
+    valid: dict
+    hostile: dict
+
+
+CFG = sc.TrainConfig(d_k=4, n_keys=3, n_classes=2, d_in=3, d_v=2, batch=2)
+ATT = dict(q=A(3, 4), k=A(5, 4, seed=1), v=A(5, 2, seed=2))
+ATT_BAD = {
+    "q": bad_array((3, 4), extra=[A(3, 5), A(4), A(2, 3, 5)]),
+    "k": bad_array((5, 4), extra=[A(5, 3), A(4)]),
+    "v": bad_array((5, 2), extra=[A(4, 2), A(2)]),
+    "scale": bad_real().filter(lambda x: x is not None),   # None means 1/sqrt(E)
+    "mask": bad_array((3, 5), nan_ok=True, dtypes=[t for t in WRONG_DTYPES if t is not bool],
+                      scalars=("abc", 3, HUGE), extra=[np.ones((3, 4), bool), np.ones((2, 3, 6), bool),
+                                                      np.full((3, 5), np.nan), np.full((3, 5), np.inf),
+                                                      np.ones((4, 3, 5), bool)]),
+    "causal": bad_bool(),
+}
+GRAD_SCALARS = (None, "abc", 3, HUGE, True, float("nan"))  # a float scalar is a valid grad_out (d sum(out))
+RULE_BAD = {"rule": bad_rule(), "alpha": bad_real(0.0, 4.0), "temperature": bad_real(1e-6, 1e6)}
+SAMPLING_BAD = {"sigma": bad_real(0.0, 1e3, low_open=True), "rho": bad_real(0.0, 1.0), "seed": bad_int(0)}
+
+FUNCTIONS = {
+    "attention": Fn(sc.attention, ATT, ATT_BAD),
+    "attention_backward": Fn(sc.attention_backward, {**ATT, "grad_out": A(3, 2, seed=4)},
+                             {**ATT_BAD, "grad_out": bad_array((3, 2), scalars=GRAD_SCALARS, extra=[A(3, 3), A(4, 3, 2), A(2, 1)])}),
+    "softmax": Fn(sc.softmax, {"x": A(2, 3)}, {"x": bad_array((2, 3), neg_inf_ok=True), "axis": bad_axis(2)}),
+    "log_softmax": Fn(sc.log_softmax, {"x": A(2, 3)}, {"x": bad_array((2, 3), neg_inf_ok=True), "axis": bad_axis(2)}),
+    "naive_softmax": Fn(sc.naive_softmax, {"x": A(2, 3)}, {"x": bad_array((2, 3), neg_inf_ok=True),
+                                                            "axis": bad_axis(2)}),
+    "scale_for": Fn(sc.scale_for, {"d_k": 64, "rule": "sqrt"},
+                    {"d_k": bad_int(1, 2 ** 53),
+                     "rule": st.one_of(bad_real(0.0, 4.0).filter(lambda x: not isinstance(x, str)),
+                                       st.sampled_from(["cube", "", "SQRT", None, True, b"sqrt"]))}),
+    "logit_scale": Fn(sc.logit_scale, {"d_k": 64, "rule": "qknorm"}, {"d_k": bad_int(1, 2 ** 53), **RULE_BAD}),
+    "check_rule": Fn(sc.check_rule, {"rule": "sqrt"}, RULE_BAD),
+    "qk_normalize": Fn(sc.qk_normalize, {"x": A(3, 4)}, {"x": bad_array((3, 4)), "eps": bad_real(0.0, 1.0, low_open=True)}),
+    "entropy": Fn(sc.entropy, {"p": P(3, 4)}, {"p": bad_probs((3, 4)), "axis": bad_axis(2)}),
+    "entropy_from_logits": Fn(sc.entropy_from_logits, {"logits": A(3, 4)},
+                              {"logits": bad_array((3, 4)), "axis": bad_axis(2)}),
+    "effective_support": Fn(sc.effective_support, {"p": P(3, 4)}, {"p": bad_probs((3, 4)), "axis": bad_axis(2)}),
+    "max_weight": Fn(sc.max_weight, {"p": P(3, 4)}, {"p": bad_probs((3, 4)), "axis": bad_axis(2)}),
+    "saturated": Fn(sc.saturated, {"p": P(3, 4)},
+                    {"p": bad_probs((3, 4)), "axis": bad_axis(2), "threshold": bad_real(0.0, 1.0)}),
+    "softmax_jacobian": Fn(sc.softmax_jacobian, {"p": P(3, 4)},
+                           {"p": st.one_of(bad_probs((3, 4)), st.just(np.full((2, 2 ** 14), 2.0 ** -14)))}),
+    "jacobian_norm": Fn(sc.jacobian_norm, {"p": P(3, 4)}, {"p": bad_probs((3, 4))}),
+    "draw_qkv": Fn(sc.draw_qkv, {"n": 4, "d_k": 8},
+                   {"n": bad_int(1, 4096), "d_k": st.one_of(bad_int(1, 65536)), **SAMPLING_BAD, "dtype": bad_dtype()}),
+    "rule_attention": Fn(sc.rule_attention, {**ATT, "rule": "qknorm"},
+                         {**{a: ATT_BAD[a] for a in ("q", "k", "v", "causal")}, **RULE_BAD}),
+    "rule_gradients": Fn(sc.rule_gradients, {**ATT, "grad_out": A(3, 2, seed=4), "rule": "qknorm"},
+                         {**{a: ATT_BAD[a] for a in ("q", "k", "v", "causal")}, **RULE_BAD,
+                          "grad_out": bad_array((3, 2), scalars=GRAD_SCALARS, extra=[A(3, 3)])}),
+    "query_gradient_norms": Fn(sc.query_gradient_norms, {"n": 4, "d_k": 8, "rules": ("sqrt",)},
+                               {"n": bad_int(2, 512), "d_k": bad_int(1, 65536), "rules": bad_rules(),
+                                "reps": bad_int(1, 1024), **SAMPLING_BAD, "alpha": bad_real(0.0, 4.0),
+                                "temperature": bad_real(1e-6, 1e6), "causal": bad_bool()}),
+    "upstream_gradient": Fn(sc.upstream_gradient, {"n": 4, "d_v": 3},
+                            {"n": bad_int(1, 4096), "d_v": bad_int(1, 65536), "seed": bad_int(0), "dtype": bad_dtype()}),
+    "row_stats": Fn(sc.row_stats, {"weights": P(3, 4), "logits": A(3, 4)},
+                    {"weights": st.one_of(bad_probs((3, 4)).filter(lambda a: not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (3, 4) and not np.isfinite(a).all())),
+                                          st.just(np.zeros((3, 4))), st.just(P(3, 5))),
+                     "logits": bad_array((3, 4), nan_ok=True, extra=[A(4, 3)]),
+                     "visible": st.one_of(bad_array((3, 4), nan_ok=True, dtypes=[np.float64, np.int64, "U3"],
+                                                    scalars=("abc", 3, True)),
+                                          st.just(np.ones((3, 4))), st.just(np.zeros((3, 4), bool)),
+                                          st.just(np.ones((4, 3), bool)))}),
+    "sample_gram": Fn(sc.sample_gram, {"d_k": 8, "p": 2, "m": 3, "rng": np.random.default_rng(0)},
+                      {"d_k": bad_int(1, 65536), "p": bad_int(1, 4096), "m": bad_int(1, 2 ** 26), "rng": bad_rng()}),
+    "sweep": Fn(sc.sweep, {"d_ks": [4, 16], "rules": ("sqrt", "qknorm"), "n": 4, "samples": 2},
+                {"d_ks": st.one_of(st.lists(bad_int(1, 65536), min_size=1, max_size=3),
+                                   st.sampled_from([0, -4, HUGE, 3.5, float("nan"), True, [[4, 8]], [4, [8]]]),
+                                   st.sampled_from([[], np.array([[4, 8]]), None, "abc", np.array([4.0, 8.0])])),
+                 "rules": bad_rules(), "n": bad_int(2, 512), "samples": bad_int(2, 100_000),
+                 **SAMPLING_BAD, "alpha": bad_real(0.0, 4.0), "temperature": bad_real(1e-6, 1e6)}),
+    "dot_samples": Fn(sc.dot_samples, {"d_k": 8, "m": 5},
+                      {"d_k": bad_int(1, 65536), "m": bad_int(1, 1_000_000), **SAMPLING_BAD}),
+    "theory_logit_std": Fn(sc.theory_logit_std, {"d_k": 64},
+                           {"d_k": bad_int(1, 2 ** 53), "sigma": bad_real(0.0, low_open=True), "rho": bad_real(0.0, 1.0),
+                            "n": bad_int(1, 2 ** 53), "scale": bad_real(), "qknorm": bad_bool()}),
+    "precision_sweep": Fn(sc.precision_sweep, {"d_ks": [4, 16], "n": 4},
+                          {"d_ks": st.one_of(st.lists(bad_int(1, 65536), min_size=1, max_size=3),
+                                             st.sampled_from([[], None, "abc", [4.5]])),
+                           "n": bad_int(2, 256), **SAMPLING_BAD}),
+    "TrainConfig": Fn(sc.TrainConfig, {}, {
+        "d_k": bad_int(1, 4096), "rule": bad_rule(), "alpha": bad_real(0.0, 4.0), "temperature": bad_real(1e-6, 1e6),
+        "n_keys": bad_int(2, 256), "n_classes": bad_int(2, 256), "d_in": bad_int(1, 1024), "d_v": bad_int(1, 1024),
+        "batch": bad_int(1, 4096), "lr": bad_real(0.0, 10.0, low_open=True), "noise": bad_real(0.0, 100.0),
+        "seed": bad_int(0)}),
+    "Trainer": Fn(sc.Trainer, {"config": CFG}, {"config": st.sampled_from([None, {}, "sqrt", 1, CFG.__dict__])}),
+    "train": Fn(sc.train, {"config": CFG, "steps": 1},
+                {"config": st.sampled_from([None, {}, "sqrt", 1]), "steps": bad_int(0, 1_000_000)}),
+}
+
+CASES = [(name, arg) for name, fn in FUNCTIONS.items() for arg in fn.hostile]
+
+
+def test_every_public_function_is_covered():
+    """Each public callable in sdpa_core.__all__ has hostile cases for each of its arguments."""
+    import inspect
+    public = {n for n in sc.__all__ if callable(getattr(sc, n))}
+    public -= {"Sweep", "PrecisionSweep", "StepResult"}  # result containers, built by the library
+    assert public == set(FUNCTIONS)
+    for name, fn in FUNCTIONS.items():
+        if name == "TrainConfig":
+            params = {f.name for f in fields(sc.TrainConfig)}
+        else:
+            params = set(inspect.signature(fn.call).parameters)
+        assert params == set(fn.hostile), name
+
+
+def _named(message: str, arg: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(arg)}(?![A-Za-z0-9_])", message) is not None
+
+
+@pytest.mark.parametrize("name,arg", CASES, ids=[f"{n}-{a}" for n, a in CASES])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_hostile_argument_is_refused_with_its_name(name, arg, data):
+    fn = FUNCTIONS[name]
+    value = data.draw(fn.hostile[arg], label=arg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no RuntimeWarning may escape either
+        with pytest.raises((ValueError, TypeError)) as info:
+            fn.call(**{**fn.valid, arg: value})
+    assert type(info.value) in (ValueError, TypeError), repr(info.value)
+    assert _named(str(info.value), arg), (name, arg, str(info.value))
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_valid_arguments_pass(name):
+    """The baseline each hostile case starts from is itself valid: the refusal is the hostile value's."""
+    fn = FUNCTIONS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fn.call(**fn.valid)
