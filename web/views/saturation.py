@@ -141,7 +141,7 @@ class Saturation(pn.viewable.Viewer):
                     "thicker and the dashed vertical line marks the current d_k. Click a legend entry to hide a rule."),
             self.grad_note,
             self.grad_fig,
-caption("‖∂L/∂qᵢ‖ of about 256 query rows (several draws at the current n) for one fixed random upstream "
+caption("‖∂L/∂qᵢ‖ of about 128 query rows (several draws at the current n) for one fixed random upstream "
                     "gradient, sorted from largest to smallest, on a log axis. A saturated row passes almost no "
                     "gradient (its softmax Jacobian is nearly 0). For independent q and k at large d_k that is most "
                     "rows without scaling, while the rows that still learn carry the unscaled factor, so the total "
