@@ -142,6 +142,15 @@ def generator(rng, name: str = "rng") -> np.random.Generator:
     return rng
 
 
+def d_k_values(d_ks, high: int, name: str = "d_ks") -> np.ndarray:
+    """A non-empty 1-d int array of d_k values in [1, high]: one d_k or a flat list of them."""
+    d = _asarray(d_ks, name)
+    if d.ndim > 1 or d.size == 0:
+        raise ValueError(f"{name} must be one d_k or a flat list of them, got shape {d.shape}")
+    return np.asarray([integer(x.item() if isinstance(x, np.generic) else x, f"{name}: each d_k", low=1, high=high)
+                       for x in np.atleast_1d(d)])
+
+
 def names(rules, name: str, check) -> tuple:
     """A non-empty tuple of rule names (not a bare string, which would be split into letters)."""
     if isinstance(rules, str):

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._checks import (_asarray, boolean, finite, float_array, float_dtype, generator, integer, names,
+from ._checks import (_asarray, boolean, d_k_values, finite, float_array, float_dtype, generator, integer, names,
                       probabilities, real)
 from .attention import attention, attention_backward, logits as attention_logits, matmul
-from .scaling import (MAX_D_K as MAX_SCALE_D_K, RULE_NAMES, check_rule, logit_scale, qk_normalize,
-                      qk_normalize_backward, rule_name)
+from .scaling import (MAX_D_K as MAX_SCALE_D_K, RULE_NAMES, RULES, check_rule, logit_scale, pooled_dot_std, product,
+                      qk_normalize, qk_normalize_backward, rule_name)
 from .softmax import naive_inplace, softmax_inplace
 from .stats import SATURATION, jacobian_norm_from, rows_jacobian_norm
 
@@ -76,7 +76,7 @@ def rule_attention(q, k, v, rule, *, alpha=0.5, temperature=0.1, causal=False):
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     q, k = _vectors(q, "q"), _vectors(k, "k")
-    if rule == "qknorm":
+    if RULES[rule].normalizes:
         q, k = qk_normalize(q), qk_normalize(k)
     scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
     out, weights = attention(q, k, v, scale=scale, causal=causal)
@@ -92,17 +92,18 @@ def _vectors(x, name: str) -> np.ndarray:
 
 def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal=False):
     """Gradients of ``sum(out * grad_out)`` for :func:`rule_attention`, with respect to the raw
-    q, k and v: ``(dq, dk, dv)``. The rule's scale is inside (chain rule), and for "qknorm" the
-    gradient also passes back through the normalisation of q and k.
+    q, k and v: ``(dq, dk, dv)``. The rule's scale is inside (chain rule), and for a rule that
+    normalises q and k ("qknorm") the gradient also passes back through the normalisation.
 
     Shapes: q, k (n, d_k), v (n, d_v), grad_out (n, d_v).
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     q, k = _vectors(q, "q"), _vectors(k, "k")
-    qn, kn = (qk_normalize(q), qk_normalize(k)) if rule == "qknorm" else (q, k)
+    normalizes = RULES[rule].normalizes
+    qn, kn = (qk_normalize(q), qk_normalize(k)) if normalizes else (q, k)
     scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
     dq, dk, dv = attention_backward(qn, kn, v, grad_out, scale=scale, causal=causal)
-    if rule == "qknorm":
+    if normalizes:
         dq, dk = qk_normalize_backward(q, dq), qk_normalize_backward(k, dk)
     return dq, dk, dv
 
@@ -255,7 +256,7 @@ def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0
     >>> bool(s.mean["entropy"]["none"][1] < s.mean["entropy"]["sqrt"][1])
     True
     """
-    d_ks = _d_ks(d_ks)
+    d_ks = d_k_values(d_ks, MAX_D_K)
     n = integer(n, "n", low=2, high=512)
     samples = integer(samples, "samples", low=2, high=100_000)
     rules = names(rules, "rules", rule_name)
@@ -264,70 +265,57 @@ def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0
         raise ValueError(f"sweep too large: samples*n*n*len(d_ks)*len(rules) must stay <= {MAX_WORK}")
     sigma, rho, rng = _common(sigma, rho, seed)
     c = math.sqrt(1 - rho * rho)
-    scales = {r: _rule_scales(d_ks, r, alpha, temperature) for r in rules}   # r -> (D,)
+    d = d_ks.astype(float)
+    spec = {r: RULES[r] for r in rules}
+    # each rule's factor on its base, for every d_k: the unit-variance dots (times sigma^2), or the
+    # cosines for a rule that normalises q and k (sigma plays no part there)
+    factors = {r: spec[r]._scales(d, alpha, temperature) * (1.0 if spec[r].normalizes else sigma * sigma)
+               for r in rules}                                               # r -> (D,)
 
     # dot products of unit-variance q and z for every d_k at once: (D, samples, n, n) and (D, samples, n)
     gqq, gqz, zz = _qz_dots(d_ks, n, samples, rng)
     dots = gqz if rho == 0 else rho * gqq + c * gqz                          # q_i . k_j / sigma^2
-    cos = None
     # Keys axis first, so the softmax reductions over keys are elementwise ops on big contiguous
     # arrays (several times faster than numpy's reductions over a short last axis); float32 is
     # plenty for plotted statistics and halves the cost of every pass.
     keys_first = np.ascontiguousarray(np.moveaxis(dots, -1, 0))               # (n_keys, D, samples, n_q)
-    # Rules with identical scales (e.g. "alpha" at alpha = 0.5 and "sqrt") are computed once.
-    factors = {r: scales[r] if r == "qknorm" else scales[r] * (sigma * sigma) for r in rules}
-    key = {r: "qknorm" if r == "qknorm" else factors[r].tobytes() for r in rules}
-    first = {}                                                                 # key -> first rule with it
+    bases = {False: (keys_first, _pooled_std(keys_first))}                    # normalizes -> (base, its std)
+    # Rules with the same base and (to a few ulps) the same factors, e.g. "alpha" at alpha = 0.5 and
+    # "sqrt", are computed once.
+    distinct, same = [], {}                                                   # same: rule -> index in distinct
     for r in rules:
-        first.setdefault(key[r], r)
-    distinct = list(first.values())
+        same[r] = next((i for i, o in enumerate(distinct) if spec[o].normalizes == spec[r].normalizes
+                        and np.allclose(factors[o], factors[r], rtol=1e-15, atol=0)), len(distinct))
+        if same[r] == len(distinct):
+            distinct.append(r)
     z = np.empty((n, len(distinct)) + keys_first.shape[1:], dtype=np.float32)  # (n_keys, R, D, samples, n_q)
     logit_std = np.empty((len(distinct),) + keys_first.shape[1:3])            # (R, D, samples), float64
-    dots_std = _pooled_std(keys_first)                                        # (D, samples), unit scale
     for i, r in enumerate(distinct):
-        if r == "qknorm":
+        if spec[r].normalizes and True not in bases:
             qq = _diag(gqq)                                                   # (D, samples, n)
             kn = np.sqrt(rho * rho * qq + 2 * rho * c * _diag(gqz) + c * c * zz)
             cos = keys_first / np.maximum(np.moveaxis(kn, -1, 0)[..., None] * np.sqrt(qq)[None], 1e-300)
-        base = cos if r == "qknorm" else keys_first
+            bases[True] = (cos, _pooled_std(cos))
+        base, base_std = bases[spec[r].normalizes]
         np.multiply(base, factors[r][:, None, None], out=z[:, i], casting="same_kind")
-        # the spread is exact in float64: |factor| * std of the unscaled dots (z may hold 1e-40 as 0)
-        logit_std[i] = np.abs(factors[r])[:, None] * (_pooled_std(base) if r == "qknorm" else dots_std)
+        # the spread is exact in float64: |factor| * std of the unscaled base (z may hold 1e-40 as 0)
+        logit_std[i] = np.abs(factors[r])[:, None] * base_std
     stats = {"logit_std": logit_std, **_matrix_stats(z)}                     # metric -> (R, D, samples)
 
     out = Sweep(d_k=d_ks, rules=rules, mean={m: {} for m in METRICS}, spread={m: {} for m in METRICS})
     for m, vals in stats.items():
         mean, spread = vals.mean(axis=-1), vals.std(axis=-1)
         for r in rules:
-            i = distinct.index(first[key[r]])
-            out.mean[m][r], out.spread[m][r] = mean[i], spread[i]
+            out.mean[m][r], out.spread[m][r] = mean[same[r]], spread[same[r]]
     for r in rules:
-        qknorm = r == "qknorm"
-        unit = _theory_std(d_ks.astype(float), rho, n, qknorm)
-        out.theory_logit_std[r] = np.abs(scales[r]) * unit if qknorm else np.abs(scales[r]) * sigma * unit * sigma
+        out.theory_logit_std[r] = spec[r]._theory_logit_std(d, sigma, rho, n, alpha, temperature)
     return out
-
-
-def _d_ks(d_ks, high: int = MAX_D_K) -> np.ndarray:
-    """A non-empty 1-d int array of d_k values in [1, high]."""
-    d = _asarray(d_ks, "d_ks")
-    if d.ndim > 1 or d.size == 0:
-        raise ValueError(f"d_ks must be one d_k or a flat list of them, got shape {d.shape}")
-    return np.asarray([integer(x.item() if isinstance(x, np.generic) else x, "d_ks: each d_k", low=1, high=high)
-                       for x in np.atleast_1d(d)])
 
 
 def _pooled_std(x: np.ndarray) -> np.ndarray:
     """Std over keys and queries of x laid out (n_keys, D, samples, n_q): (D, samples)."""
     mean = x.mean(axis=(0, -1))
     return np.sqrt(np.maximum((x * x).mean(axis=(0, -1)) - mean * mean, 0))
-
-
-def _rule_scales(d_ks: np.ndarray, rule: str, alpha: float, temperature: float) -> np.ndarray:
-    """``logit_scale`` for every d_k at once (arguments already checked)."""
-    d = d_ks.astype(float)
-    exponent = {"none": 0.0, "sqrt": 0.5, "linear": 1.0, "alpha": alpha}.get(rule)
-    return np.full_like(d, 1 / temperature) if rule == "qknorm" else d ** -exponent
 
 
 def _diag(a: np.ndarray) -> np.ndarray:
@@ -402,8 +390,13 @@ def theory_logit_std(d_k, *, sigma=1.0, rho=0.0, n=16, scale=1.0, qknorm=False) 
     Off-diagonal pairs: mean 0, variance ``d_k sigma^4`` (the classic ``Var(q.k) = d_k
     sigma_q^2 sigma_k^2``). The n matched pairs ``q_i . k_i = rho |q_i|^2 + sqrt(1-rho^2) q_i . z_i``
     have mean ``rho d_k sigma^2`` and variance ``(1 + rho^2) d_k sigma^4``, which is why aligned
-    vectors make the spread grow like d_k rather than sqrt(d_k). With ``qknorm`` the vectors are
-    unit length: the large-d_k limit (sigma^2 = 1/d_k) is used.
+    vectors make the spread grow like d_k rather than sqrt(d_k). With ``qknorm`` the logits are
+    cosines (q and k normalised): variance 1/d_k off the diagonal, and mean rho and variance
+    ``(1 - rho^2)^2 / d_k`` for the matched pairs (large-d_k limit); sigma plays no part.
+    ``Rule.theory_logit_std`` gives the same for every d_k of a list at once, with a rule's own scale.
+
+    >>> theory_logit_std(64, scale=1 / 8)
+    1.0
     """
     d = float(integer(d_k, "d_k", low=1, high=MAX_SCALE_D_K))
     sigma = real(sigma, "sigma", low=0.0, low_open=True)
@@ -411,35 +404,12 @@ def theory_logit_std(d_k, *, sigma=1.0, rho=0.0, n=16, scale=1.0, qknorm=False) 
     n = integer(n, "n", low=1, high=MAX_SCALE_D_K)
     scale = real(scale, "scale")
     qknorm = boolean(qknorm, "qknorm")
-    unit = float(_theory_std(np.array([d]), rho, n, qknorm)[0])
-    factors = (abs(scale), unit) if qknorm else (abs(scale), sigma, unit, sigma)  # std is proportional to sigma^2
-    try:
-        return _product(factors)
-    except OverflowError:
+    unit = pooled_dot_std(np.array([d]), rho, n, unit=qknorm)
+    std = float((product(abs(scale), unit) if qknorm else product(abs(scale), sigma, unit, sigma))[0])
+    if not math.isfinite(std):
         raise ValueError(f"the logit std for d_k={d_k}, sigma={sigma:g}, scale={scale:g} exceeds float64's "
-                         f"range (1.8e308): make sigma or scale smaller") from None
-
-
-def _product(xs) -> float:
-    """The product of non-negative floats without overflow or underflow on the way (mantissas and
-    exponents multiplied apart); OverflowError only if the product itself exceeds float64."""
-    mant, exp = 1.0, 0
-    for x in xs:
-        m, e = math.frexp(x)
-        mant, exp = mant * m, exp + e
-    return math.ldexp(mant, exp)
-
-
-def _theory_std(d: np.ndarray, rho: float, n: int, qknorm: bool) -> np.ndarray:
-    """Unscaled pooled logit std for an array of d_k (arguments already checked) at sigma = 1; for
-    other sigma multiply by sigma^2 (QK-norm's unit vectors do not depend on sigma)."""
-    s2 = 1.0 / d if qknorm else np.ones_like(d)
-    off_var = d * s2 * s2
-    diag_mean = rho * d * s2
-    diag_var = (1 + rho * rho) * d * s2 * s2
-    mean = diag_mean / n
-    second = (diag_var + diag_mean ** 2) / n + off_var * (n - 1) / n
-    return np.sqrt(np.maximum(second - mean * mean, 0.0))
+                         f"range (1.8e308): make sigma or scale smaller")
+    return std
 
 
 def dot_samples(d_k, m, *, sigma=1.0, rho=0.0, seed=0) -> np.ndarray:
@@ -475,7 +445,7 @@ def precision_sweep(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, seed=0) -> Preci
     The same float64 draws are rounded to each dtype, so only the arithmetic differs; the vectors
     are nested (each d_k uses the first d_k coordinates of one draw at the largest d_k).
     """
-    d_ks = _d_ks(d_ks)
+    d_ks = d_k_values(d_ks, MAX_D_K)
     n = integer(n, "n", low=2, high=256)
     if 2 * n * n * int(d_ks.sum()) * len(DTYPES) > MAX_FLOPS:
         raise ValueError(f"too much work: 6 * n * n * sum(d_ks) must be <= {MAX_FLOPS}")

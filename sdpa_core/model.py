@@ -19,7 +19,7 @@ import numpy as np
 
 from ._checks import integer, real
 from .attention import attention, attention_backward
-from .scaling import check_rule, logit_scale, qk_normalize, qk_normalize_backward
+from .scaling import RULES, check_rule, logit_scale, qk_normalize, qk_normalize_backward
 from .softmax import unchecked_log_softmax
 
 __all__ = ["TrainConfig", "Batch", "make_batch", "clear_example", "init_params", "loss_and_grads"]
@@ -33,7 +33,7 @@ MAX_BATCH_NUMBERS = 2 ** 26
 class TrainConfig:
     """Everything a run depends on. Two configs that differ only in ``rule`` see the same data and init."""
     d_k: int = 64           # query/key width: the quantity the scaling rule must compensate
-    rule: str = "sqrt"      # "none" | "sqrt" | "linear" | "alpha" | "qknorm"
+    rule: str = "sqrt"      # a name in sdpa_core.RULES: "none" | "sqrt" | "linear" | "alpha" | "qknorm" | ...
     alpha: float = 0.5      # exponent for rule "alpha": scale = d_k**-alpha
     temperature: float = 0.1  # for rule "qknorm": logits = cos(q, k) / temperature
     n_keys: int = 8         # keys per example (the sequence length)
@@ -121,8 +121,8 @@ def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool =
     if not all(np.isfinite(a).all() for a in (q_raw, k_raw, v)):  # blown-up weights: NaN loss, NaN map
         nan = float("nan")
         return nan, None, {"accuracy": nan, "weights": np.full((B, cfg.n_keys), nan)}
-    qknorm = cfg.rule == "qknorm"
-    q, k = (qk_normalize(q_raw), qk_normalize(k_raw)) if qknorm else (q_raw, k_raw)
+    normalizes = RULES[cfg.rule].normalizes             # QK-norm: attention sees unit q and k
+    q, k = (qk_normalize(q_raw), qk_normalize(k_raw)) if normalizes else (q_raw, k_raw)
     out, w = attention(q, k, v, scale=cfg.scale)         # (B, 1, d_v), (B, 1, n)
     logits = out[:, 0] @ params["Wo"]                    # (B, C)
     label = batch.labels[np.arange(B), batch.target]
@@ -138,7 +138,7 @@ def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool =
     grads = {"Wo": out[:, 0].T @ dlogits}
     dout = (dlogits @ params["Wo"].T)[:, None, :]        # (B, 1, d_v)
     dq, dk, dv = attention_backward(q, k, v, dout, scale=cfg.scale)
-    if qknorm:
+    if normalizes:
         dq, dk = qk_normalize_backward(q_raw, dq), qk_normalize_backward(k_raw, dk)
     grads["Wq"] = batch.query.reshape(B, -1).T @ dq.reshape(B, -1)
     grads["Wk"] = batch.keys.reshape(-1, cfg.d_in).T @ dk.reshape(-1, cfg.d_k)

@@ -1,18 +1,25 @@
-"""The scaling rules compared on the page: what multiplies q.k before the softmax."""
+"""The scaling rules compared on the page: what multiplies q.k before the softmax.
+
+Each rule is one :class:`Rule` in :data:`RULES`: its scale as a function of d_k (vectorised), and
+whether q and k are L2-normalised first (QK-norm). The closed-form spread of its logits follows from
+those two (:meth:`Rule.theory_logit_std`, :meth:`Rule.pair_theory`). Adding a rule is one entry in
+``RULES``: every function that takes a ``rule`` (``sweep``, ``rule_attention``, ``rule_gradients``,
+``query_gradient_norms``, ``TrainConfig``) then accepts it.
+"""
 from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from ._checks import finite, float_array, integer, real
+from ._checks import boolean, d_k_values, finite, float_array, integer, real
 
-__all__ = ["RULES", "RULE_NAMES", "scale_for", "logit_scale", "check_rule", "rule_name", "qk_normalize",
-           "qk_normalize_backward"]
+__all__ = ["Rule", "RULES", "RULE_NAMES", "RULE_LABELS", "scale_for", "logit_scale", "check_rule", "rule_name",
+           "qk_normalize", "qk_normalize_backward"]
 
-#: Rule names accepted by :func:`scale_for`; a float ``alpha`` (scale ``d_k**-alpha``) is accepted too.
-RULES = ("none", "sqrt", "linear")
 #: d_k up to 2**53 (every integer a float64 holds exactly) and alpha in [0, 4] keep ``d_k**-alpha``
 #: within float64's range (>= 2**-212), so no scale silently rounds to 0 or overflows.
 MAX_D_K = 2 ** 53
@@ -20,6 +27,133 @@ ALPHA_RANGE = (0.0, 4.0)
 #: QK-norm's temperature: its logits are cos / temperature, so 1e-6 gives at most 1e6 (float32 sweeps
 #: stay finite) and 1e6 makes every logit 0 to within 1e-6.
 TEMPERATURE_RANGE = (1e-6, 1e6)
+#: The knobs a rule's scale may read, each checked against its range by :func:`check_rule`.
+KNOBS = ("alpha", "temperature")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One scaling rule: the factor on ``q . k`` as a function of d_k, and whether q and k are normalised.
+
+    Parameters
+    ----------
+    name : str
+        Its key in :data:`RULES`, and what functions taking ``rule=`` accept.
+    label : str
+        How a reader names it ("1/√d_k"): plain text, shown by the page.
+    scale : callable
+        ``scale(d_k, alpha, temperature) -> ndarray``: the factor for every entry of the float array
+        ``d_k`` at once (arguments already checked); it must be finite and non-zero.
+    normalizes : bool
+        True when q and k are divided by their length first (QK-norm, Henry et al. 2020): the factor
+        then multiplies ``cos(q, k)``, whatever sigma is.
+    knobs : tuple of str
+        Which of ``"alpha"`` and ``"temperature"`` ``scale`` reads (the page disables the others).
+
+    Examples
+    --------
+    >>> RULES["sqrt"].scales([64, 256]).tolist()
+    [0.125, 0.0625]
+    >>> Rule("quarter", "d_k^-1/4", lambda d, alpha, temperature: d ** -0.25).scales(16).tolist()
+    [0.5]
+    """
+    name: str
+    label: str
+    scale: Callable[[np.ndarray, float, float], np.ndarray]
+    normalizes: bool = False
+    knobs: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        for field_name in ("name", "label"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str) or not value.strip():
+                raise TypeError(f"{field_name} must be a non-empty string, got {type(value).__name__} {value!r}")
+        if not callable(self.scale):
+            raise TypeError(f"scale must be a function scale(d_k, alpha, temperature), got "
+                            f"{type(self.scale).__name__} {self.scale!r}")
+        boolean(self.normalizes, "normalizes")
+        if not isinstance(self.knobs, tuple) or not set(self.knobs) <= set(KNOBS):
+            raise TypeError(f"knobs must be a tuple naming some of {KNOBS}, got {self.knobs!r}")
+
+    def scales(self, d_ks, *, alpha=0.5, temperature=0.1) -> np.ndarray:
+        """The factor for one d_k or each of a flat list (1 <= d_k <= 2**53): a float64 array (D,)."""
+        d = d_k_values(d_ks, MAX_D_K).astype(np.float64)
+        alpha, temperature = _knobs(alpha, temperature)
+        return self._scales(d, alpha, temperature)
+
+    def _scales(self, d: np.ndarray, alpha: float, temperature: float) -> np.ndarray:
+        """:meth:`scales` of checked arguments; the factor must be finite and non-zero."""
+        s = np.broadcast_to(np.asarray(self.scale(d, alpha, temperature), dtype=np.float64), d.shape)
+        if not (np.isfinite(s).all() and (s != 0).all()):
+            raise ValueError(f"rule {self.name!r} gave a scale that is 0 or not finite for some d_k in {d.tolist()}")
+        return s
+
+    def theory_logit_std(self, d_ks, *, sigma=1.0, rho=0.0, n=16, alpha=0.5, temperature=0.1) -> np.ndarray:
+        """Closed-form std of the n x n logits pooled over all pairs, for each d_k (see ``theory_logit_std``).
+
+        ``|scale| * sigma^2 * std(q_i . k_j)`` at unit variance, or ``|scale| * std(cos(q_i, k_j))``
+        for a rule that normalises q and k (sigma then plays no part).
+
+        >>> RULES["none"].theory_logit_std([64, 256]).tolist()
+        [8.0, 16.0]
+        """
+        d = d_k_values(d_ks, MAX_D_K).astype(np.float64)
+        alpha, temperature = _knobs(alpha, temperature)
+        sigma = real(sigma, "sigma", low=0.0, low_open=True)
+        rho = real(rho, "rho", low=0.0, high=1.0)
+        n = integer(n, "n", low=1, high=MAX_D_K)
+        std = self._theory_logit_std(d, sigma, rho, n, alpha, temperature)
+        if not np.isfinite(std).all():
+            raise ValueError(f"the logit std under {self.name!r} with sigma={sigma:g} exceeds float64's range "
+                             f"(1.8e308): make sigma smaller")
+        return std
+
+    def _theory_logit_std(self, d, sigma, rho, n, alpha, temperature) -> np.ndarray:
+        """:meth:`theory_logit_std` of checked arguments."""
+        scale = np.abs(self._scales(d, alpha, temperature))
+        unit = pooled_dot_std(d, rho, n, unit=self.normalizes)
+        return product(scale, unit) if self.normalizes else product(scale, sigma, unit, sigma)
+
+    def pair_theory(self, d_k, *, sigma=1.0, rho=0.0, alpha=0.5, temperature=0.1) -> tuple[float, float]:
+        """Mean and std of one matched pair's logit ``scale * q_i . k_i`` (of the cosine, for a rule that
+        normalises): ``rho d_k sigma^2`` and ``sqrt((1 + rho^2) d_k) sigma^2`` unscaled; a cosine has mean
+        rho and std ``(1 - rho^2) / sqrt(d_k)`` in the large-d_k limit.
+
+        >>> RULES["sqrt"].pair_theory(64, rho=0.5)
+        (4.0, 1.118033988749895)
+        """
+        d = d_k_values(d_k, MAX_D_K).astype(np.float64)
+        alpha, temperature = _knobs(alpha, temperature)
+        sigma = real(sigma, "sigma", low=0.0, low_open=True)
+        rho = real(rho, "rho", low=0.0, high=1.0)
+        mean, var = pair_dot_moments(d, rho, unit=self.normalizes)
+        s = self._scales(d, alpha, temperature)
+        sigma2 = 1.0 if self.normalizes else sigma
+        return float(product(s, sigma2, mean, sigma2)[0]), float(product(np.abs(s), sigma2, np.sqrt(var), sigma2)[0])
+
+
+def _ones(d, alpha, temperature):
+    return np.ones_like(d)
+
+
+#: Every rule the page compares, by name. Add a rule here (and give it a colour in web/theme.py).
+RULES: dict[str, Rule] = {r.name: r for r in (
+    Rule("none", "no scaling", _ones),
+    Rule("sqrt", "1/√d_k", lambda d, alpha, temperature: 1 / np.sqrt(d)),         # Vaswani et al. 2017
+    Rule("linear", "1/d_k (muP)", lambda d, alpha, temperature: 1 / d),            # muP, Yang et al. 2022
+    Rule("alpha", "d_k^-α", lambda d, alpha, temperature: d ** -alpha, knobs=("alpha",)),
+    Rule("qknorm", "QK-norm", lambda d, alpha, temperature: np.full_like(d, 1 / temperature),  # Henry et al. 2020
+         normalizes=True, knobs=("temperature",)),
+)}
+#: The names of :data:`RULES` when sdpa_core was imported (defaults of ``sweep`` & co.).
+RULE_NAMES = tuple(RULES)
+#: name -> label (plain data for readers and the page).
+RULE_LABELS = {name: r.label for name, r in RULES.items()}
+
+
+def _plain_rules() -> list[str]:
+    """Rules :func:`scale_for` takes by name: those without knobs that do not normalise q and k."""
+    return [name for name, r in RULES.items() if not r.knobs and not r.normalizes]
 
 
 def scale_for(d_k, rule="sqrt") -> float:
@@ -32,6 +166,7 @@ def scale_for(d_k, rule="sqrt") -> float:
     rule : {"none", "sqrt", "linear"} or float
         ``"none"`` -> 1; ``"sqrt"`` -> ``d_k**-0.5`` (Vaswani et al. 2017); ``"linear"`` ->
         ``1/d_k`` (muP, Yang et al. 2022); a float ``alpha`` in [0, 4] -> ``d_k**-alpha``.
+        Any rule of :data:`RULES` without knobs that does not normalise q and k is accepted by name.
 
     Notes
     -----
@@ -44,62 +179,86 @@ def scale_for(d_k, rule="sqrt") -> float:
     0.125
     """
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
+    plain = _plain_rules()
     if isinstance(rule, str):
-        if rule == "none":
-            return 1.0
-        if rule == "sqrt":
-            return 1.0 / math.sqrt(d_k)
-        if rule == "linear":
-            return 1.0 / d_k
+        if rule in plain:
+            return float(RULES[rule]._scales(np.array([float(d_k)]), 0.5, 0.1)[0])
     elif isinstance(rule, numbers.Real) and not isinstance(rule, (bool, np.bool_)):
         return float(d_k) ** -real(rule, "rule (a float alpha)", low=ALPHA_RANGE[0], high=ALPHA_RANGE[1])
     else:
-        raise TypeError(f"rule must be one of {', '.join(map(repr, RULES))} or a float alpha for d_k**-alpha, "
+        raise TypeError(f"rule must be one of {', '.join(map(repr, plain))} or a float alpha for d_k**-alpha, "
                         f"got {type(rule).__name__} {rule!r}")
-    raise ValueError(f"unknown scaling rule {rule!r}: use one of {', '.join(map(repr, RULES))} "
+    raise ValueError(f"unknown scaling rule {rule!r}: use one of {', '.join(map(repr, plain))} "
                      f"or a float alpha for d_k**-alpha")
-
-
-#: Every rule the page compares; "alpha" uses ``d_k**-alpha``, "qknorm" L2-normalises q and k
-#: and divides the cosine by a temperature.
-RULE_NAMES = ("none", "sqrt", "linear", "alpha", "qknorm")
-RULE_LABELS = {
-    "none": "no scaling",
-    "sqrt": "1/√d_k",
-    "linear": "1/d_k (muP)",
-    "alpha": "d_k^-α",
-    "qknorm": "QK-norm",
-}
 
 
 def check_rule(rule: str, *, alpha=0.5, temperature=0.1) -> tuple[str, float, float]:
     """Validate a page-level rule with its knobs; returns ``(rule, alpha, temperature)``.
 
-    ``rule`` is one of :data:`RULE_NAMES`; ``alpha`` in [0, 4]; ``temperature`` in [1e-6, 1e6]
+    ``rule`` is one of :data:`RULES`; ``alpha`` in [0, 4]; ``temperature`` in [1e-6, 1e6]
     (checked whatever the rule, so a bad knob is caught before it is used)."""
-    return (rule_name(rule), real(alpha, "alpha", low=ALPHA_RANGE[0], high=ALPHA_RANGE[1]),
+    return (rule_name(rule), *_knobs(alpha, temperature))
+
+
+def _knobs(alpha, temperature) -> tuple[float, float]:
+    return (real(alpha, "alpha", low=ALPHA_RANGE[0], high=ALPHA_RANGE[1]),
             real(temperature, "temperature", low=TEMPERATURE_RANGE[0], high=TEMPERATURE_RANGE[1]))
 
 
 def rule_name(rule) -> str:
-    """``rule`` if it is one of :data:`RULE_NAMES`, else a TypeError/ValueError listing them."""
+    """``rule`` if it names one of :data:`RULES`, else a TypeError/ValueError listing them."""
     if not isinstance(rule, str):
-        raise TypeError(f"rule must be a string, one of {', '.join(map(repr, RULE_NAMES))}; "
+        raise TypeError(f"rule must be a string, one of {', '.join(map(repr, RULES))}; "
                         f"got {type(rule).__name__} {rule!r}")
-    if rule not in RULE_NAMES:
-        raise ValueError(f"unknown scaling rule {rule!r}: use one of {', '.join(map(repr, RULE_NAMES))}")
+    if rule not in RULES:
+        raise ValueError(f"unknown scaling rule {rule!r}: use one of {', '.join(map(repr, RULES))}")
     return rule
 
 
 def logit_scale(d_k, rule: str, *, alpha=0.5, temperature=0.1) -> float:
-    """The factor on the (possibly normalised) dot product: ``scale_for`` for the plain rules,
-    ``d_k**-alpha`` for "alpha", ``1/temperature`` for "qknorm" (q, k are unit vectors then).
-    ``d_k`` is checked for every rule (1 <= d_k <= 2**53)."""
+    """The factor on the (possibly normalised) dot product under ``rule`` (one of :data:`RULES`):
+    ``scale_for`` for the plain rules, ``d_k**-alpha`` for "alpha", ``1/temperature`` for "qknorm"
+    (q, k are unit vectors then). ``d_k`` is checked for every rule (1 <= d_k <= 2**53).
+
+    >>> logit_scale(64, "qknorm", temperature=0.25)
+    4.0
+    """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
-    if rule == "qknorm":
-        return 1.0 / temperature
-    return scale_for(d_k, alpha if rule == "alpha" else rule)
+    return float(RULES[rule]._scales(np.array([float(d_k)]), alpha, temperature)[0])
+
+
+# ---- the closed forms every rule's theory is built from ---------------------------------------------------
+def pair_dot_moments(d: np.ndarray, rho: float, *, unit: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of a matched pair ``q_i . k_i`` with ``k = rho q + sqrt(1 - rho^2) z``, for an
+    array of d_k (no checks): ``rho d_k`` and ``(1 + rho^2) d_k`` for unit-variance entries; for unit
+    vectors (``unit``, the cosine) ``rho`` and ``(1 - rho^2)^2 / d_k`` (large-d_k limit, the variance of
+    a correlation coefficient)."""
+    if unit:
+        return np.full_like(d, rho), (1 - rho * rho) ** 2 / d
+    return rho * d, (1 + rho * rho) * d
+
+
+def pooled_dot_std(d: np.ndarray, rho: float, n: int, *, unit: bool) -> np.ndarray:
+    """Std of the n x n dot products ``q_i . k_j`` pooled over all pairs, for an array of d_k (no checks):
+    the n - 1 off-diagonal pairs of each row have mean 0 and variance d_k (1/d_k for unit vectors), the
+    matched pair the moments of :func:`pair_dot_moments`."""
+    off_var = 1 / d if unit else d
+    diag_mean, diag_var = pair_dot_moments(d, rho, unit=unit)
+    mean = diag_mean / n
+    second = (diag_var + diag_mean ** 2) / n + off_var * (n - 1) / n
+    return np.sqrt(np.maximum(second - mean * mean, 0.0))
+
+
+def product(*xs) -> np.ndarray:
+    """The elementwise product of arrays or floats without overflow or underflow on the way (mantissas
+    and exponents multiplied apart); inf only where the product itself exceeds float64."""
+    mant, exp = np.float64(1.0), 0      # frexp's exponents are int32 (a C int), in Pyodide too
+    for x in xs:
+        m, e = np.frexp(np.asarray(x, dtype=np.float64))
+        mant, exp = mant * m, exp + e
+    with np.errstate(over="ignore"):
+        return np.ldexp(mant, exp)
 
 
 def qk_normalize(x, eps: float = 1e-12):

@@ -59,6 +59,7 @@ _WHY_UNUSED = {
     ("precision", "rule"): "The half-precision view compares 1/√d_k before and after the matmul with no scaling.",
     ("precision", "dtype"): "The half-precision view shows all three dtypes at once.",
 }
+_KNOB_WORDS = {"alpha": "α", "temperature": "the temperature"}
 _ONLY_PLAYGROUND = {"causal": "Only the Playground applies the causal mask.",
                     "dtype": "Only the Playground computes in a chosen dtype (Half precision compares all three)."}
 
@@ -170,10 +171,9 @@ class LabState(param.Parameterized):
                 out[name] = (_WHY_UNUSED.get((view, name)) or
                              ("Each question's button sets every setting it needs." if view == "questions" else None) or
                              _ONLY_PLAYGROUND.get(name) or f"The {VIEW_LABELS[view]} view does not use it.")
-            elif name == "alpha" and "alpha" not in rules:
-                out[name] = "Only the rule d_k^-α uses α."
-            elif name == "temperature" and "qknorm" not in rules:
-                out[name] = "Only QK-norm uses the temperature."
+            elif name in sc.scaling.KNOBS and not any(name in sc.RULES[r].knobs for r in rules):
+                users = [RULE_LABELS[r] for r, rule in sc.RULES.items() if name in rule.knobs]
+                out[name] = f"Only {' and '.join(users)} uses {_KNOB_WORDS[name]}."
         return out
 
     # ---- lazily computed sweeps: only for the view that shows them -----------------------------
@@ -247,13 +247,14 @@ def _round_off(q, k, v, g, rule: str, *, alpha: float, temperature: float) -> fl
     under QK-norm, whose backward divides by |q|). A saturated row's true gradient (1e-60) comes out
     as anything below that, and differs between numpy builds (1e-19 here, 1e-22 in Pyodide)."""
     q64, k64 = (np.asarray(a, dtype=np.float64) for a in (q, k))
-    if rule == "qknorm":
+    normalizes = sc.RULES[rule].normalizes
+    if normalizes:
         k64 = k64 / np.maximum(np.linalg.norm(k64, axis=-1, keepdims=True), 1e-300)
     size = abs(sc.logit_scale(q64.shape[-1], rule, alpha=alpha, temperature=temperature))
     with np.errstate(all="ignore"):
         size *= float(np.abs(np.asarray(g, np.float64) @ np.asarray(v, np.float64).T).max())
         size *= float(np.linalg.norm(k64, axis=-1).max()) * q64.shape[0] * 4
-        if rule == "qknorm":
+        if normalizes:
             size /= max(float(np.linalg.norm(q64, axis=-1).min()), 1e-300)
     return float(np.finfo(np.asarray(q).dtype).eps) * size if np.isfinite(size) else 0.0
 
@@ -270,7 +271,7 @@ def dot_histograms(d_k: int, *, sigma: float, rho: float, seed: int, rule: str, 
     c = math.sqrt(1 - rho * rho)
     dot = rho * g[:, 0, 0] + c * g[:, 0, 1]
     mean0, std0 = rho * d_k * sigma ** 2, math.sqrt((1 + rho * rho) * d_k) * sigma ** 2
-    if rule == "qknorm":
+    if sc.RULES[rule].normalizes:
         k2 = rho * rho * g[:, 0, 0] + 2 * rho * c * g[:, 0, 1] + c * c * g[:, 1, 1]
         scaled = dot / np.sqrt(np.maximum(g[:, 0, 0] * k2, 1e-300)) / temperature
         # large-d_k limit of cos(q, k): N(ρ, (1-ρ²)²/d_k)

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from sdpa_core import (FLOAT16_MAX, POW2_D_K, RULE_NAMES, draw_qkv, dot_samples, logit_scale, precision_sweep,
+from sdpa_core import (FLOAT16_MAX, POW2_D_K, RULE_NAMES, RULES, draw_qkv, dot_samples, logit_scale, precision_sweep,
                        row_stats, rule_attention, sample_gram, scale_for, sweep, theory_logit_std)
 
 
@@ -122,13 +122,22 @@ def test_sweep_validates_its_arguments(kwargs, match):
 
 
 def test_vectorised_rule_scales_and_theory_agree_with_the_public_functions():
-    """The sweep's internal per-d_k arrays are the same numbers as logit_scale and theory_logit_std."""
-    from sdpa_core.experiments import _rule_scales
+    """Each Rule's per-d_k arrays (what the sweep uses) are the same numbers as logit_scale and theory_logit_std."""
     d = POW2_D_K
     s = sweep(d, RULE_NAMES, n=8, samples=4, sigma=1.7, rho=0.3, alpha=0.7, temperature=0.2)
     for rule in RULE_NAMES:
         scales = [logit_scale(int(k), rule, alpha=0.7, temperature=0.2) for k in d]
-        np.testing.assert_allclose(_rule_scales(d, rule, 0.7, 0.2), scales, rtol=1e-14)
-        theory = [theory_logit_std(int(k), sigma=1.7, rho=0.3, n=8, scale=sc, qknorm=rule == "qknorm")
+        np.testing.assert_allclose(RULES[rule].scales(d, alpha=0.7, temperature=0.2), scales, rtol=1e-14)
+        theory = [theory_logit_std(int(k), sigma=1.7, rho=0.3, n=8, scale=sc, qknorm=RULES[rule].normalizes)
                   for k, sc in zip(d, scales)]
         np.testing.assert_allclose(s.theory_logit_std[rule], theory, rtol=1e-12)
+        np.testing.assert_allclose(RULES[rule].theory_logit_std(d, sigma=1.7, rho=0.3, n=8, alpha=0.7, temperature=0.2),
+                                   theory, rtol=1e-12)
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.5, 0.9])
+def test_qknorm_theory_matches_monte_carlo_at_every_rho(rho):
+    """The closed-form pooled std of QK-norm's logits (cosines: variance 1/d_k off the diagonal,
+    (1 - rho^2)^2 / d_k for the matched pairs) agrees with the Monte-Carlo sweep from d_k = 64 up."""
+    s = sweep([64, 512, 4096], ("qknorm",), n=16, samples=128, rho=rho, temperature=0.5, seed=6)
+    np.testing.assert_allclose(s.mean["logit_std"]["qknorm"], s.theory_logit_std["qknorm"], rtol=0.03)

@@ -209,6 +209,12 @@ FUNCTIONS = {
         "n_keys": bad_int(2, 256), "n_classes": bad_int(2, 256), "d_in": bad_int(1, 1024), "d_v": bad_int(1, 1024),
         "batch": bad_int(1, 4096), "lr": bad_real(0.0, 10.0, low_open=True), "noise": bad_real(0.0, 100.0),
         "seed": bad_int(0)}),
+    "Rule": Fn(sc.Rule, {"name": "quarter", "label": "d_k^-1/4", "scale": lambda d, alpha, temperature: d ** -0.25},
+               {"name": st.sampled_from([None, "", "  ", 3, b"quarter", ["quarter"], True]),
+                "label": st.sampled_from([None, "", 0.25, b"x", ("d_k",)]),
+                "scale": st.sampled_from([None, 0.25, "d ** -0.25", np.array([0.25])]),
+                "normalizes": bad_bool(),
+                "knobs": st.sampled_from([None, "alpha", ["alpha"], ("beta",), ("alpha", 3), 1])}),
     "Trainer": Fn(sc.Trainer, {"config": CFG}, {"config": st.sampled_from([None, {}, "sqrt", 1, CFG.__dict__])}),
     "train": Fn(sc.train, {"config": CFG, "steps": 1},
                 {"config": st.sampled_from([None, {}, "sqrt", 1]), "steps": bad_int(0, 1_000_000)}),
@@ -224,8 +230,8 @@ def test_every_public_function_is_covered():
     public -= {"Sweep", "PrecisionSweep", "StepResult"}  # result containers, built by the library
     assert public == set(FUNCTIONS)
     for name, fn in FUNCTIONS.items():
-        if name == "TrainConfig":
-            params = {f.name for f in fields(sc.TrainConfig)}
+        if name in ("TrainConfig", "Rule"):
+            params = {f.name for f in fields(getattr(sc, name))}
         else:
             params = set(inspect.signature(fn.call).parameters)
         assert params == set(fn.hostile), name

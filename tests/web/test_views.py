@@ -18,3 +18,14 @@ def test_closing_the_tab_stops_training():
         assert len(callbacks) == 1
         callbacks[0](None)
     assert view.train.running is False and view._callback is None
+
+
+def test_every_rule_has_its_own_colour_and_an_unknown_rule_falls_back():
+    """Each rule of sdpa_core.RULES has a distinct colour and a dash pattern in web/theme.py (adding a rule
+    means adding its colour); a rule without one is drawn grey rather than raising a KeyError."""
+    import sdpa_core as sc
+    from web.theme import RULE_COLORS, RULE_DASH, THEORY_COLOR
+    from web.views.common import rule_color, rule_dash
+    assert set(sc.RULES) <= set(RULE_COLORS) and set(sc.RULES) <= set(RULE_DASH)
+    assert len({RULE_COLORS[r] for r in sc.RULES}) == len(sc.RULES)
+    assert rule_color("not-a-rule") == THEORY_COLOR and rule_dash("not-a-rule") == "dashdot"

@@ -7,7 +7,7 @@ import html
 import panel as pn
 
 from ..state import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS, LabState, TrainingState
-from ..theme import CSS, RULE_COLORS, WRAP_BUTTONS
+from ..theme import CSS, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
 
 
 def held(method):
@@ -43,8 +43,19 @@ def figure_row(*figs, basis: int = 340) -> pn.FlexBox:
                         for f in figs), sizing_mode="stretch_width")
 
 
+def rule_color(rule: str) -> str:
+    """The rule's colour in the page's palette (web/theme.py); grey for a rule registered in sdpa_core
+    that has no colour there yet, so a new rule shows up instead of breaking the page."""
+    return RULE_COLORS.get(rule, THEORY_COLOR)
+
+
+def rule_dash(rule: str) -> str:
+    """The rule's dash pattern (web/theme.py); "dashdot" for a rule without one."""
+    return RULE_DASH.get(rule, "dashdot")
+
+
 def swatch(rule: str) -> str:
-    return f"<span class='sdpa-swatch' style='background:{RULE_COLORS[rule]}'></span>"
+    return f"<span class='sdpa-swatch' style='background:{rule_color(rule)}'></span>"
 
 
 def rule_options() -> dict:

@@ -11,8 +11,8 @@ from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
 from ..claims import fmt, fmt_sci, pct, readout_rows, split_verdict
 from ..state import RULE_LABELS, LabState
-from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, RULE_COLORS, make_figure, style_legend
-from .common import caption, figure_row, heading, held, swatch
+from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
+from .common import caption, figure_row, heading, held, rule_color, swatch
 
 
 def heatmap_data(weights: np.ndarray) -> dict:
@@ -45,9 +45,9 @@ class Playground(pn.viewable.Viewer):
         p = make_figure(title="", x_label="key j", y_label="attention weight", height=260,
                         hover=[("key j", "@x0{0}"), ("no scaling", "@none{0.000}"), ("chosen rule", "@rule{0.000}")],
                         y_range=Range1d(0, 1.02))
-        self.bar_none = p.vbar(x="x0", top="none", width=0.4, source=self.bar_source, color=RULE_COLORS["none"],
+        self.bar_none = p.vbar(x="x0", top="none", width=0.4, source=self.bar_source, color=rule_color("none"),
                                legend_label="no scaling")
-        self.bar_rule = p.vbar(x="x1", top="rule", width=0.4, source=self.bar_source, color=RULE_COLORS["sqrt"],
+        self.bar_rule = p.vbar(x="x1", top="rule", width=0.4, source=self.bar_source, color=rule_color("sqrt"),
                                legend_label="chosen rule")
         style_legend(p, below=True, ncols=2)
         p.xgrid.visible = False
@@ -82,7 +82,7 @@ class Playground(pn.viewable.Viewer):
             p.title.text = f"{label}: weights (scale {fmt(r['scale'])})"
         if self.query_slider.end != n - 1:
             self.query_slider.end = n - 1
-        self.bar_rule.glyph.fill_color = self.bar_rule.glyph.line_color = RULE_COLORS[res["rule"]["rule"]]
+        self.bar_rule.glyph.fill_color = self.bar_rule.glyph.line_color = rule_color(res["rule"]["rule"])
         self.bars.legend.items[1].label = {"value": RULE_LABELS[res["rule"]["rule"]]}
         self._update_bars()
         table = self._table(res)

@@ -14,8 +14,8 @@ import sdpa_core as sc
 
 from ..claims import gradient_summary, saturation_summary
 from ..state import RULE_LABELS, SAMPLES_OPTIONS, LabState
-from ..theme import CSS, MARK_COLOR, RULE_COLORS, RULE_DASH, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import caption, figure_row, heading, held
+from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
+from .common import caption, figure_row, heading, held, rule_color, rule_dash
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
@@ -44,11 +44,11 @@ class Saturation(pn.viewable.Viewer):
             for rule in sc.RULE_NAMES:
                 src = self.sources[metric][rule]
                 label = RULE_LABELS[rule]
-                p.varea(x="d_k", y1="lo", y2="hi", source=src, fill_color=RULE_COLORS[rule], fill_alpha=0.15,
+                p.varea(x="d_k", y1="lo", y2="hi", source=src, fill_color=rule_color(rule), fill_alpha=0.15,
                         legend_label=label)
-                self.lines[(metric, rule)] = p.line("d_k", "mean", source=src, color=RULE_COLORS[rule], line_width=2.5,
-                                                    line_dash=RULE_DASH[rule], legend_label=label)
-                p.scatter("d_k", "mean", source=src, color=RULE_COLORS[rule], size=5, legend_label=label)
+                self.lines[(metric, rule)] = p.line("d_k", "mean", source=src, color=rule_color(rule), line_width=2.5,
+                                                    line_dash=rule_dash(rule), legend_label=label)
+                p.scatter("d_k", "mean", source=src, color=rule_color(rule), size=5, legend_label=label)
             mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
             p.add_layout(mark)
             style_legend(p, below=True, ncols=3)
@@ -59,8 +59,8 @@ class Saturation(pn.viewable.Viewer):
                         hover=[("rule", "@rule"), ("share of rows", "@rank{0%}"), ("‖∂L/∂qᵢ‖", "@norm{0.00e0}")])
         self.grad_lines = {}
         for rule in sc.RULE_NAMES:
-            self.grad_lines[rule] = p.line("rank", "norm", source=self.grad_sources[rule], color=RULE_COLORS[rule],
-                                           line_width=2.5, line_dash=RULE_DASH[rule], legend_label=RULE_LABELS[rule])
+            self.grad_lines[rule] = p.line("rank", "norm", source=self.grad_sources[rule], color=rule_color(rule),
+                                           line_width=2.5, line_dash=rule_dash(rule), legend_label=RULE_LABELS[rule])
         style_legend(p, below=True, ncols=3)
         self.grad_fig = p
         self.grad_note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)

@@ -10,8 +10,8 @@ import param
 from bokeh.models import ColumnDataSource, Range1d, Span
 
 from ..state import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS, TrainingState
-from ..theme import VERDICT_STYLES, OKABE_ITO, RULE_COLORS, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
-from .common import caption, figure_row, heading, held, rule_options
+from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
+from .common import caption, figure_row, heading, held, rule_color, rule_options
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
@@ -152,7 +152,7 @@ class Training(pn.viewable.Viewer):
         for k in ("a", "b"):
             self.curves[k].data = {"step": [], "loss": [], "accuracy": []}
             rule = tr.trainers[k].config.rule
-            color = RULE_COLORS[rule]
+            color = rule_color(rule)
             for line in (self.loss_lines[k], self.acc_lines[k], *self.keys[k]):
                 line.glyph.line_color = color
             self.ex_bars[k].glyph.fill_color = self.ex_bars[k].glyph.line_color = color

@@ -11,8 +11,8 @@ import sdpa_core as sc
 
 from ..claims import fmt, loglog_summary, variance_summary
 from ..state import RULE_LABELS, LabState
-from ..theme import VERDICT_STYLES, MARK_COLOR, RULE_COLORS, THEORY_COLOR, legends_below, make_figure, style_legend
-from .common import caption, figure_row, heading, held
+from ..theme import VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
+from .common import caption, figure_row, heading, held, rule_color
 
 
 class Variance(pn.viewable.Viewer):
@@ -29,7 +29,7 @@ class Variance(pn.viewable.Viewer):
             p = make_figure(title="", x_label="logit value", y_label="density", height=280,
                             hover=[("from", "@left{0.00}"), ("to", "@right{0.00}"), ("density", "@density{0.0000}")])
             bars = p.quad(left="left", right="right", top="density", bottom=0, source=hist, fill_alpha=0.55,
-                          line_color="white", fill_color=RULE_COLORS["none"], legend_label="samples")
+                          line_color="white", fill_color=rule_color("none"), legend_label="samples")
             p.line("x", "pdf", source=curve, line_width=2.5, color=THEORY_COLOR, line_dash="dashed",
                    legend_label="normal (theory)")
             style_legend(p, below=True, ncols=2)
@@ -46,9 +46,9 @@ class Variance(pn.viewable.Viewer):
         self.theory_lines = {}
         self.points = {}
         for r in ("none", "rule"):
-            self.theory_lines[r] = p.line("d_k", "std", source=self.theory_sources[r], color=RULE_COLORS["none"],
+            self.theory_lines[r] = p.line("d_k", "std", source=self.theory_sources[r], color=rule_color("none"),
                                           line_width=2)
-            self.points[r] = p.scatter("d_k", "std", source=self.std_sources[r], size=8, color=RULE_COLORS["none"],
+            self.points[r] = p.scatter("d_k", "std", source=self.std_sources[r], size=8, color=rule_color("none"),
                                        marker="circle" if r == "none" else "square")
         self.mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
         self.mark_label = Label(x=64, y=5, x_units="data", y_units="screen", text="current d_k",
@@ -86,7 +86,7 @@ class Variance(pn.viewable.Viewer):
         self.hists["unscaled"][0].title.text = f"q·k without scaling, d_k = {lab.d_k} (std {fmt(std0)})"
         rule = lab.rule
         self.hists["scaled"][0].title.text = f"Logit with {RULE_LABELS[rule]} (std {fmt(std1)})"
-        self.hists["scaled"][3].glyph.fill_color = RULE_COLORS[rule]
+        self.hists["scaled"][3].glyph.fill_color = rule_color(rule)
         pooled = sc.theory_logit_std(lab.d_k, sigma=lab.sigma, rho=lab.rho, n=lab.n)
         self.summary.object = variance_summary(d, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho, rule=rule,
                                                pooled=pooled)
@@ -102,9 +102,9 @@ class Variance(pn.viewable.Viewer):
             self.std_sources[key].data = {"d_k": d, "std": m, "lo": np.maximum(m - sp, 1e-12), "hi": m + sp}
             self.theory_sources[key].data = {"d_k": d, "std": s.theory_logit_std[rule]}
             for glyph in (self.theory_lines[key].glyph, self.points[key].glyph):
-                glyph.line_color = RULE_COLORS[rule]
+                glyph.line_color = rule_color(rule)
                 if hasattr(glyph, "fill_color"):
-                    glyph.fill_color = RULE_COLORS[rule]
+                    glyph.fill_color = rule_color(rule)
         for key, rho in (("rho0", 0.0), ("rho1", 1.0)):
             self.theory_sources[key].data = {
                 "d_k": d, "std": np.array([sc.theory_logit_std(int(x), sigma=lab.sigma, rho=rho, n=lab.n) for x in s.d_k])}
