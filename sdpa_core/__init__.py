@@ -5,9 +5,9 @@ PyTorch semantics), ``scaling`` (the rules), ``stats`` (entropy, saturation, Jac
 ``experiments`` (Monte-Carlo sweeps with theory), ``model`` + ``train`` (a tiny trainable head).
 """
 from .attention import attention, attention_backward
-from .experiments import (FLOAT16_MAX, METRICS, ORDERS, POW2_D_K, PrecisionSweep, Sweep, dot_samples,
+from .experiments import (FLOAT16_MAX, METRICS, ORDERS, POW2_D_K, PrecisionSweep, Sweep, dot_histograms, dot_samples,
                           draw_qkv, precision_sweep, query_gradient_norms, row_stats, rule_attention,
-                          rule_gradients, sample_gram, sweep, theory_logit_std, upstream_gradient)
+                          rule_gradients, rule_readouts, sample_gram, sweep, theory_logit_std, upstream_gradient)
 from .model import TrainConfig
 from .scaling import (RULE_LABELS, RULE_NAMES, RULES, Rule, check_rule, logit_scale, qk_normalize, scale_for)
 from .softmax import log_softmax, naive_softmax, softmax
@@ -23,7 +23,7 @@ __all__ = [
     "entropy", "entropy_from_logits", "effective_support", "max_weight", "saturated", "SATURATION",
     "softmax_jacobian", "jacobian_norm",
     "POW2_D_K", "METRICS", "ORDERS", "FLOAT16_MAX", "draw_qkv", "rule_attention", "rule_gradients",
-    "query_gradient_norms", "upstream_gradient", "row_stats", "sample_gram",
-    "sweep", "Sweep", "dot_samples", "theory_logit_std", "precision_sweep", "PrecisionSweep",
+    "query_gradient_norms", "upstream_gradient", "row_stats", "rule_readouts", "sample_gram",
+    "sweep", "Sweep", "dot_samples", "dot_histograms", "theory_logit_std", "precision_sweep", "PrecisionSweep",
     "TrainConfig", "Trainer", "StepResult", "train",
 ]

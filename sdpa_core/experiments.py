@@ -16,14 +16,14 @@ import numpy as np
 from ._checks import (_asarray, boolean, d_k_values, finite, float_array, float_dtype, generator, integer, names,
                       probabilities, real)
 from .attention import attention, attention_backward, logits as attention_logits, matmul
-from .scaling import (MAX_D_K as MAX_SCALE_D_K, RULE_NAMES, RULES, check_rule, logit_scale, pooled_dot_std, product,
-                      qk_normalize, qk_normalize_backward, rule_name)
+from .scaling import (MAX_D_K as MAX_SCALE_D_K, RULE_NAMES, RULES, check_rule, logit_scale, pair_dot_moments,
+                      pooled_dot_std, product, qk_normalize, qk_normalize_backward, rule_name)
 from .softmax import naive_inplace, softmax_inplace
-from .stats import SATURATION, jacobian_norm_from, rows_jacobian_norm
+from .stats import _entropy, above, jacobian_norm_from, rows_jacobian_norm
 
 __all__ = ["POW2_D_K", "METRICS", "FLOAT16_MAX", "draw_qkv", "rule_attention", "rule_gradients",
-           "query_gradient_norms", "upstream_gradient", "row_stats", "sample_gram", "sweep", "Sweep", "dot_samples",
-           "theory_logit_std", "precision_sweep", "PrecisionSweep"]
+           "query_gradient_norms", "upstream_gradient", "row_stats", "rule_readouts", "sample_gram", "sweep", "Sweep",
+           "dot_samples", "dot_histograms", "theory_logit_std", "precision_sweep", "PrecisionSweep"]
 
 POW2_D_K = 2 ** np.arange(13)  # 1, 2, 4, ..., 4096
 #: Per-matrix readouts, each averaged over query rows; "saturated" is the share of rows whose top
@@ -178,16 +178,66 @@ def row_stats(weights, logits, visible=None) -> dict[str, float]:
     if not np.isfinite(w).all():
         return {**dict.fromkeys(METRICS, float("nan")), "logit_std": logit_std}
     w = probabilities(w, "weights").astype(np.float64)      # finite rows must be probabilities
+    # the statistics of sdpa_core.stats (entropy, max_weight, effective_support, saturated,
+    # jacobian_norm) on rows already checked, averaged over the rows
     top = w.max(axis=-1)
-    ent = -(w * np.log(np.where(w > 0, w, 1))).sum(axis=-1)
+    ent = _entropy(w, -1)
     return {
         "logit_std": logit_std,
         "entropy": float(ent.mean()),
         "max_weight": float(top.mean()),
         "effective_support": float(np.exp(ent).mean()),
-        "saturated": float((top > SATURATION).mean()),
+        "saturated": float(above(top).mean()),
         "jacobian_norm": float(rows_jacobian_norm(w).mean()),
     }
+
+
+def rule_readouts(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal=False) -> dict:
+    """Everything the page reads off one head under one rule, for (n, d_k) q, k, v and the upstream
+    gradient ``grad_out`` (n, d_v).
+
+    Returns a dict: ``weights`` (n, n) float64 (NaN rows where the logits overflowed), ``logits`` in
+    q's dtype, ``stats`` (:func:`row_stats`; under ``causal`` the logit std is taken over the logits the
+    softmax sees, j <= i), ``overflow`` (some logit is not finite), ``nan_rows`` (rows of weights with
+    NaN or inf), ``scale`` (:func:`logit_scale`), ``dq_norms`` (n,) float64, ``||dL/dq_i||`` of each
+    query row (:func:`rule_gradients`, scale included), and ``dq_floor``, the size below which such a
+    norm is round-off in q's dtype (see Notes).
+
+    Notes
+    -----
+    ``dq_floor`` is eps of q's dtype times the size a row's gradient has when its softmax is not
+    saturated, ``4 n |scale| max|G V^T| max|k|`` (divided by ``min|q|`` for a rule that normalises q
+    and k, whose backward divides by ``|q|``). A saturated row's true gradient (1e-60) comes out as
+    anything below it, and differs between numpy builds (1e-19 in CPython, 1e-22 in Pyodide).
+    """
+    rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
+    _, weights, logits = rule_attention(q, k, v, rule, alpha=alpha, temperature=temperature, causal=causal)
+    dq = rule_gradients(q, k, v, grad_out, rule, alpha=alpha, temperature=temperature, causal=causal)[0]
+    w64, z64, dq64 = (np.asarray(a, dtype=np.float64) for a in (weights, logits, dq))
+    visible = np.tri(*z64.shape[-2:], dtype=bool) if causal else None     # top-left aligned, as attention's
+    with np.errstate(over="ignore", invalid="ignore"):                    # float16 overflow shows as inf/NaN
+        norms = np.linalg.norm(dq64, axis=-1)
+    return {
+        "weights": w64, "logits": logits, "stats": row_stats(w64, logits, visible),
+        "overflow": not np.isfinite(z64).all(), "nan_rows": int((~np.isfinite(w64)).any(axis=-1).sum()),
+        "scale": logit_scale(np.shape(q)[-1], rule, alpha=alpha, temperature=temperature),
+        "dq_norms": norms, "dq_floor": _query_gradient_floor(q, k, v, grad_out, rule, alpha, temperature),
+    }
+
+
+def _query_gradient_floor(q, k, v, g, rule: str, alpha: float, temperature: float) -> float:
+    """``dq_floor`` of :func:`rule_readouts` (arguments already checked there)."""
+    q64, k64, v64, g64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v, g))
+    normalizes = RULES[rule].normalizes
+    if normalizes:
+        k64 = k64 / np.maximum(np.linalg.norm(k64, axis=-1, keepdims=True), 1e-300)
+    size = abs(logit_scale(q64.shape[-1], rule, alpha=alpha, temperature=temperature))
+    with np.errstate(all="ignore"):    # float16 inputs near 65504: a size of inf means no floor
+        size *= float(np.abs(np.broadcast_to(g64, (q64.shape[0], v64.shape[-1])) @ v64.T).max())
+        size *= float(np.linalg.norm(k64, axis=-1).max()) * q64.shape[0] * 4
+        if normalizes:
+            size /= max(float(np.linalg.norm(q64, axis=-1).min()), 1e-300)
+    return float(np.finfo(np.asarray(q).dtype).eps) * size if np.isfinite(size) else 0.0
 
 
 def _spread(z: np.ndarray) -> float:
@@ -379,7 +429,7 @@ def _matrix_stats(zs: np.ndarray) -> dict[str, np.ndarray]:
         "entropy": ent.mean(axis=-1),
         "max_weight": top.mean(axis=-1),
         "effective_support": np.exp(ent).mean(axis=-1),
-        "saturated": (top > np.float64(SATURATION)).mean(axis=-1),   # not 0.99 rounded to float32
+        "saturated": above(top).mean(axis=-1),       # compared in float64, as stats.saturated does
         "jacobian_norm": jac.mean(axis=-1),
     }
 
@@ -422,6 +472,57 @@ def dot_samples(d_k, m, *, sigma=1.0, rho=0.0, seed=0) -> np.ndarray:
     sigma, rho, rng = _common(sigma, rho, seed)
     g = sample_gram(d_k, 2, m, rng) * (sigma * sigma)
     return rho * g[:, 0, 0] + math.sqrt(1 - rho * rho) * g[:, 0, 1]
+
+
+def dot_histograms(d_k, *, sigma=1.0, rho=0.0, seed=0, rule="sqrt", alpha=0.5, temperature=0.1, m=20000,
+                   bins=60) -> dict:
+    """Histograms of one matched pair's ``q . k`` (unscaled) and of its logit under ``rule``, with the
+    normal curves theory predicts (:meth:`Rule.pair_theory`): mean ``rho d_k sigma^2`` and variance
+    ``(1 + rho^2) d_k sigma^4`` before scaling; a rule that normalises q and k scales the cosine, whose
+    large-d_k limit is N(rho, (1 - rho^2)^2 / d_k).
+
+    ``m`` exact samples (``k = rho q + sqrt(1-rho^2) z``) drawn from the 2 x 2 Gram matrix of [q, z]
+    (:func:`sample_gram`, ``default_rng(seed)``, as :func:`dot_samples`), so d_k = 4096 is as cheap as 1.
+    Returns ``{"unscaled": hist, "scaled": hist, "theory_mean": (unscaled, scaled), "theory_std": (...),
+    "sample_mean": (...), "sample_std": (...)}``, each ``hist`` a dict of ``left``, ``right``, ``density``
+    (``bins`` bars) and the theory curve ``x``, ``pdf`` (200 points).
+
+    >>> h = dot_histograms(64, rule="sqrt", m=1000)
+    >>> h["theory_std"]
+    (8.0, 1.0)
+    """
+    d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
+    rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
+    m = integer(m, "m", low=2, high=1_000_000)
+    bins = integer(bins, "bins", low=1, high=10_000)
+    sigma, rho, rng = _common(sigma, rho, seed)
+    spec, d = RULES[rule], np.array([float(d_k)])
+    g = sample_gram(d_k, 2, m, rng) * (sigma * sigma)
+    c = math.sqrt(1 - rho * rho)
+    dot = rho * g[:, 0, 0] + c * g[:, 0, 1]
+    base = dot
+    if spec.normalizes:
+        k2 = rho * rho * g[:, 0, 0] + 2 * rho * c * g[:, 0, 1] + c * c * g[:, 1, 1]
+        base = dot / np.sqrt(np.maximum(g[:, 0, 0] * k2, 1e-300))              # cos(q, k)
+    scaled = base * float(spec._scales(d, alpha, temperature)[0])
+    mean, var = pair_dot_moments(d, rho, unit=False)
+    mean0, std0 = float(product(sigma, mean, sigma)[0]), float(product(sigma, np.sqrt(var), sigma)[0])
+    mean1, std1 = spec._pair_theory(d, sigma, rho, alpha, temperature)
+    return {"unscaled": _histogram(dot, mean0, std0, bins), "scaled": _histogram(scaled, mean1, std1, bins),
+            "theory_mean": (mean0, mean1), "theory_std": (std0, std1),
+            "sample_mean": (float(dot.mean()), float(scaled.mean())), "sample_std": (float(dot.std()), float(scaled.std()))}
+
+
+def _histogram(x: np.ndarray, mean: float, std: float, bins: int) -> dict:
+    """Density histogram of x over its 0.1-99.9 percentiles widened to mean +- 4 std, and the normal pdf."""
+    lo, hi = np.percentile(x, [0.1, 99.9])
+    lo, hi = min(lo, mean - 4 * std), max(hi, mean + 4 * std)
+    if not hi > lo:
+        lo, hi = lo - 1, hi + 1
+    counts, edges = np.histogram(x, bins=bins, range=(lo, hi), density=True)
+    grid = np.linspace(lo, hi, 200)
+    pdf = np.exp(-0.5 * ((grid - mean) / std) ** 2) / (std * math.sqrt(2 * math.pi)) if std > 0 else 0 * grid
+    return {"left": edges[:-1], "right": edges[1:], "density": counts, "x": grid, "pdf": pdf}
 
 
 @dataclass

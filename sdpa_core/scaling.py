@@ -122,14 +122,18 @@ class Rule:
         >>> RULES["sqrt"].pair_theory(64, rho=0.5)
         (4.0, 1.118033988749895)
         """
-        d = d_k_values(d_k, MAX_D_K).astype(np.float64)
+        d = np.array([float(integer(d_k, "d_k", low=1, high=MAX_D_K))])
         alpha, temperature = _knobs(alpha, temperature)
         sigma = real(sigma, "sigma", low=0.0, low_open=True)
         rho = real(rho, "rho", low=0.0, high=1.0)
+        return self._pair_theory(d, sigma, rho, alpha, temperature)
+
+    def _pair_theory(self, d, sigma, rho, alpha, temperature) -> tuple[float, float]:
+        """:meth:`pair_theory` of checked arguments, ``d`` an array holding the one d_k."""
         mean, var = pair_dot_moments(d, rho, unit=self.normalizes)
         s = self._scales(d, alpha, temperature)
-        sigma2 = 1.0 if self.normalizes else sigma
-        return float(product(s, sigma2, mean, sigma2)[0]), float(product(np.abs(s), sigma2, np.sqrt(var), sigma2)[0])
+        f = 1.0 if self.normalizes else sigma            # the logit is proportional to sigma^2
+        return float(product(s, f, mean, f)[0]), float(product(np.abs(s), f, np.sqrt(var), f)[0])
 
 
 def _ones(d, alpha, temperature):

@@ -69,9 +69,14 @@ def saturated(p, axis: int = -1, threshold: float = SATURATION) -> np.ndarray:
     [True, False]
     """
     threshold = real(threshold, "threshold", low=0.0, high=1.0)
-    # compared in float64: numpy would round 0.99 to float16 (0.990234) for float16 weights, and a
-    # top weight of exactly 0.990234 would then not count as above 0.99
-    return max_weight(p, axis).astype(np.float64) > threshold
+    return above(max_weight(p, axis), threshold)
+
+
+def above(top, threshold: float = SATURATION) -> np.ndarray:
+    """``top > threshold`` for top weights of any float dtype (no checks), compared in float64: numpy
+    would round 0.99 to float16 (0.990234) for float16 weights, and a top weight of exactly 0.990234
+    would then not count as above 0.99 (to float32, 0.99 becomes 0.9900000095)."""
+    return np.asarray(top, dtype=np.float64) > np.float64(threshold)
 
 
 def softmax_jacobian(p) -> np.ndarray:

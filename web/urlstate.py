@@ -13,8 +13,9 @@ from urllib.parse import parse_qsl, urlencode
 import param
 from bokeh.models import CustomJS
 
-from .state import (D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, LabState, TrainingState,
-                    nearest_option)
+from .options import D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, nearest_option
+from .state import LabState
+from .training_state import TrainingState
 
 MAX_QUERY_CHARS = 2000
 MAX_VALUE_CHARS = 40

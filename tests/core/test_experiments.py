@@ -4,8 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from sdpa_core import (FLOAT16_MAX, POW2_D_K, RULE_NAMES, RULES, draw_qkv, dot_samples, logit_scale, precision_sweep,
-                       row_stats, rule_attention, sample_gram, scale_for, sweep, theory_logit_std)
+from sdpa_core import (FLOAT16_MAX, POW2_D_K, RULE_NAMES, RULES, dot_histograms, dot_samples, draw_qkv, logit_scale,
+                       precision_sweep, row_stats, rule_attention, rule_gradients, rule_readouts, sample_gram, scale_for,
+                       sweep, theory_logit_std)
 
 
 def test_scale_for_rules():
@@ -141,3 +142,54 @@ def test_qknorm_theory_matches_monte_carlo_at_every_rho(rho):
     (1 - rho^2)^2 / d_k for the matched pairs) agrees with the Monte-Carlo sweep from d_k = 64 up."""
     s = sweep([64, 512, 4096], ("qknorm",), n=16, samples=128, rho=rho, temperature=0.5, seed=6)
     np.testing.assert_allclose(s.mean["logit_std"]["qknorm"], s.theory_logit_std["qknorm"], rtol=0.03)
+
+
+@pytest.mark.parametrize("spread", [0.3, 3.0, 30.0])
+def test_row_stats_and_the_sweep_statistics_agree_with_the_stats_functions(spread):
+    """On the same logits (gentle to saturated), row_stats and the sweep's vectorised statistics give
+    what sdpa_core.stats gives row by row (entropy, max_weight, effective_support, saturated,
+    jacobian_norm), averaged over the rows: row_stats to float64 round-off, the sweep to float32's."""
+    from sdpa_core import effective_support, entropy, jacobian_norm, max_weight, saturated, softmax
+    from sdpa_core.experiments import _matrix_stats
+    z = np.random.default_rng(7).standard_normal((5, 12, 12)) * spread          # 5 matrices (queries, keys)
+    p = softmax(z)
+    want = {"entropy": entropy(p), "max_weight": max_weight(p), "effective_support": effective_support(p),
+            "saturated": saturated(p), "jacobian_norm": jacobian_norm(p)}
+    want = {m: v.astype(float).mean(axis=-1) for m, v in want.items()}            # metric -> (5,)
+    for i in range(len(z)):
+        got = row_stats(p[i], z[i])
+        for m, v in want.items():
+            assert got[m] == pytest.approx(v[i], rel=1e-12, abs=1e-300), m
+        assert got["logit_std"] == pytest.approx(z[i].std(), rel=1e-12)
+    swept = _matrix_stats(np.ascontiguousarray(np.moveaxis(z, -1, 0)).astype(np.float32))   # keys first
+    for m, v in want.items():
+        np.testing.assert_allclose(swept[m], v, rtol=2e-5, atol=1e-6, err_msg=m)
+
+
+def test_rule_readouts_are_the_attention_the_gradients_and_the_visible_logits():
+    """rule_readouts returns rule_attention's weights, the row norms of rule_gradients' dq, and under a
+    causal mask the std of the logits the softmax sees (j <= i) only."""
+    q, k, v = draw_qkv(6, 32, rho=0.3, seed=2)
+    g = np.random.default_rng(3).standard_normal((6, 32))
+    r = rule_readouts(q, k, v, g, "linear", causal=True)
+    _, w, z = rule_attention(q, k, v, "linear", causal=True)
+    np.testing.assert_array_equal(r["weights"], w)
+    np.testing.assert_allclose(r["dq_norms"], np.linalg.norm(rule_gradients(q, k, v, g, "linear", causal=True)[0],
+                                                             axis=-1), rtol=1e-14)
+    assert r["stats"]["logit_std"] == pytest.approx(z[np.tri(6, dtype=bool)].std(), rel=1e-12)
+    assert r["scale"] == 1 / 32 and r["nan_rows"] == 0 and not r["overflow"] and 0 < r["dq_floor"] < 1e-12
+
+
+@pytest.mark.parametrize("rule, rho", [("none", 0.0), ("sqrt", 0.5), ("qknorm", 0.5), ("alpha", 0.9)])
+def test_dot_histograms_samples_follow_the_pair_theory(rule, rho):
+    """The histogram's 20 000 exact samples have the mean and std Rule.pair_theory gives (QK-norm: the
+    cosine's large-d_k limit), and each histogram integrates to 1."""
+    h = dot_histograms(1024, sigma=1.5, rho=rho, seed=4, rule=rule, alpha=0.3, temperature=0.2)
+    assert h["theory_mean"][1] == pytest.approx(RULES[rule].pair_theory(1024, sigma=1.5, rho=rho, alpha=0.3,
+                                                                        temperature=0.2)[0])
+    for i, side in enumerate(("unscaled", "scaled")):
+        mean, std = h["theory_mean"][i], h["theory_std"][i]
+        assert h["sample_mean"][i] == pytest.approx(mean, abs=5 * std / math.sqrt(20000))
+        assert h["sample_std"][i] == pytest.approx(std, rel=0.03)
+        hist = h[side]
+        assert float((hist["density"] * (hist["right"] - hist["left"])).sum()) == pytest.approx(1.0)

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sdpa_core as sc
 from web import claims
-from web.state import D_K_OPTIONS, DTYPES, LabState, TrainingState
+from web.options import D_K_OPTIONS, DTYPES
+from web.state import LabState
+from web.training_state import TrainingState
 from web.urlstate import apply_query
 from web.views.questions import QUESTIONS, preset_link
 
@@ -268,9 +270,8 @@ def test_loglog_slopes_match_theory(rho):
 def test_variance_summary_numbers_are_the_closed_forms_and_the_samples():
     """The variance view's sentence quotes mean rho d_k sigma^2 and std sqrt((1+rho^2) d_k) sigma^2, and the
     pooled std of all n x n logits computed from direct draws."""
-    from web.state import dot_histograms
     d_k, sigma, rho, n = 1024, 1.0, 0.5, 16
-    dots = dot_histograms(d_k, sigma=sigma, rho=rho, seed=0, rule="sqrt", alpha=0.5, temperature=0.1)
+    dots = sc.dot_histograms(d_k, sigma=sigma, rho=rho, seed=0, rule="sqrt", alpha=0.5, temperature=0.1)
     pooled = sc.theory_logit_std(d_k, sigma=sigma, rho=rho, n=n)
     text = claims.variance_summary(dots, d_k=d_k, n=n, sigma=sigma, rho=rho, rule="sqrt", pooled=pooled)
     assert "mean ρ d_k σ² = 512" in text and f"= {math.sqrt(1.25 * 1024):.3g} in theory" in text

@@ -5,7 +5,10 @@ import sys
 import numpy as np
 import pytest
 
-from web.state import D_K_OPTIONS, MAX_TRAIN_STEPS, LabState, TrainingState, verdict
+from web.claims import verdict
+from web.options import D_K_OPTIONS, MAX_TRAIN_STEPS
+from web.state import LabState
+from web.training_state import TrainingState
 from web.urlstate import KEYS, apply_query, parse_query, to_query
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from web.state import LabState, TrainingState
+from web.state import LabState
+from web.training_state import TrainingState
 from web.urlstate import apply_query, to_query
 from web.views.playground import _cell
 from web.views.questions import QUESTIONS, preset_link

@@ -49,7 +49,8 @@ def check_escaped(notice: str):
 # ---- any query string at all ------------------------------------------------------------------------
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from web.state import LabState, TrainingState  # noqa: E402
+from web.state import LabState  # noqa: E402
+from web.training_state import TrainingState  # noqa: E402
 from web.urlstate import (KEYS, MAX_NOTICES, MAX_PAIRS, MAX_QUERY_CHARS, MAX_VALUE_CHARS, apply_query,  # noqa: E402
                           bound_search, to_query)
 

@@ -2,7 +2,8 @@
 import panel as pn
 from bokeh.document import Document
 
-from web.state import LabState, TrainingState
+from web.state import LabState
+from web.training_state import TrainingState
 from web.views.training import Training
 
 

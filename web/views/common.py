@@ -6,7 +6,9 @@ import html
 
 import panel as pn
 
-from ..state import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS, LabState, TrainingState
+from ..options import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS
+from ..state import LabState
+from ..training_state import TrainingState
 from ..theme import CSS, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
 
 

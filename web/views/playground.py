@@ -10,7 +10,8 @@ import param
 from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
 from ..claims import fmt, fmt_sci, pct, readout_rows, split_verdict
-from ..state import RULE_LABELS, LabState
+from ..options import RULE_LABELS
+from ..state import LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
 from .common import caption, figure_row, heading, held, rule_color, swatch
 

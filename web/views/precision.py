@@ -8,7 +8,8 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 
 import sdpa_core as sc
 
-from ..state import ORDER_LABELS, PRECISION_N, LabState
+from ..options import ORDER_LABELS, PRECISION_N
+from ..state import LabState
 from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
 from .common import caption, figure_row, heading, held
 

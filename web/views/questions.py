@@ -7,7 +7,8 @@ from urllib.parse import urlencode
 import panel as pn
 import param
 
-from ..state import LabState, TrainingState
+from ..state import LabState
+from ..training_state import TrainingState
 from ..urlstate import apply_query
 from .common import caption, heading
 

@@ -13,7 +13,8 @@ from bokeh.models import ColumnDataSource, Span
 import sdpa_core as sc
 
 from ..claims import gradient_summary, saturation_summary
-from ..state import RULE_LABELS, SAMPLES_OPTIONS, LabState
+from ..options import RULE_LABELS, SAMPLES_OPTIONS
+from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
 from .common import caption, figure_row, heading, held, rule_color, rule_dash
 

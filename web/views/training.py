@@ -9,7 +9,8 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Range1d, Span
 
-from ..state import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS, TrainingState
+from ..options import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS
+from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
 from .common import caption, figure_row, heading, held, rule_color, rule_options
 

@@ -10,7 +10,8 @@ from bokeh.models import ColumnDataSource, Label, Span
 import sdpa_core as sc
 
 from ..claims import fmt, loglog_summary, variance_summary
-from ..state import RULE_LABELS, LabState
+from ..options import RULE_LABELS
+from ..state import LabState
 from ..theme import VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
 from .common import caption, figure_row, heading, held, rule_color
 
@@ -105,9 +106,9 @@ class Variance(pn.viewable.Viewer):
                 glyph.line_color = rule_color(rule)
                 if hasattr(glyph, "fill_color"):
                     glyph.fill_color = rule_color(rule)
-        for key, rho in (("rho0", 0.0), ("rho1", 1.0)):
+        for key, rho in (("rho0", 0.0), ("rho1", 1.0)):   # the unscaled closed form at both ends of rho
             self.theory_sources[key].data = {
-                "d_k": d, "std": np.array([sc.theory_logit_std(int(x), sigma=lab.sigma, rho=rho, n=lab.n) for x in s.d_k])}
+                "d_k": d, "std": sc.RULES["none"].theory_logit_std(s.d_k, sigma=lab.sigma, rho=rho, n=lab.n)}
         self.rule_item.label = {"value": RULE_LABELS[lab.rule]}
         self.slopes.object = loglog_summary(s, rule=lab.rule, rho=lab.rho)
 

@@ -1,0 +1,65 @@
+"""The page's choices and bounds: views, slider steps, dtypes, work caps, which settings each view uses.
+
+Plain data (no Panel, no maths), shared by the state objects (``state.py``, ``training_state.py``),
+the link parser (``urlstate.py``) and the views.
+"""
+from __future__ import annotations
+
+import math
+
+import sdpa_core as sc
+
+VIEWS = ("playground", "variance", "saturation", "training", "precision", "questions")
+VIEW_LABELS = {
+    "playground": "Playground", "variance": "Why the variance grows", "saturation": "Saturation & gradients",
+    "training": "Train it", "precision": "Half precision", "questions": "Questions",
+}
+#: d_k choices: every power of two and the 1.5x step between, so 2**k is one arrow-key press away.
+D_K_OPTIONS = sorted({2 ** k for k in range(13)} | {3 * 2 ** k for k in range(11)})
+TRAIN_D_K_OPTIONS = [2 ** k for k in range(2, 13)]
+LR_OPTIONS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0]
+SAMPLES_OPTIONS = [8, 16, 32, 64, 128, 256]
+DTYPES = ("float64", "float32", "float16")
+ORDER_LABELS = {"none": "no scaling", "after": "scale after q·kᵀ", "before": "scale q before the matmul"}
+RULE_LABELS = sc.RULE_LABELS                    # name -> label, from the rule registry
+
+#: Bounds that keep every setting interactive (numpy on one core, or Pyodide in a tab).
+MAX_N = 64
+MAX_D_K = 4096
+MAX_PLAYGROUND_WORK = MAX_N * MAX_N * MAX_D_K   # n * n * d_k for one matmul
+SWEEP_BUDGET = 65536                            # samples * n * n per d_k and rule
+PRECISION_N = 16                                 # float16 matmuls are not BLAS: keep the sweep at n <= 16
+HIST_SAMPLES = 20000
+MAX_TRAIN_STEPS = 1500
+GRADIENT_ROWS = 128                              # query rows pooled for the per-query gradient plot (~30 ms at d_k = 1024)
+
+#: The shared (sidebar) settings each view uses; the sidebar disables the others and says why.
+VIEW_SETTINGS = {
+    "playground": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed"},
+    "variance": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
+    "saturation": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
+    "training": {"seed", "alpha", "temperature"},
+    "precision": {"d_k", "n", "sigma", "rho", "seed"},
+    "questions": set(),
+}
+SHARED_SETTINGS = ("d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed")
+#: Why a view ignores a shared setting, where "the view does not use it" would not say enough.
+WHY_UNUSED = {
+    ("training", "d_k"): "Train it has its own d_k (next to the plots).",
+    ("training", "rule"): "Train it compares the two rules chosen next to the plots.",
+    ("training", "n"): "The trained head sees 8 keys per example.",
+    ("training", "sigma"): "The trained head's q and k come from its weights, not from σ.",
+    ("training", "rho"): "The trained head's q and k come from its weights, not from ρ.",
+    ("precision", "rule"): "The half-precision view compares 1/√d_k before and after the matmul with no scaling.",
+    ("precision", "dtype"): "The half-precision view shows all three dtypes at once.",
+}
+#: How the sidebar names each knob of a rule (sdpa_core.Rule.knobs).
+KNOB_WORDS = {"alpha": "α", "temperature": "the temperature"}
+ONLY_PLAYGROUND = {"causal": "Only the Playground applies the causal mask.",
+                    "dtype": "Only the Playground computes in a chosen dtype (Half precision compares all three)."}
+
+
+def nearest_option(value: float, options) -> int:
+    """The option closest to ``value`` on a log scale (d_k choices are geometric)."""
+    value = max(float(value), 1e-12)
+    return min(options, key=lambda o: (abs(math.log(o) - math.log(value)), o))

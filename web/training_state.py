@@ -1,0 +1,111 @@
+"""Two training runs of sdpa_core's tiny attention model that differ only in the scaling rule (Train it).
+
+Widget-free like ``state.py``: the Training view animates it, the tests drive it directly.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+import param
+
+import sdpa_core as sc
+
+from .options import LR_OPTIONS, MAX_TRAIN_STEPS, RULE_LABELS, TRAIN_D_K_OPTIONS
+
+if TYPE_CHECKING:
+    from .state import LabState
+
+
+class TrainingState(param.Parameterized):
+    """Two runs of sdpa_core's tiny attention model that differ only in the scaling rule."""
+
+    rule_a = param.Selector(default="none", objects=list(sc.RULE_NAMES), doc="Scaling rule of run A.")
+    rule_b = param.Selector(default="sqrt", objects=list(sc.RULE_NAMES), doc="Scaling rule of run B.")
+    lr = param.Number(default=0.01, bounds=(min(LR_OPTIONS), max(LR_OPTIONS)), doc="Adam learning rate (both runs).")
+    d_k = param.Integer(default=1024, bounds=(min(TRAIN_D_K_OPTIONS), max(TRAIN_D_K_OPTIONS)),
+                        doc="Key/query width of the trained head (both runs).")
+    running = param.Boolean(default=False, doc="True while the animation advances the runs.")
+    status = param.String(default="", doc="Plain-words status of both runs.")
+    version = param.Integer(default=0, doc="Bumped on reset, so views clear their curves.")
+
+    def __init__(self, lab: LabState | None = None, **params):
+        super().__init__(**params)
+        self.lab = lab
+        self.reset()
+        if lab is not None:  # the shared seed, α and τ are part of each run's config
+            lab.param.watch(lambda *_: self.reset(), ["seed", "alpha", "temperature"])
+
+    def config(self, rule: str):
+        lab = self.lab
+        return sc.TrainConfig(d_k=self.d_k, rule=rule, lr=self.lr, seed=lab.seed if lab else 0,
+                              alpha=lab.alpha if lab else 0.5, temperature=lab.temperature if lab else 0.1)
+
+    @param.depends("rule_a", "rule_b", "lr", "d_k", watch=True)
+    def reset(self):
+        self.running = False
+        self.trainers = {"a": sc.Trainer(self.config(self.rule_a)), "b": sc.Trainer(self.config(self.rule_b))}
+        self._per_step = 0.002
+        self.version += 1
+        self._update_status()
+
+    @property
+    def steps_done(self) -> int:
+        return max(t.steps_done for t in self.trainers.values())
+
+    @property
+    def finished(self) -> bool:
+        return self.steps_done >= MAX_TRAIN_STEPS or all(t.diverged for t in self.trainers.values())
+
+    def advance(self, steps: int | None = None, budget: float = 0.05) -> dict:
+        """Advance both runs by ``steps`` (or as many as fit in ``budget`` seconds); returns the new
+        history points per run: ``{"a": {"step": [...], "loss": [...], "accuracy": [...]}, "b": ...}``."""
+        if steps is None:
+            steps = int(max(1, min(25, budget / max(self._per_step, 1e-5))))
+        steps = max(0, min(int(steps), MAX_TRAIN_STEPS - self.steps_done))
+        t0 = time.perf_counter()
+        new = {}
+        for key, tr in self.trainers.items():
+            start = tr.steps_done
+            with np.errstate(all="ignore"):
+                tr.run(steps)
+            new[key] = {k: list(v[start:]) for k, v in tr.history.items()}
+        if steps:
+            self._per_step = (time.perf_counter() - t0) / steps
+        if self.finished:
+            self.running = False
+        self._update_status()
+        return new
+
+    def example(self) -> dict:
+        """The fixed example's attention weights under each run's current parameters, and its target key."""
+        out = {}
+        for key, tr in self.trainers.items():
+            with np.errstate(all="ignore"):
+                w, target = tr.example_weights()
+            w = np.asarray(w, dtype=np.float64)
+            out[key] = (np.where(np.isfinite(w), w, 0.0), target)
+        return out
+
+    def history_csv(self) -> str:
+        lines = ["run,rule,step,loss,accuracy"]
+        for key, tr in self.trainers.items():
+            for s, lo, ac in zip(tr.history["step"], tr.history["loss"], tr.history["accuracy"]):
+                lines.append(f"{key.upper()},{tr.config.rule},{s},{lo:.6g},{ac:.6g}")
+        return "\n".join(lines) + "\n"
+
+    def _update_status(self):
+        parts = []
+        for key, tr in self.trainers.items():
+            name = f"Run {key.upper()} ({RULE_LABELS[tr.config.rule]})"
+            if tr.diverged:
+                parts.append(f"{name} stopped: {tr.message}.")
+            elif tr.history["loss"]:
+                parts.append(f"{name}: step {tr.steps_done}, loss {tr.history['loss'][-1]:.3f}, "
+                             f"accuracy {tr.history['accuracy'][-1]:.0%}.")
+            else:
+                parts.append(f"{name}: not started (chance loss {tr.chance_loss:.2f}).")
+        if self.steps_done >= MAX_TRAIN_STEPS:
+            parts.append(f"Stopped after {MAX_TRAIN_STEPS} steps; press Reset to start again.")
+        self.status = " ".join(parts)
