@@ -1,6 +1,8 @@
 """Assemble the page: template, intro, view navigation, the notice, and the two-way URL mirror."""
 from __future__ import annotations
 
+import os
+import sys
 
 import panel as pn
 import param
@@ -8,7 +10,7 @@ from bokeh.models import CustomJS
 
 from . import a11y
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
-from .theme import CSS, HEADER_BG, NOTICE_STYLES, TEMPLATE_CSS, WRAP_BUTTONS
+from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS, WRAP_BUTTONS
 from .urlstate import KEYS, apply_query, bound_search, install_history, to_query
 from .views.common import caption, shared_controls
 from .views.playground import Playground
@@ -19,6 +21,11 @@ from .views.training import Training
 from .views.variance import Variance
 
 TITLE = "SDPA Lab: why attention divides by √d_k"
+SHORT_TITLE = "SDPA Lab"
+#: The page's summary for search engines, link previews and the web manifest (read by the site build).
+DESCRIPTION = ("Why transformer attention divides q·k by √d_k, shown with live numbers in your browser: "
+               "attention maps, softmax saturation, gradients, training and half precision. "
+               "Nothing installed, nothing uploaded.")
 
 INTRO = """
 <div class="sdpa-intro">
@@ -132,7 +139,8 @@ class Page(param.Parameterized):
             self.nav,
             sizing_mode="stretch_width")
         footer = caption("All numbers come from the `sdpa_core` numpy library in this repository. Colours: Okabe-Ito "
-                         "for rules and dtypes (colour-blind safe, with distinct dash patterns), viridis for weights.")
+                         "for rules and dtypes (colour-blind safe, with distinct dash patterns), viridis for weights."
+                         + (" [Third-party software and licences](./notices.html)." if static_site() else ""))
         tmpl = pn.template.BootstrapTemplate(
             title=TITLE, sidebar=[controls], main=[header, self.content, footer], header_background=HEADER_BG,
             sidebar_width=330)
@@ -140,16 +148,31 @@ class Page(param.Parameterized):
         return tmpl
 
 
-# On a phone the settings sidebar (about 1100 px tall) would stand before every plot: start it
-# collapsed there, behind the header's menu button, which opens it as usual.
+#: Set by the site build's pre-render (build/prerender.py); in the built site's Pyodide worker the
+#: platform says it. The static site ships a notices page (build/notices.py) the footer links to.
+STATIC_SITE_ENV = "SDPA_LAB_STATIC_SITE"
+
+
+def static_site() -> bool:
+    return sys.platform == "emscripten" or os.environ.get(STATIC_SITE_ENV) == "1"
+
+
+# On a phone the settings sidebar (about 1100 px tall) would stand before every plot: it starts
+# collapsed there, behind the header's menu button. TEMPLATE_CSS hides it from the first paint (a
+# script run once the page is ready would move everything below it up: a layout shift); this script
+# only tells Bootstrap's toggle the state the reader already sees, so the menu button opens it as
+# usual. Once: the live page in Pyodide fires document_ready again, and must not close an open sidebar.
 PHONE_SIDEBAR_JS = """
-if (window.matchMedia('(max-width: 767px)').matches) {
-  const sidebar = document.getElementById('sidebar');
-  const toggle = document.getElementById('sidebar-toggle');
-  if (sidebar) sidebar.classList.remove('show');
-  if (toggle) toggle.setAttribute('aria-expanded', 'false');
+const sidebar = document.getElementById('sidebar');
+if (sidebar && !sidebar.classList.contains('sdpa-phone-ready')) {
+  if (window.matchMedia('%s').matches) {
+    sidebar.classList.remove('show');
+    const toggle = document.getElementById('sidebar-toggle');
+    if (toggle) toggle.setAttribute('aria-expanded', 'false');
+  }
+  sidebar.classList.add('sdpa-phone-ready');
 }
-"""
+""" % PHONE
 
 
 def collapse_sidebar_on_phones(doc) -> None:

@@ -27,6 +27,10 @@ NAN_COLOR = "#ff00ff"  # magenta: not in viridis, so an overflowed (NaN) weight 
 
 ACCENT = OKABE_ITO["blue"]
 HEADER_BG = "#1d3557"
+#: Inline code in captions: Panel's default (#82aaff) has a contrast of 2.3:1 on white; this is 9:1.
+CODE_COLOR = "#1d4e89"
+#: Below Bootstrap's md breakpoint (where the template's navbar collapses) the layout is a phone's.
+PHONE = "(max-width: 767.98px)"
 
 #: host styles (Panel panes live in shadow DOM: ``styles`` reach the pane itself, CSS classes would not)
 VERDICT_STYLES = {"border-left": "5px solid " + OKABE_ITO["blue"], "background": "#f2f6fb", "padding": "2px 12px",
@@ -133,23 +137,30 @@ table.sdpa-readouts th[scope=col] { white-space: nowrap; }
 .sdpa-meaning { font-weight: normal; font-size: 13px; color: #444; }
 .sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
 .sdpa-status { font-size: 15px; }
-""" % {"accent": ACCENT}
+code { color: %(code)s; }
+""" % {"accent": ACCENT, "code": CODE_COLOR}
 
 
 #: Document-level CSS for the template's own (non-shadow) layout: on a phone the settings stack
 #: above the views instead of squeezing them, and the page scrolls as a whole.
 TEMPLATE_CSS = """
-@media (max-width: 760px) {
+/* Room for Panel's busy spinner (measured: 52x30 px) before BokehJS draws it and while the static
+   site swaps its pre-rendered page for the live one: on a phone it sits on a line of its own, and
+   the header would grow and shrink by it (layout shifts). */
+#header .pn-busy-container { min-width: 52px; min-height: 30px; }
+@media %(phone)s {
   html, body { height: auto !important; overflow: auto !important; }
   /* the template's #container is .vh-100.overflow-hidden: without this nothing below the fold scrolls */
   #container { height: auto !important; min-height: 100vh; overflow: visible !important; }
   #content { display: block !important; height: auto !important; overflow: visible !important; }
-  #sidebar { max-width: 100% !important; width: 100% !important; height: auto !important;
+  #sidebar { max-width: 100%% !important; width: 100%% !important; height: auto !important;
              border-right: none !important; border-bottom: 1px solid #ccc; padding: 8px 4px !important; }
-  #main { overflow: visible !important; padding: 6px 4px 16px 4px !important; width: 100% !important; }
+  #main { overflow: visible !important; padding: 6px 4px 16px 4px !important; width: 100%% !important; }
   .navbar .app-header .title, .navbar-brand, .title { font-size: 1.05rem !important; white-space: normal !important; }
+  /* collapsed from the first paint (web/page.py's PHONE_SIDEBAR_JS then syncs Bootstrap's toggle) */
+  #sidebar.collapse.show:not(.sdpa-phone-ready) { display: none !important; }
 }
-"""
+""" % {"phone": PHONE}
 
 #: Button groups wrap onto several lines on a phone instead of running off the screen.
 WRAP_BUTTONS = ":host .bk-btn-group { flex-wrap: wrap; } :host .bk-btn { flex: 1 1 auto; }"
