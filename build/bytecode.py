@@ -1,4 +1,4 @@
-"""Ship bytecode: compile the pure-Python wheels (and Pyodide's stdlib zip) for Pyodide's CPython 3.13.
+"""Step 3 of the build: compile the shipped wheels (and Pyodide's stdlib zip) for Pyodide's CPython 3.13.
 
 Pyodide imports from an in-memory file system, so without shipped bytecode every boot
 compiles every module it imports from source (seconds for Panel and Bokeh). Bytecode is
@@ -22,10 +22,12 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import zipfile
 from pathlib import Path
+from typing import Callable, Iterable
 
-from wheels import EPOCH
+from wheels import EPOCH, Wheel
 
 TAG = "cpython-313"
 SITE_PACKAGES = "/lib/python3.13/site-packages"   # where Pyodide unpacks wheels: the tracebacks' paths
@@ -173,3 +175,44 @@ def compile_stdlib(zip_path: Path, python: str, used: list[str]) -> tuple[int, i
             files[pyc] = compiled[pyc]
     _write_zip(zip_path, files)
     return len(sources), sum(a.endswith((".py", ".pyc")) for a in files)
+
+
+_FOUND: dict[str, str | None] = {}
+
+
+def python313(log: Callable[[str], None]) -> str | None:
+    """find_python313(), looked up once per build; says once why sources ship when there is none."""
+    if "python" not in _FOUND:
+        _FOUND["python"] = find_python313()
+        if _FOUND["python"] is None:
+            log("bytecode: no CPython 3.13 found (PATH, pyenv, or SDPA_PYTHON313=<python3.13>); shipping "
+                "sources only, so every boot compiles them (about 2-3 s slower)")
+    return _FOUND["python"]
+
+
+def ship_wheels(wheels: Iterable[Wheel], cache: Path, log: Callable[[str], None]) -> None:
+    """Every shipped wheel gains bytecode: those whose plan keeps sources (ours: readable tracebacks)
+    get it next to them, the others become sourceless (bytecode alone is smaller than both)."""
+    python = python313(log)
+    if python is None:
+        return
+    wheels = list(wheels)
+    started, reused = time.time(), 0
+    for wheel in wheels:
+        keep = wheel.package.keep_sources
+        reused += cached(wheel.path, cache, python, f"wheel sourceless={not keep}",
+                         lambda: compile_wheel(wheel.path, python, sourceless=not keep))
+    log(f"bytecode: {len(wheels)} wheels compiled with {python} ({reused} from the cache, "
+        f"{time.time() - started:.1f} s)")
+
+
+def ship_stdlib(zip_path: Path, used: list[str], cache: Path, log: Callable[[str], None]) -> None:
+    """The stdlib modules the page imports (recorded by the pre-render), as bytecode in Pyodide's zip."""
+    python = python313(log)
+    if python is None:
+        return
+    counts = []
+    how = "stdlib " + hashlib.sha256("\n".join(sorted(used)).encode()).hexdigest()
+    cached(zip_path, cache, python, how, lambda: counts.append(compile_stdlib(zip_path, python, used)))
+    log(f"bytecode: the stdlib modules the page imports, compiled in {zip_path.name}"
+        + (f" ({counts[0][0]} of {counts[0][1]})" if counts else " (from the cache)"))

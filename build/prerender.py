@@ -5,11 +5,13 @@ PANEL_CDN_ROOT at import and the import record is the app's alone:
 
     python build/prerender.py web/app.py OUT.json
 
-Packages the page must never load in the browser are made unimportable here, so
-an app that starts needing one fails the build instead of silently growing it.
+Packages the page must never load in the browser (plan.NEVER_SHIP) are made unimportable
+here, so an app that starts needing one fails the build instead of silently growing it.
+The page's name, description and colour are read from web/ (IDENTITY) and recorded too.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.metadata as md
 import json
 import os
@@ -18,9 +20,13 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from plan import never_imports
+
 # Absolute, so Panel treats it as a CDN; make_site.py rewrites it to a relative ./static/ path.
 SENTINEL = "https://sdpa-lab.invalid/static/panel/"
-NEVER = ("pandas", "PIL", "tqdm", "requests", "bleach", "matplotlib", "pyarrow")
+# What the site says it is (render.Identity), from the page's own modules: field -> (module, name).
+IDENTITY = {"title": ("web.page", "TITLE"), "short_name": ("web.page", "SHORT_TITLE"),
+            "description": ("web.page", "DESCRIPTION"), "theme_color": ("web.theme", "HEADER_BG")}
 
 
 def deterministic_ids() -> None:
@@ -48,8 +54,9 @@ def stable_addresses(html: str) -> str:
 
 def main(app: str, out: str) -> None:
     os.environ["PANEL_CDN_ROOT"] = SENTINEL
+    os.environ["SDPA_LAB_STATIC_SITE"] = "1"     # web.page: the page as the static site shows it
     deterministic_ids()
-    for name in NEVER:
+    for name in never_imports():
         sys.modules[name] = None      # find_spec() -> None: "not installed" to Bokeh and Panel
     app_path = Path(app).resolve()
     # Like `panel serve web/app.py` next to the repository: both `web.x` and `x` import.
@@ -72,8 +79,10 @@ def main(app: str, out: str) -> None:
         path = Path(getattr(module, "__file__", None) or "/").resolve()
         if path.suffix == ".py" and path.is_relative_to(stdlib) and "site-packages" not in path.parts:
             used.add(path.relative_to(stdlib).as_posix())
+    identity = {field: getattr(importlib.import_module(module), name) for field, (module, name) in IDENTITY.items()}
     Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top),
-                                     "sibling_modules": first_party, "stdlib_files": sorted(used)}))
+                                     "sibling_modules": first_party, "stdlib_files": sorted(used),
+                                     "identity": identity}))
 
 
 if __name__ == "__main__":

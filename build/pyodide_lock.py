@@ -1,43 +1,56 @@
-"""The site's own pyodide-lock.json: every package the page loads, pre-solved, with its sha256.
+"""Step 4 of the build: the site's own pyodide-lock.json, every package the page loads pre-solved, with its sha256.
 
-Pyodide's `loadPackage` reads names, files, dependencies and hashes from here, so the
-page never asks PyPI or micropip's resolver anything at run time.
+Pyodide's `loadPackage` reads names, files, dependencies and hashes from here, so the page never
+asks PyPI or micropip's resolver anything at run time. Dependencies come from the plan (plan.py);
+files, versions, imports and hashes from the wheels actually produced (wheels.py, after bytecode).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from plan import PYODIDE_PYTHON, Plan
 from wheels import Wheel, sha256
 
 
-def entry(wheel: Wheel, file_name: str) -> dict:
+def entry(wheel: Wheel) -> dict:
+    """The lock entry of a wheel we produced."""
     return {
         "name": wheel.name,
         "version": wheel.version,
-        "file_name": file_name,
+        "file_name": wheel.path.name,
         "install_dir": "site",
         "sha256": sha256(wheel.path),
         "package_type": "package",
         "imports": wheel.imports,
-        "depends": wheel.depends,
+        "depends": list(wheel.package.depends),
         "unvendored_tests": False,
     }
 
 
-def pyodide_entry(lock: dict, name: str, path: Path, shipped: set[str]) -> dict:
-    """Pyodide's own entry for a package we copied (and maybe compiled), its dependencies cut to what ships."""
-    e = dict(lock["packages"][name])
-    e["file_name"] = path.name
-    e["sha256"] = sha256(path)
-    e["depends"] = [d for d in e.get("depends", []) if d in shipped]
+def pyodide_entry(lock: dict, wheel: Wheel) -> dict:
+    """Pyodide's own entry for a package we copied (and maybe compiled): our file's hash, the plan's
+    dependencies (Pyodide's cut to what ships)."""
+    e = dict(lock["packages"][wheel.name])
+    e["file_name"] = wheel.path.name
+    e["sha256"] = sha256(wheel.path)
+    e["depends"] = list(wheel.package.depends)
     return e
 
 
-def write(path: Path, info: dict, entries: dict[str, dict], external: set[str] = frozenset()) -> None:
-    """`external`: names that only Pyodide's CDN lock provides, merged in by the worker at run time."""
-    names = set(entries) | set(external)
-    for e in entries.values():
-        e["depends"] = sorted(d for d in e["depends"] if d in names)
-    lock = {"info": info, "packages": dict(sorted(entries.items()))}
+def build(plan: Plan, wheels: dict[str, Wheel], pyodide_lock: dict | None, pyodide_version: str) -> dict:
+    """The lock: Pyodide's `info` (or, without its lock, what the worker replaces with its CDN's) and
+    one entry per shipped package. Packages left to the CDN's lock are named in dependencies only."""
+    info = (pyodide_lock or {}).get("info") or {"arch": "wasm32", "python": PYODIDE_PYTHON, "version": pyodide_version}
+    packages = {}
+    for name, wheel in wheels.items():
+        packages[name] = pyodide_entry(pyodide_lock, wheel) if wheel.package.source == "pyodide" else entry(wheel)
+        packages[name]["depends"] = sorted(packages[name]["depends"])
+    missing = set(plan.packages) - set(packages) - set(plan.at_runtime)
+    if missing:
+        raise SystemExit(f"make site: no wheel was produced for {sorted(missing)}")
+    return {"info": info, "packages": dict(sorted(packages.items()))}
+
+
+def write(path: Path, lock: dict) -> None:
     path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")

@@ -17,7 +17,13 @@ import threading
 from functools import partial
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(HERE) not in sys.path:      # a script's own folder is; imported from elsewhere (tests), add it
+    sys.path.append(str(HERE))
+
+import offline  # noqa: E402
+
 TYPES = {
     ".wasm": "application/wasm",
     ".js": "text/javascript",
@@ -45,7 +51,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             super().log_message(fmt, *args)
 
     def end_headers(self):
-        self.send_header("Cache-Control", "no-cache")       # always revalidate; ETag makes that cheap
+        self.send_header("Cache-Control", offline.CACHE_CONTROL)
         self.send_header("X-Content-Type-Options", "nosniff")
         super().end_headers()
 

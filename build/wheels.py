@@ -1,8 +1,9 @@
-"""Wheels the page installs in Pyodide: ours, slim Panel/Bokeh, and pinned pure dependencies.
+"""Step 2 of the build: produce the wheel of every package the plan ships (plan.py decides which and how).
 
-Every wheel is written byte-for-byte reproducibly (sorted entries, fixed timestamps),
-so an unchanged dependency keeps its sha256 across builds and the service worker's
-content-keyed cache keeps it across redeploys.
+Ours (built from this repository), slim Panel/Bokeh, pinned pure dependencies, stubs, and Pyodide's
+own wheels copied from its files. Every wheel we write is reproducible to the byte (sorted entries,
+fixed timestamps), so an unchanged dependency keeps its sha256 across builds and the service
+worker's content-keyed cache keeps it across redeploys. Repacked wheels keep their licence files.
 """
 from __future__ import annotations
 
@@ -10,61 +11,54 @@ import base64
 import hashlib
 import importlib.metadata as md
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from plan import PYODIDE_PYTHON, SOURCES, Package, Plan
+
 EPOCH = (1980, 1, 1, 0, 0, 0)
-PYODIDE_PYTHON = "3.13"
-
-# Bundled JS/CSS the page loads from its own static/ copy, tests, caches and native code; the
-# TypeScript/LESS sources of that JS, type stubs and Sphinx extensions (read by no running code).
-SLIM_EXCLUDE = {
-    "panel": re.compile(r"^panel/(dist/(?!css/|assets/)|tests/)|\.js\.map$|\.(ts|less|pyi)$"),
-    "bokeh": re.compile(r"^bokeh/(server/static/|sampledata/|sphinxext/|_sri/(?!3\.9\.2\.json))|\.pyi$"),
-}
 ALWAYS_EXCLUDE = re.compile(r"(^|/)__pycache__/|\.(pyc|so|pyd|dylib)$|\.dist-info/(RECORD|INSTALLER|direct_url\.json|REQUESTED)$")
-
-NH3_STUB = '''"""Stand-in for nh3 in the SDPA Lab page (no sanitiser is shipped).
-
-Panel calls nh3.clean() on ReactiveHTML and Markdown text. Everything this page
-renders is its own trusted text, so clean() returns it unchanged. Do not reuse
-this stub for a page that shows user-supplied HTML.
-"""
-
-
-def clean(html, **kwargs):
-    return html
-'''
-
-
-def norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+# Licence and notice files inside a .dist-info folder (PEP 639 puts them under licenses/): they stay
+# in every wheel we repack, slim ones included.
+LICENCE_FILE = re.compile(r"^(licenses/.+|(LICEN[CS]E|COPYING|NOTICE|AUTHORS)[^/]*)$", re.I)
 
 
 @dataclass
 class Wheel:
-    name: str                 # canonical project name, the key in pyodide-lock.json
+    package: Package
     version: str
     path: Path
     imports: list[str]
-    depends: list[str] = field(default_factory=list)
     origin: str = ""          # how it was obtained, for the build log
+
+    @property
+    def name(self) -> str:
+        return self.package.name
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_wheel(out_dir: Path, name: str, version: str, files: dict[str, bytes], metadata: str = "") -> Path:
-    """A pure py3-none-any wheel from {archive path: bytes}, reproducible to the byte."""
-    dist = f"{re.sub(r'[-.]+', '_', name)}-{version}"
+def _dist_part(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name)
+
+
+def write_wheel(out_dir: Path, name: str, version: str, files: dict[str, bytes], metadata: str = "",
+                info_files: dict[str, bytes] | None = None) -> Path:
+    """A pure py3-none-any wheel from {archive path: bytes}, reproducible to the byte. `info_files`:
+    more files for its .dist-info folder ({path inside it: bytes}), e.g. licences."""
+    dist = f"{_dist_part(name)}-{version}"
     info = f"{dist}.dist-info"
     files = dict(files)
+    for rel, data in (info_files or {}).items():
+        files[f"{info}/{rel}"] = data
     files[f"{info}/METADATA"] = (metadata or f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n").encode()
     files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: sdpa-lab build/wheels.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record = []
@@ -94,62 +88,56 @@ def top_level_imports(arcnames) -> list[str]:
     return sorted(n for n in names if n.isidentifier())
 
 
-def repack_installed(dist_name: str, out_dir: Path, exclude: re.Pattern | None = None) -> Wheel:
-    """A pure wheel of an installed distribution's files (native speed-ups left out)."""
-    dist = md.distribution(dist_name)
-    files = {}
+def repack_installed(pkg: Package, out_dir: Path, exclude: re.Pattern | None = None) -> Wheel:
+    """A pure wheel of an installed distribution's files (native speed-ups left out, licences kept)."""
+    dist = md.distribution(pkg.dist)
+    files, info_files = {}, {}
     for f in dist.files or []:
         arc = f.as_posix()
-        if arc.startswith("..") or ALWAYS_EXCLUDE.search(arc) or (exclude and exclude.search(arc)):
+        if arc.startswith("..") or ALWAYS_EXCLUDE.search(arc):
             continue
         src = Path(dist.locate_file(f))
-        if src.is_file():
+        if not src.is_file():
+            continue
+        head, _, rel = arc.partition("/")
+        if head.endswith(".dist-info"):
+            if LICENCE_FILE.match(rel):
+                info_files[rel] = src.read_bytes()
+        elif not (exclude and exclude.search(arc)):
             files[arc] = src.read_bytes()
-    meta = dist.read_text("METADATA") or ""
-    name = norm(dist.metadata["Name"])
-    path = write_wheel(out_dir, dist.metadata["Name"], dist.version, {k: v for k, v in files.items()
-                                                                      if ".dist-info/" not in k}, meta)
-    return Wheel(name, dist.version, path, top_level_imports(files), origin="repacked from the build environment")
+    path = write_wheel(out_dir, dist.metadata["Name"], dist.version, files, dist.read_text("METADATA") or "",
+                       info_files)
+    return Wheel(pkg, dist.version, path, top_level_imports(files), origin="repacked from the build environment")
 
 
-def download_pure(dist_name: str, version: str, out_dir: Path, cache: Path) -> Wheel | None:
-    """The PyPI pure-Python wheel for Pyodide's Python, pinned to the build environment's version."""
+def download_pure(name: str, version: str, out_dir: Path, cache: Path) -> Path | None:
+    """The PyPI pure-Python wheel for Pyodide's Python at exactly `version`, cached; None if unavailable."""
     cache.mkdir(parents=True, exist_ok=True)
-    pattern = f"{re.sub(r'[-_.]+', '_', dist_name)}-{version}-*none-any.whl"
-    found = [p for p in cache.iterdir() if p.name.lower().startswith(
-        f"{re.sub(r'[-_.]+', '_', dist_name)}-{version}-".lower()) and p.name.endswith("-none-any.whl")]
+    prefix = f"{_dist_part(name)}-{version}-".lower()
+    found = sorted(p for p in cache.iterdir() if p.name.lower().startswith(prefix) and p.name.endswith("-none-any.whl"))
     if not found:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
              "--python-version", PYODIDE_PYTHON, "--platform", "any", "--implementation", "py",
-             "--disable-pip-version-check", "-d", str(cache), f"{dist_name}=={version}"],
+             "--disable-pip-version-check", "-d", str(cache), f"{name}=={version}"],
             capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             return None
-        found = sorted(cache.glob(pattern)) or [p for p in cache.iterdir() if p.name.lower().startswith(
-            f"{re.sub(r'[-_.]+', '_', dist_name)}-{version}-".lower())]
+        found = sorted(p for p in cache.iterdir() if p.name.lower().startswith(prefix) and p.name.endswith(".whl"))
         if not found:
             return None
-    src = found[0]
-    dst = out_dir / src.name
-    dst.write_bytes(src.read_bytes())
-    with zipfile.ZipFile(dst) as zf:
+    dst = out_dir / found[0].name
+    dst.write_bytes(found[0].read_bytes())
+    return dst
+
+
+def _from_file(pkg: Package, path: Path, origin: str) -> Wheel:
+    with zipfile.ZipFile(path) as zf:
         imports = top_level_imports(zf.namelist())
-    return Wheel(norm(dist_name), version, dst, imports, origin="downloaded from PyPI (cached)")
+    return Wheel(pkg, pkg.version, path, imports, origin=origin)
 
 
-def pure_dependency(dist_name: str, out_dir: Path, cache: Path) -> Wheel:
-    version = md.version(dist_name)
-    return download_pure(dist_name, version, out_dir, cache) or repack_installed(dist_name, out_dir)
-
-
-def slim(dist_name: str, out_dir: Path) -> Wheel:
-    wheel = repack_installed(dist_name, out_dir, SLIM_EXCLUDE[dist_name])
-    wheel.origin = "slim wheel repacked from the build environment (bundled JS stripped)"
-    return wheel
-
-
-def project_wheel(root: Path, out_dir: Path) -> Wheel:
+def project_wheel(pkg: Package, root: Path, out_dir: Path) -> Wheel:
     """sdpa_core, built by hatchling from the repository like any release wheel."""
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-m", "hatchling", "build", "--target", "wheel", "--directory", tmp],
@@ -157,40 +145,63 @@ def project_wheel(root: Path, out_dir: Path) -> Wheel:
         src = next(Path(tmp).glob("*.whl"))
         dst = out_dir / src.name
         dst.write_bytes(src.read_bytes())
-    version = dst.name.split("-")[1]
-    return Wheel("sdpa-core", version, dst, ["sdpa_core"], ["numpy"], origin="built with hatchling")
+    wheel = _from_file(pkg, dst, SOURCES["project"])
+    wheel.version = dst.name.split("-")[1]
+    return wheel
 
 
-def app_wheel(web_dir: Path, version: str, out_dir: Path) -> Wheel:
-    """The page's own modules (web/*) as the package `web`."""
+def app_wheel(pkg: Package, web_dir: Path, version: str, out_dir: Path) -> Wheel:
+    """The page's own modules (web/*) as the package `web`, versioned like the project."""
     files = {}
     for src in sorted(web_dir.rglob("*")):
         rel = src.relative_to(web_dir).as_posix()
         if src.is_file() and not ALWAYS_EXCLUDE.search(rel) and not rel.startswith("."):
             files[f"web/{rel}"] = src.read_bytes()
     files.setdefault("web/__init__.py", b"")
-    path = write_wheel(out_dir, "sdpa-lab-web", version, files)
-    return Wheel("sdpa-lab-web", version, path, ["web"], ["sdpa-core"], origin="the page's modules (web/)")
+    path = write_wheel(out_dir, pkg.name, version, files)
+    return Wheel(pkg, version, path, ["web"], origin=SOURCES["app"])
 
 
-def nh3_stub(out_dir: Path) -> Wheel:
-    path = write_wheel(out_dir, "nh3", "0.0.0+sdpa.stub", {"nh3.py": NH3_STUB.encode()})
-    return Wheel("nh3", "0.0.0+sdpa.stub", path, ["nh3"], origin="identity stub: the page's text is its own")
+def stub_wheel(pkg: Package, out_dir: Path) -> Wheel:
+    module = pkg.stub_file
+    path = write_wheel(out_dir, pkg.name, pkg.version, {module.name: module.read_bytes()})
+    return Wheel(pkg, pkg.version, path, [module.stem], origin=SOURCES["stub"])
 
 
-def pure_dependencies(names: list[str], out_dir: Path, cache: Path) -> list[Wheel]:
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        return list(pool.map(lambda n: pure_dependency(n, out_dir, cache), names))
+def produce(plan: Plan, out_dir: Path, cache: Path, pyodide_wheel, root: Path, web_dir: Path) -> dict[str, Wheel]:
+    """Every shipped package's wheel in `out_dir`, by name. `pyodide_wheel(name)` is the path of
+    Pyodide's own wheel for a package (pyodide_files.PyodideFiles.wheel)."""
+    out: dict[str, Wheel] = {}
 
+    def one(pkg: Package) -> Wheel:
+        if pkg.source == "slim":
+            wheel = repack_installed(pkg, out_dir, pkg.slim_exclude)
+            wheel.origin = SOURCES["slim"]
+            return wheel
+        if pkg.source == "stub":
+            return stub_wheel(pkg, out_dir)
+        if pkg.source == "pyodide":
+            src = pyodide_wheel(pkg.name)
+            return _from_file(pkg, Path(shutil.copy2(src, out_dir / src.name)), SOURCES["pyodide"])
+        if pkg.source == "lock":
+            got = download_pure(pkg.dist, pkg.version, out_dir, cache)
+            if got is None:
+                raise SystemExit(f"make site: {pkg.name}=={pkg.version} is needed in the browser and neither "
+                                 "Pyodide's files nor PyPI provided it")
+            return _from_file(pkg, got, "downloaded from PyPI at the version in Pyodide's lock (cached)")
+        if pkg.source == "pure":
+            got = download_pure(pkg.dist, pkg.version, out_dir, cache)
+            return (_from_file(pkg, got, "downloaded from PyPI (cached)") if got is not None
+                    else repack_installed(pkg, out_dir))
+        raise ValueError(f"{pkg.name}: no wheel to produce for source {pkg.source!r}")
 
-def requires(dist_name: str) -> list[str]:
-    """Names a distribution depends on unconditionally (extras and markers for other Pythons ignored)."""
-    from packaging.requirements import Requirement
-    out = []
-    for raw in md.requires(dist_name) or []:
-        req = Requirement(raw)
-        env = {"python_version": PYODIDE_PYTHON, "sys_platform": "emscripten", "platform_system": "Emscripten",
-               "extra": ""}
-        if req.marker is None or req.marker.evaluate(env):
-            out.append(norm(req.name))
-    return out
+    core = next(p for p in plan.shipped if p.source == "project")
+    out[core.name] = project_wheel(core, root, out_dir)
+    for pkg in plan.shipped:
+        if pkg.source == "app":
+            out[pkg.name] = app_wheel(pkg, web_dir, out[core.name].version, out_dir)
+    rest = [p for p in plan.shipped if p.name not in out]
+    with ThreadPoolExecutor(max_workers=6) as pool:      # downloads and repacks in parallel
+        for wheel in pool.map(one, rest):
+            out[wheel.name] = wheel
+    return dict(sorted(out.items()))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,11 +44,15 @@ def pyodide_dist() -> Path | None:
 
 
 class Site:
+    """A built site and the data the build put in it, read with the build's own reader (render.embedded)."""
+
     def __init__(self, root: Path, log: str):
+        render, offline = build_module("render"), build_module("offline")
         self.root = root
         self.log = log
-        self.assets = json.loads(re.search(r"const ASSETS = (\{.*?\});", (root / "sw.js").read_text(), re.S)[1])
-        self.config = json.loads(re.search(r"const CONFIG = (\{.*?\});", (root / "worker.js").read_text(), re.S)[1])
+        self.policy = render.embedded((root / offline.SW_FILE).read_text(), "POLICY")
+        self.assets = self.policy["assets"]
+        self.config = render.embedded((root / "worker.js").read_text(), "CONFIG")
         self.lock = json.loads((root / "pyodide" / "pyodide-lock.json").read_text())
         self.html = (root / "index.html").read_text()
 

@@ -16,7 +16,9 @@
   const LABELS = Object.fromEntries(STEPS);
   // worker.js, checked before it runs; it is started from a blob: URL so that it runs under this
   // page's Content-Security-Policy (a worker loaded from a URL gets the policy of its own response).
-  const WORKER = {path: "worker.js", sha256: "@@WORKER_SHA256@@", size: @@WORKER_SIZE@@};
+  const WORKER = /*WORKER*/{}/*END*/;
+  // Where the service worker lives and what it controls (build/offline.py: the offline policy).
+  const SERVICE_WORKER = /*SERVICE_WORKER*/{}/*END*/;
   const BASE = new URL("./", location.href).href;
   // Seconds without news before the page says a step is stuck (tests shorten them through
   // window.sdpaLabLimits). The worker cannot report while Python computes, hence the larger limits
@@ -44,7 +46,7 @@
   panel.setAttribute("aria-live", "polite");
   panel.innerHTML = `<strong>Starting SDPA Lab in your browser</strong><ol>${
     STEPS.map(([id, label]) => `<li data-step="${id}">${label}</li>`).join("")}</ol>` +
-    '<p class="sdpa-progress" hidden></p><p class="sdpa-problem" hidden></p>' +
+    '<p class="sdpa-progress sdpa-idle"></p><p class="sdpa-problem" hidden></p>' +
     '<p class="sdpa-actions" hidden><button type="button" data-act="retry">Retry</button> ' +
     '<button type="button" data-act="fresh">Reload from the network</button></p>' +
     '<p class="sdpa-note">Nothing is installed and nothing leaves this tab.</p>';
@@ -98,7 +100,7 @@
     panel.classList.add("sdpa-error");
     panel.setAttribute("role", "alert");
     panel.querySelector("strong").textContent = "The app failed to start";
-    part("sdpa-progress").hidden = true;
+    part("sdpa-progress").classList.add("sdpa-idle");
     showProblem(lab.error);
     console.error(`SDPA Lab: ${lab.error}${detail ? "\n" + detail : ""}`);
   }
@@ -222,7 +224,7 @@
 
   async function render(msg) {
     if (!window.Bokeh || !Bokeh.embed) {
-      throw new Error("BokehJS is not loaded (static/bokeh/3.9.2/bokeh.min.js did not run)");
+      throw new Error("BokehJS is not loaded (@@BOKEH_DIR@@bokeh.min.js did not run)");
     }
     const docs_json = JSON.parse(local(msg.docs_json));
     const render_items = JSON.parse(msg.render_items);
@@ -263,7 +265,8 @@
     } else if (msg.type === "progress") {
       waiting = msg.waiting;
       const line = part("sdpa-progress");
-      line.hidden = msg.received >= msg.expected || lab.error !== null;
+      // its room stays either way (see boot.css): the panel keeps one height
+      line.classList.toggle("sdpa-idle", msg.received >= msg.expected || lab.error !== null);
       line.textContent = `Downloaded ${(msg.received / 1e6).toFixed(1)} of ${(msg.expected / 1e6).toFixed(1)} MB`;
     } else if (msg.type === "error") {
       fatal(msg.msg, {file: msg.file, step: msg.step, detail: msg.detail});
@@ -299,7 +302,7 @@
   // with the first boot for bandwidth (it mostly revalidates what the browser just fetched).
   function registerServiceWorker() {
     if (!("serviceWorker" in navigator)) return;
-    navigator.serviceWorker.register("./sw.js", {scope: "./"}).then((reg) => {
+    navigator.serviceWorker.register(SERVICE_WORKER.url, {scope: SERVICE_WORKER.scope}).then((reg) => {
       if (!reg) return;     // registration refused (e.g. blocked by a test harness)
       reg.addEventListener("updatefound", () => {
         const incoming = reg.installing;

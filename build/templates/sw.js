@@ -5,8 +5,11 @@
 // fetched from the network and stored again once its sha256 matches; the page asks on every visit
 // how complete the cache is, and has the missing files downloaded in the background.
 "use strict";
-const ASSETS = /*ASSETS*/{}/*END*/;   // site-relative path -> sha256 of its bytes
-const CACHE = "sdpa-lab-assets";
+// The policy (build/offline.py): the cache's name and every file of this version,
+// site-relative path -> sha256 of its bytes.
+const POLICY = /*POLICY*/{}/*END*/;
+const ASSETS = POLICY.assets;
+const CACHE = POLICY.cache;
 const SCOPE = new URL(self.registration.scope);
 const BY_PATH = new Map(Object.keys(ASSETS).map((p) => [new URL(p, SCOPE).pathname, p]));
 const keyFor = (path) => new URL(`${path}?sha256=${ASSETS[path]}`, SCOPE).href;

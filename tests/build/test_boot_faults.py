@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sitebuild import pyodide_dist
+from sitebuild import build_module, pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -83,7 +83,7 @@ CASES = {
     "worker.js missing": (lambda s: "worker.js", None),
     "wheel corrupt": (lambda s: wheel(s, "numpy"), flip),
     "wheel missing": (lambda s: wheel(s, "panel"), None),
-    "bokeh.min.js truncated": (lambda s: "static/bokeh/3.9.2/bokeh.min.js", truncate),
+    "bokeh.min.js truncated": (lambda s: build_module("render").BOKEH_DIR + "bokeh.min.js", truncate),
 }
 
 

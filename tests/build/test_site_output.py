@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import re
 import struct
@@ -13,9 +14,10 @@ import pytest
 
 from sitebuild import build_module
 
-page = build_module("page")
-
-NEVER_SHIPPED = {"pandas", "pillow", "requests", "tqdm", "bleach", "matplotlib", "pyarrow", "micropip"}
+render = build_module("render")
+offline = build_module("offline")
+plan = build_module("plan")
+icons = build_module("icons")
 
 
 def sha256(path) -> str:
@@ -28,23 +30,25 @@ def test_every_url_is_relative_or_allowed(site):
     allowed = () if site.self_hosted else (re.match(r"https?://[^/]+", site.config["pyodideJs"])[0],)
     for name in ("index.html", "worker.js", "boot.js", "sw.js", "manifest.webmanifest"):
         text = (site.root / name).read_text()
-        foreign = [u for u in page.foreign_urls(text) if not u.startswith(allowed)]
+        foreign = [u for u in render.foreign_urls(text) if not u.startswith(allowed)]
         assert foreign == [], f"{name} names other origins: {foreign}"
 
 
 def test_precache_names_every_file_with_its_hash(site):
-    """The service worker precaches every file of the site (except itself), each with its sha256."""
+    """The service worker precaches every file of the site (except itself), each with its sha256: the
+    policy it was built with is the policy of the files on disk."""
     files = {p.relative_to(site.root).as_posix() for p in site.root.rglob("*")
-             if p.is_file() and not p.name.startswith(".")} - {"sw.js"}
+             if p.is_file() and not p.name.startswith(".")} - {offline.SW_FILE}
     assert set(site.assets) == files
     for path, digest in site.assets.items():
         assert sha256(site.root / path) == digest, path
+    assert site.policy == offline.policy(site.root)
 
 
 def test_page_references_only_files_that_ship(site):
     """Every local script, stylesheet, icon and JSON-named asset of the page exists and is precached."""
-    refs = page.local_paths(site.html)
-    assert "boot.js" in refs and "manifest.webmanifest" in refs
+    refs = render.local_paths(site.html)
+    assert {"boot.js", "manifest.webmanifest", "notices.html", "icons/icon.svg"} <= set(refs)
     for ref in refs:
         assert ref in site.assets, f"index.html references {ref}, which is not precached"
 
@@ -65,7 +69,8 @@ def test_scripts_and_stylesheets_carry_integrity(site):
     assert checked >= 10 and 'src="./boot.js" integrity=' in site.html
     boot = (site.root / "boot.js").read_text()
     worker = site.root / "worker.js"
-    assert f'sha256: "{sha256(worker)}", size: {worker.stat().st_size}' in boot
+    assert render.embedded(boot, "WORKER") == {"path": "worker.js", "sha256": sha256(worker),
+                                               "size": worker.stat().st_size}
 
 
 def test_worker_checks_every_file_it_loads(site):
@@ -101,36 +106,81 @@ def test_lock_is_pre_solved_and_hashes_match(site):
 def test_lean_no_unused_heavy_packages(site):
     """Pandas, Pillow, requests, tqdm and a real sanitiser never ship; Panel and Bokeh come as slim wheels."""
     packages = site.lock["packages"]
-    assert not NEVER_SHIPPED & set(packages)
+    assert not set(plan.NEVER_SHIP) & set(packages)
     if "nh3" in packages:
         assert "stub" in packages["nh3"]["version"]
     for name, limit in (("panel", 3e6), ("bokeh", 2e6)):
         size = (site.root / "pyodide" / packages[name]["file_name"]).stat().st_size
         assert size < limit, f"{name} wheel is {size / 1e6:.1f} MB: bundled JS not stripped?"
     assert not any(site.root.rglob("*.map")), "source maps are not needed by the page"
-    if not page.MATHJAX:   # formulas are KaTeX; Panel's "just in case" MathJax bundle stays out
+    if not render.MATHJAX:   # formulas are KaTeX; Panel's "just in case" MathJax bundle stays out
         assert "mathjax" not in site.html.lower() and not any(site.root.rglob("*mathjax*"))
 
 
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
 def test_manifest_is_installable(site):
-    """The web manifest names the app, uses relative start_url/scope, and its icons exist at their sizes."""
+    """The web manifest has an id, names the app as web/ does, uses relative start_url/scope and the
+    theme colour of web.theme, and its icons (plain and maskable) exist at their sizes."""
+    from web.page import SHORT_TITLE, TITLE
+    from web.theme import HEADER_BG
     manifest = json.loads((site.root / "manifest.webmanifest").read_text())
-    assert manifest["name"] and manifest["short_name"]
+    assert manifest["id"] and manifest["id"] not in ("./", "/")
+    assert (manifest["name"], manifest["short_name"]) == (TITLE, SHORT_TITLE)
     assert manifest["start_url"] == "./" and manifest["scope"] == "./"
     assert manifest["display"] == "standalone"
-    assert re.fullmatch(r"#[0-9a-fA-F]{6}", manifest["theme_color"])
-    sizes = set()
+    assert manifest["theme_color"] == HEADER_BG
+    sizes = {"any": set(), "maskable": set()}
     for icon in manifest["icons"]:
         data = (site.root / icon["src"]).read_bytes()
         assert icon["src"] in site.assets
         if icon["type"] == "image/png":
-            assert data[:8] == b"\x89PNG\r\n\x1a\n"
-            width, height = struct.unpack(">II", data[16:24])
+            width, height = png_size(data)
             assert icon["sizes"] == f"{width}x{height}"
-            sizes.add(width)
+            sizes[icon["purpose"]].add(width)
         else:
             assert ElementTree.fromstring(data).tag.endswith("svg")
-    assert {192, 512} <= sizes
+    assert {192, 512} <= sizes["any"] and {192, 512} <= sizes["maskable"]
+
+
+def test_head_describes_the_page_for_search_and_link_previews(site):
+    """The page has web/'s title and description, Open Graph and Twitter tags, and a 1200x630 preview
+    image that ships and is precached."""
+    from web.page import DESCRIPTION, TITLE
+    head = site.html.split("</head>")[0]
+    meta = dict(re.findall(r'<meta (?:name|property)="([^"]+)" content="([^"]*)">', head))
+    assert f"<title>{TITLE}</title>" in head
+    assert html.unescape(meta["description"]) == DESCRIPTION == html.unescape(meta["og:description"])
+    assert html.unescape(meta["og:title"]) == TITLE == html.unescape(meta["twitter:title"])
+    assert meta["twitter:card"] == "summary_large_image"
+    image = meta["og:image"]
+    assert image == meta["twitter:image"] and image.startswith("./")
+    assert png_size((site.root / image[2:]).read_bytes()) == icons.PREVIEW_SIZE == \
+        (int(meta["og:image:width"]), int(meta["og:image:height"]))
+    assert image[2:] in site.assets and meta["og:image:alt"]
+
+
+def test_notices_name_every_third_party_package_with_its_licence(site):
+    """notices.html lists every shipped package but ours, with the licence texts its wheel carries, and
+    the slimmed Panel and Bokeh wheels and the repacked tornado still carry theirs."""
+    text = html.unescape((site.root / "notices.html").read_text())
+    ours = {n for n, p in plan.OWN.items()} | set(plan.STUBS)
+    for name, entry in site.lock["packages"].items():
+        wheel = site.root / "pyodide" / entry["file_name"]
+        with zipfile.ZipFile(wheel) as zf:
+            licences = [n for n in zf.namelist() if ".dist-info/" in n and re.search(r"/(licenses/|LICEN[CS]E)", n)]
+        if name in ours:
+            continue
+        assert f"<td>{entry['version']}</td>" in text, name
+        if name in ("panel", "bokeh", "tornado"):
+            assert licences, f"{name}'s wheel lost its licence file"
+        for path in licences:
+            assert path.split(".dist-info/", 1)[1] in text, path
+    for words in ("MPL-2.0", "Apache-2.0", "BSD-3-Clause", "KaTeX"):
+        assert words in text, words
 
 
 def test_csp_is_first_in_head_and_keeps_requests_on_this_origin(site):
@@ -157,13 +207,14 @@ def test_csp_is_first_in_head_and_keeps_requests_on_this_origin(site):
     assert len([s for s in scripts if s.startswith("'sha256-")]) == len(set(inline))
 
 
-def test_service_worker_scope_and_cache_are_relative_and_content_keyed(site):
-    """The service worker registers with a relative scope and keys cached files by their content hash."""
-    boot = (site.root / "boot.js").read_text()
-    assert 'register("./sw.js", {scope: "./"})' in boot
-    sw = (site.root / "sw.js").read_text()
-    assert "?sha256=${ASSETS[path]}" in sw
-    assert "registration.scope" in sw
+def test_service_worker_is_registered_relative_with_the_build_policy(site):
+    """boot.js registers the service worker the build wrote, with a relative URL and scope (the site works
+    under any sub-path), and sw.js holds the offline policy's cache name."""
+    registration = render.embedded((site.root / "boot.js").read_text(), "SERVICE_WORKER")
+    assert registration == offline.REGISTRATION
+    assert registration["url"].startswith("./") and registration["scope"] == "./"
+    assert (site.root / registration["url"]).is_file()
+    assert site.policy["cache"] == offline.CACHE
 
 
 def needs_python313(site):

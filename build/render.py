@@ -1,22 +1,39 @@
-"""Turn Panel's pre-rendered HTML into our page: self-hosted URLs, CSP, manifest, our boot script."""
+"""The renderer, last step of the build: every text file of the site that is not a package.
+
+index.html from Panel's pre-rendered page (self-hosted URLs, head tags, CSP, integrity hashes),
+worker.js, boot.js, boot.css and sw.js from templates/, and the web manifest. Templates receive
+data in one of two ways: `@@NAME@@` (a string) or `/*NAME*/{...}/*END*/` (JSON, read back by
+`embedded()`: the tests read the build's data this way, never by their own regex).
+
+The page's name, description and colour come from web/ (web.page, web.theme, recorded by the
+pre-render); Panel's and Bokeh's versions from their installed metadata.
+"""
 from __future__ import annotations
 
 import base64
 import hashlib
 import html as htmllib
+import importlib.metadata as md
+import json
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 from prerender import SENTINEL
 
-PANEL_DIST = "static/panel/1.9.4/dist/"       # what SENTINEL + "<version>/dist/" becomes
-BOKEH_DIR = "static/bokeh/3.9.2/"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+PANEL_VERSION = md.version("panel")
+BOKEH_VERSION = md.version("bokeh")
+PANEL_DIST = f"static/panel/{PANEL_VERSION}/dist/"       # what SENTINEL + "<version>/dist/" becomes
+BOKEH_DIR = f"static/bokeh/{BOKEH_VERSION}/"
 # Panel adds Bokeh's MathJax bundle (1.8 MB of JS, 0.6 MB gzipped, parsed before first paint) to any
 # page with an HTML or Markdown pane, in case its text holds TeX. This page typesets its formulas
 # with KaTeX and sets disable_math=True on its Markdown, so the bundle stays out; without it Panel
 # shows such text as written (Bokeh's MathJax provider reports "failed", nothing is fetched).
 # Set to True if a pane ever needs MathJax ($...$ in Markdown/HTML without disable_math).
 MATHJAX = False
-BOKEH_CDN = re.compile(r"https://cdn\.bokeh\.org/bokeh/release/(bokeh(?:-[a-z]+)?)-3\.9\.2(\.min)?\.js")
+BOKEH_CDN = re.compile(r"https://cdn\.bokeh\.org/bokeh/release/(bokeh(?:-[a-z]+)?)-" + re.escape(BOKEH_VERSION)
+                       + r"(\.min)?\.js")
 ESM_MODEL = re.compile(r'"name":"panel\.models\.esm\.')
 # URLs that are names, not requests (SVG and XML namespaces).
 NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink", "http://www.w3.org/1999/xhtml")
@@ -27,7 +44,7 @@ ABSOLUTE = re.compile(r"""https?://[^\s"'<>)\\]+|(?<=["'(=\s])//[a-z0-9-]+(?:\.[
 
 def self_host(page: str) -> str:
     """Every asset URL Panel and Bokeh wrote, pointed at our own copy under static/."""
-    page = page.replace(SENTINEL + "1.9.4/dist/", "./" + PANEL_DIST)
+    page = page.replace(f"{SENTINEL}{PANEL_VERSION}/dist/", "./" + PANEL_DIST)
     page = re.sub(r"""(["'])(?:\./)?static/extensions/panel/""", r"\1./" + PANEL_DIST, page)
     page = BOKEH_CDN.sub(lambda m: f"./{BOKEH_DIR}{m.group(1)}.min.js", page)
     if not MATHJAX:
@@ -59,11 +76,6 @@ def local_paths(page: str) -> list[str]:
     # stylesheets and modules named inside the document's JSON (model properties)
     out += re.findall(r"(?:\./)?(" + re.escape(PANEL_DIST) + r"[^\s\"'?#<>\\]+)", page)
     return sorted(set(out))
-
-
-def foreign_urls(text: str) -> list[str]:
-    """Absolute URLs that would be requests to another origin (namespaces are not requests)."""
-    return sorted({u for u in ABSOLUTE.findall(text) if not u.startswith(NAMESPACES)})
 
 
 def csp(extra_origins: tuple[str, ...] = (), script_hashes: tuple[str, ...] = ()) -> str:
@@ -134,20 +146,82 @@ def with_integrity(page: str, read) -> str:
     return LOCAL_TAG.sub(add, page)
 
 
-def finish(page: str, *, title: str, theme: str, extra_origins: tuple[str, ...] = ()) -> str:
+@dataclass(frozen=True)
+class Identity:
+    """What the page is called and how it looks from outside: from web/ (web.page, web.theme)."""
+    title: str
+    short_name: str
+    description: str
+    theme_color: str
+    background_color: str = "#ffffff"
+
+    @property
+    def app_id(self) -> str:
+        """The web manifest's `id`: stable whatever start_url or the host's sub-path becomes."""
+        return re.sub(r"[^a-z0-9]+", "-", self.short_name.lower()).strip("-")
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The link-preview image (Open Graph, Twitter cards), drawn by icons.py."""
+    path: str
+    width: int
+    height: int
+    alt: str
+
+
+# Absolute URLs that name something (link previews fetched by other sites), not requests of the page.
+NOT_REQUESTS = re.compile(r"""<meta\s+(?:property|name)="(?:og|twitter):[^"]*"\s+content="[^"]*"\s*/?>""", re.I)
+
+
+def foreign_urls(text: str) -> list[str]:
+    """Absolute URLs that would be requests to another origin (namespaces and link-preview tags are not)."""
+    text = NOT_REQUESTS.sub("", text)
+    return sorted({u for u in ABSOLUTE.findall(text) if not u.startswith(NAMESPACES)})
+
+
+def head_tags(identity: Identity, preview: Preview, site_url: str | None = None) -> list[str]:
+    """Description, theme colour, link previews and icons. Link-preview images need an absolute URL
+    for most sites that fetch them: given `site_url` (where the site is deployed), they get one;
+    without it they stay relative, which every URL of this site is."""
+    attr = lambda value: htmllib.escape(str(value), quote=True)    # noqa: E731
+    image = (site_url.rstrip("/") + "/" if site_url else "./") + preview.path
+    social = {
+        "og:type": "website", "og:site_name": identity.short_name, "og:title": identity.title,
+        "og:description": identity.description, "og:image": image, "og:image:type": "image/png",
+        "og:image:width": preview.width, "og:image:height": preview.height, "og:image:alt": preview.alt,
+        **({"og:url": site_url} if site_url else {}),
+    }
+    twitter = {"twitter:card": "summary_large_image", "twitter:title": identity.title,
+               "twitter:description": identity.description, "twitter:image": image,
+               "twitter:image:alt": preview.alt}
+    return [
+        f'<meta name="description" content="{attr(identity.description)}">',
+        f'<meta name="theme-color" content="{attr(identity.theme_color)}">',
+        *(f'<meta property="{k}" content="{attr(v)}">' for k, v in social.items()),
+        *(f'<meta name="{k}" content="{attr(v)}">' for k, v in twitter.items()),
+        '<link rel="manifest" href="./manifest.webmanifest">',
+        '<link rel="icon" href="./icons/icon.svg" type="image/svg+xml">',
+        '<link rel="apple-touch-icon" href="./icons/icon-192.png">',
+        '<link rel="license" href="./notices.html">',
+    ]
+
+
+def finish(page: str, *, identity: Identity, preview: Preview, extra_origins: tuple[str, ...] = (),
+           site_url: str | None = None) -> str:
+    """Panel's pre-rendered page becomes ours: policy first, then the head tags and our boot script."""
     head = "\n".join([
         '<meta http-equiv="Content-Security-Policy" content="@@CSP@@">',
         '<meta name="referrer" content="no-referrer">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta name="theme-color" content="{theme}">',
-        '<link rel="manifest" href="./manifest.webmanifest">',
-        '<link rel="icon" href="./icons/icon.svg" type="image/svg+xml">',
-        '<link rel="apple-touch-icon" href="./icons/icon-192.png">',
+        *head_tags(identity, preview, site_url),
         '<link rel="stylesheet" href="./boot.css">',
         f"<script>{BOOT_FALLBACK}</script>",
         # first script of the page: the Python worker starts while BokehJS is still downloading
         '<script src="./boot.js"></script>',
     ])
+    # Panel's own description/viewport tags, if any, give way to ours
+    page = re.sub(r"""<meta\s+name=["'](?:description|viewport)["'][^>]*>\s*""", "", page)
     # CSP must come before anything it governs: right after <meta charset>.
     page = re.sub(r"(<meta charset=[^>]*>)", lambda m: m.group(1) + "\n" + head, page, count=1)
     # Panel's worker handler (an inline script creating the Worker) gives way to ours (in <head>).
@@ -157,3 +231,65 @@ def finish(page: str, *, title: str, theme: str, extra_origins: tuple[str, ...] 
         raise SystemExit("make site: Panel's worker handler script not found in the pre-rendered page")
     # the policy names the page's final inline scripts by hash
     return page.replace("@@CSP@@", csp(extra_origins, inline_script_hashes(page)), 1)
+
+
+def manifest(identity: Identity, icons: list[dict]) -> str:
+    """The web manifest: installable, every URL relative to the site's folder."""
+    return json.dumps({
+        "id": identity.app_id,
+        "name": identity.title, "short_name": identity.short_name, "description": identity.description,
+        "start_url": "./", "scope": "./", "display": "standalone",
+        "background_color": identity.background_color, "theme_color": identity.theme_color,
+        "icons": icons,
+    }, indent=1) + "\n"
+
+
+# ---- templates ------------------------------------------------------------------------------------
+
+def _embed_marker(name: str) -> re.Pattern:
+    return re.compile(rf"/\*{name}\*/(.*?)/\*END\*/", re.S)
+
+
+def fill(template: str, **values) -> str:
+    """templates/<template> with each `/*NAME*/.../*END*/` replaced by its value as JSON and each
+    `@@NAME@@` by its value as text."""
+    text = (TEMPLATES / template).read_text()
+    for key, value in values.items():
+        marker = _embed_marker(key)
+        if marker.search(text):
+            data = json.dumps(value, indent=1, sort_keys=True)
+            text = marker.sub(lambda _: f"/*{key}*/{data}/*END*/", text, count=1)
+        elif f"@@{key}@@" in text:
+            text = text.replace(f"@@{key}@@", str(value))
+        else:
+            raise KeyError(f"templates/{template} has no place for {key}")
+    return text
+
+
+def embedded(text: str, name: str):
+    """The JSON value fill() put in a built file under `name` (e.g. worker.js's CONFIG, sw.js's POLICY)."""
+    found = _embed_marker(name).search(text)
+    if found is None:
+        raise ValueError(f"no /*{name}*/ data in this file")
+    return json.loads(found[1])
+
+
+def worker_js(config: dict) -> str:
+    return fill("worker.js", CONFIG=config)
+
+
+def boot_js(worker: bytes, registration: dict) -> str:
+    """boot.js knows worker.js's sha256 and size (it checks the file before running it) and where the
+    service worker is registered (offline.REGISTRATION)."""
+    return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
+                                   "size": len(worker)},
+                SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR)
+
+
+def boot_css(identity: Identity) -> str:
+    return fill("boot.css", THEME=identity.theme_color)
+
+
+def service_worker(policy: dict) -> str:
+    """sw.js with its whole policy (offline.policy()) inside: a new policy is a new service worker."""
+    return fill("sw.js", POLICY=policy)

@@ -1,0 +1,33 @@
+"""The offline policy, in one place: what the service worker stores, under which cache, where it is
+registered, and how a host should cache it. sw.js (templates/) carries the policy out; boot.js
+registers it; serve.py sends the HTTP header; the tests read this module and the policy the build
+embedded in sw.js (render.embedded(sw_js, "POLICY")).
+
+Every file of the site except sw.js itself is precached, keyed by its sha256: a redeploy
+downloads only the files whose bytes changed, and sw.js (which holds the list) changes exactly
+when some file does, which is how the browser learns there is a new version.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+SW_FILE = "sw.js"
+REGISTRATION = {"url": f"./{SW_FILE}", "scope": "./"}     # relative: the site works under any sub-path
+CACHE = "sdpa-lab-assets"       # one cache for every version: entries are keyed by content, not by build
+# For the host (build/serve.py; any static host should do the same): always revalidate. The ETag
+# makes an unchanged file a 304, and the browser never holds a stale sw.js.
+CACHE_CONTROL = "no-cache"
+
+
+def precached(site: Path) -> dict[str, str]:
+    """{site-relative path: sha256} of every file the service worker stores: all but itself and
+    dotfiles (host configuration such as .nojekyll)."""
+    return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(site.rglob("*"))
+            if p.is_file() and not p.name.startswith(".") and p.relative_to(site).as_posix() != SW_FILE}
+
+
+def policy(site: Path) -> dict:
+    """What sw.js is built with (render.service_worker)."""
+    return {"cache": CACHE, "assets": precached(site)}

@@ -1,0 +1,214 @@
+"""Step 1 of the build, pure: which packages the page loads in Pyodide, where each comes from, and how.
+
+Everything is decided here from the declared data below and the build's inputs (what the pre-render
+imported, Pyodide's lock, installed metadata); nothing is downloaded, copied or written. The later
+steps carry the plan out: wheels.py produces each wheel, bytecode.py compiles them, pyodide_lock.py
+writes the lock. Versions are never written here: they come from the installed distributions'
+metadata (what the page was pre-rendered with) and from Pyodide's lock.
+
+    plan = make_plan(distributions, pyodide_lock, self_hosted=..., has_wheel=..., meta=InstalledMetadata())
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+PYODIDE_PYTHON = "3.13"          # Pyodide 0.29's CPython: markers and bytecode are for this version
+STUB_DIR = Path(__file__).resolve().parent / "stubs"
+
+# ---- declared data: the only place these names appear -------------------------------------------
+
+#: Never part of the page, by distribution name (the import names are derived: never_imports()).
+#: The pre-render makes them unimportable, so an app that starts needing one fails the build
+#: instead of silently growing the page; the plan refuses to ship one.
+NEVER_SHIP = ("pandas", "pillow", "tqdm", "requests", "bleach", "matplotlib", "pyarrow", "micropip")
+
+#: Installed for building only, never imported by the page.
+BUILD_ONLY = ("setuptools", "pip", "wheel")
+
+#: Our own wheels (built from this repository, not installed dependencies): name -> how it is built.
+#: They keep their sources next to the bytecode (readable tracebacks of our code).
+OWN = {"sdpa-core": "project", "sdpa-lab-web": "app"}
+APP_PACKAGE = "sdpa-lab-web"     # the page's modules (web/) as the package `web`
+
+#: Repacked from the build environment without what the page never reads: the bundled JS/CSS the page
+#: loads from its own static/ copy, tests, TypeScript/LESS sources, source maps, type stubs and Sphinx
+#: extensions (`{version}`: the package's own version). Licence files always stay (wheels.py).
+SLIM = {
+    "panel": r"^panel/(dist/(?!css/|assets/)|tests/)|\.js\.map$|\.(ts|less|pyi)$",
+    "bokeh": r"^bokeh/(server/static/|sampledata/|sphinxext/|_sri/(?!{version}\.json))|\.pyi$",
+}
+
+#: Stand-ins for packages the page imports but does not need: name -> (version, module file in build/stubs/).
+STUBS = {"nh3": ("0.0.0+sdpa.stub", "nh3.py")}
+
+#: Imported in the browser only (panel.io.pyodide; without it Panel imports pandas). Their version is
+#: Pyodide's (its lock), never pinned here.
+BROWSER_EXTRAS = ("pyodide-http",)
+
+#: Pure Python with an optional C speed-up: our pure wheel works when Pyodide's is not at hand.
+OPTIONAL_SPEEDUPS = ("pyyaml", "tornado", "markupsafe")
+
+#: Where a package comes from (Package.source):
+SOURCES = {
+    "project": "built with hatchling from this repository",
+    "app": "the page's modules (web/)",
+    "slim": "slim wheel repacked from the build environment (bundled JS stripped)",
+    "stub": "stub: the page never calls it",
+    "pyodide": "from Pyodide's files",
+    "pure": "pure wheel pinned to the build environment (PyPI, else repacked)",
+    "lock": "pure wheel at the version in Pyodide's lock (PyPI)",
+    "runtime": "from Pyodide's CDN at run time",
+}
+
+
+def norm(name: str) -> str:
+    """PEP 503 normalised name: the key in pyodide-lock.json."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str                       # normalised; the lock's key
+    source: str                     # a key of SOURCES
+    dist: str | None = None         # installed distribution to repack/pin (slim, pure)
+    version: str | None = None      # known at planning time: Pyodide's lock, installed metadata, stubs
+    keep_sources: bool = False      # bytecode next to the sources (ours) or instead of them
+    depends: tuple[str, ...] = ()   # names in this plan (or at run time), as the lock lists them
+
+    @property
+    def ships(self) -> bool:
+        return self.source != "runtime"
+
+    @property
+    def slim_exclude(self) -> re.Pattern | None:
+        """For a slim package: the archive paths left out of its wheel."""
+        if self.source != "slim":
+            return None
+        return re.compile(SLIM[self.name].replace("{version}", re.escape(self.version or "")))
+
+    @property
+    def stub_file(self) -> Path | None:
+        return STUB_DIR / STUBS[self.name][1] if self.source == "stub" else None
+
+
+@dataclass
+class Plan:
+    packages: dict[str, Package] = field(default_factory=dict)   # sorted by name
+    self_hosted: bool = True
+
+    @property
+    def shipped(self) -> list[Package]:
+        return [p for p in self.packages.values() if p.ships]
+
+    @property
+    def at_runtime(self) -> list[str]:
+        return [n for n, p in self.packages.items() if not p.ships]
+
+
+
+class Metadata(Protocol):
+    """What the plan reads about installed distributions (tests pass a fake)."""
+    def version(self, dist: str) -> str: ...
+    def requires(self, dist: str) -> list[str]: ...
+    def has_native_code(self, dist: str) -> bool: ...
+
+
+class InstalledMetadata:
+    """The build environment's distributions (importlib.metadata)."""
+
+    def version(self, dist: str) -> str:
+        return md.version(dist)
+
+    def requires(self, dist: str) -> list[str]:
+        """Names a distribution depends on unconditionally in Pyodide (extras and other platforms ignored)."""
+        from packaging.requirements import Requirement
+        env = {"python_version": PYODIDE_PYTHON, "sys_platform": "emscripten", "platform_system": "Emscripten",
+               "extra": ""}
+        out = []
+        for raw in md.requires(dist) or []:
+            req = Requirement(raw)
+            if req.marker is None or req.marker.evaluate(env):
+                out.append(norm(req.name))
+        return out
+
+    def has_native_code(self, dist: str) -> bool:
+        return any(str(f).endswith((".so", ".pyd")) for f in md.distribution(dist).files or [])
+
+
+def never_imports() -> list[str]:
+    """Top-level import names of NEVER_SHIP, read from installed metadata (Pillow is `PIL`), else the
+    distribution name itself."""
+    owners: dict[str, set[str]] = {}
+    for module, dists in md.packages_distributions().items():
+        for dist in dists:
+            owners.setdefault(norm(dist), set()).add(module)
+    names = set()
+    for dist in NEVER_SHIP:
+        names |= owners.get(dist, {dist.replace("-", "_")})
+    return sorted(n for n in names if n.isidentifier() and not n.startswith("_"))
+
+
+class PlanError(SystemExit):
+    pass
+
+
+def make_plan(distributions: list[str], pyodide_lock: dict | None, *, self_hosted: bool,
+              has_wheel: Callable[[str], bool], meta: Metadata) -> Plan:
+    """The packages for the browser.
+
+    distributions: what the app imported in CPython (pre-render), as installed distribution names.
+    pyodide_lock: Pyodide's pyodide-lock.json (None when only its CDN is left, at run time).
+    has_wheel(name): whether Pyodide's files provide that package's wheel now.
+    """
+    lock = (pyodide_lock or {}).get("packages", {})
+    needed = {norm(d): d for d in distributions}
+    for name in (*BUILD_ONLY, *OWN):
+        needed.pop(name, None)
+    needed.update({n: n for n in BROWSER_EXTRAS})
+    never = set(NEVER_SHIP)
+    plan: dict[str, Package] = {}
+
+    core = next(n for n, how in OWN.items() if how == "project")
+    plan[core] = Package(core, "project", keep_sources=True, depends=tuple(meta.requires(core)))
+    plan[APP_PACKAGE] = Package(APP_PACKAGE, "app", keep_sources=True, depends=(core,))
+    for name in SLIM:
+        plan[name] = Package(name, "slim", dist=needed.get(name, name), version=meta.version(needed.get(name, name)))
+    todo = sorted((n for n in needed if n not in plan), reverse=True)
+    while todo:
+        name = todo.pop()
+        if name in plan:
+            continue
+        if name in never:
+            raise PlanError(f"make site: the page would ship {name}, which NEVER_SHIP (build/plan.py) keeps out")
+        if name in STUBS:
+            plan[name] = Package(name, "stub", version=STUBS[name][0])
+        elif name in lock and has_wheel(name):
+            entry = lock[name]
+            plan[name] = Package(name, "pyodide", version=entry["version"], depends=tuple(entry.get("depends", [])))
+            todo.extend(sorted((d for d in entry.get("depends", []) if d not in plan), reverse=True))
+        elif name in BROWSER_EXTRAS:
+            # not installed here: Pyodide's lock names its version, else its CDN's lock at run time
+            plan[name] = (Package(name, "lock", dist=name, version=lock[name]["version"]) if name in lock
+                          else Package(name, "runtime"))
+        elif not self_hosted and meta.has_native_code(needed[name]) and name not in OPTIONAL_SPEEDUPS:
+            plan[name] = Package(name, "runtime")
+        else:
+            plan[name] = Package(name, "pure", dist=needed[name], version=meta.version(needed[name]))
+
+    available = set(plan)
+    done = {}
+    for name, pkg in sorted(plan.items()):
+        if pkg.source in ("slim", "pure"):
+            deps = meta.requires(pkg.dist)
+        else:
+            deps = list(pkg.depends)
+        deps = tuple(sorted(d for d in set(deps) if d in available and d != name))
+        shipped_never = never & set(deps)
+        if shipped_never:
+            raise PlanError(f"make site: {name} would pull in {sorted(shipped_never)}, kept out by NEVER_SHIP")
+        done[name] = Package(pkg.name, pkg.source, pkg.dist, pkg.version, pkg.keep_sources, deps)
+    return Plan(done, self_hosted=self_hosted)
