@@ -135,7 +135,8 @@ def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, brow
 
     # the service worker answers a miss from the network and stores that file again
     page.evaluate("fetch('./icons/icon.svg').then((r) => r.text())")
-    page.wait_for_function("caches.open('sdpa-lab-assets').then((c) => c.keys())"
+    cache = build_module("offline").CACHE
+    page.wait_for_function(f"caches.open({cache!r}).then((c) => c.keys())"
                            ".then((keys) => keys.length === 1 && keys[0].url.includes('icons/icon.svg?sha256='))",
                            timeout=10_000)
 
@@ -149,3 +150,44 @@ def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, brow
     wait_ready(page)
     assert page.evaluate("navigator.serviceWorker.controller !== null")
     context.close()
+
+
+@pytest.mark.parametrize("width, shown", [(390, False), (1280, True)])
+def test_phone_sidebar_is_collapsed_by_css_from_the_first_paint(site, served, browser, width, shown):
+    """With scripts off (what the first paint shows, before any script could act), the settings sidebar
+    is hidden at phone width and shown at desktop width: no script has to move the page later."""
+    context = browser.new_context(viewport={"width": width, "height": 844}, java_script_enabled=False,
+                                  service_workers="block")
+    try:
+        page = context.new_page()
+        page.goto(served)
+        assert page.locator("#sidebar").is_visible() is shown
+    finally:
+        context.close()
+
+
+# Every layout-shift entry, those Chromium marks as after an input included (no input happens here).
+SHIFTS = """
+window.__sdpaShifts = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) window.__sdpaShifts.push({at: e.startTime, value: e.value,
+    sources: (e.sources || []).map((s) => s.node ? (s.node.id || s.node.className || s.node.nodeName) : "")});
+}).observe({type: "layout-shift", buffered: true});
+"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_no_layout_shift_until_the_page_is_live(offline_site, served, browser, width):
+    """From navigation until the live page has replaced the pre-rendered one, nothing on the page moves:
+    the layout shifts add up to less than 0.01 (Lighthouse's limit for a good page is 0.1)."""
+    context = browser.new_context(viewport={"width": width, "height": 844}, service_workers="block")
+    context.add_init_script(SHIFTS)
+    try:
+        page = context.new_page()
+        page.goto(served)
+        wait_ready(page)
+        page.evaluate("new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
+        shifts = page.evaluate("window.__sdpaShifts")
+    finally:
+        context.close()
+    assert sum(s["value"] for s in shifts) < 0.01, shifts
