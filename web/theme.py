@@ -27,7 +27,7 @@ NAN_COLOR = "#ff00ff"  # magenta: not in viridis, so an overflowed (NaN) weight 
 
 ACCENT = OKABE_ITO["blue"]
 HEADER_BG = "#1d3557"
-#: Inline code in captions: Panel's default (#82aaff) has a contrast of 2.3:1 on white; this is 9:1.
+#: Inline code in captions: Panel's default (#82aaff) has a contrast of 2.3:1 on white; this is 8.4:1.
 CODE_COLOR = "#1d4e89"
 #: Below Bootstrap's md breakpoint (where the template's navbar collapses) the layout is a phone's.
 PHONE = "(max-width: 767.98px)"
