@@ -13,13 +13,15 @@ import numpy as np
 
 import sdpa_core as sc
 
-RULE_LABELS = dict(sc.RULE_LABELS)
+RULE_LABELS = sc.RULE_LABELS
 #: A query is "starved" when ||dL/dq_i|| is below this share of the 1/sqrt(d_k) median at the same state.
 STARVED = 1e-3
 #: Where the verdict's gradient sentence starts (the page shows it on a line of its own).
 GRADIENT_LEAD = "Gradient reaching q (chain rule, scale included)"
-#: "Changes little": the two sides' tokens attended are within this ratio of each other.
+#: "Changes little": the two sides' tokens attended and top weights are within this ratio of each other,
 LITTLE = 1.25
+#: and their shares of saturated rows within this difference.
+LITTLE_SATURATED = 0.1
 #: A curve over d_k is "flat" when its ends differ by less than this share of log n (the entropy range).
 FLAT = 0.1
 
@@ -143,11 +145,11 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
 
 def little_change(s0: dict, s1: dict) -> bool:
     """Both sides attend alike: tokens attended and top weight within ``LITTLE`` of each other, and the
-    shares of saturated rows within 0.1."""
+    shares of saturated rows within ``LITTLE_SATURATED``."""
     def near(a, b):
         return max(a, b) <= LITTLE * min(a, b)
     return (near(s0["effective_support"], s1["effective_support"]) and near(s0["max_weight"], s1["max_weight"])
-            and abs(s0["saturated"] - s1["saturated"]) <= 0.1)
+            and abs(s0["saturated"] - s1["saturated"]) <= LITTLE_SATURATED)
 
 
 def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = False) -> str:

@@ -8,10 +8,6 @@ from hypothesis.extra import numpy as hnp
 
 from sdpa_core import attention, attention_backward
 
-torch = pytest.importorskip("torch", reason="torch (test extra: pip install torch==2.13.0) is needed "
-                            "to compare against PyTorch")
-F = torch.nn.functional
-
 CASES = [
     # (batch, L, S, E, Ev, mask kind, causal, scale)
     ((), 5, 5, 8, 8, None, False, None),
@@ -40,39 +36,40 @@ def _inputs(batch, L, S, E, Ev, kind, dtype, seed):
     return q, k, v, mask
 
 
-def _torch(q, k, v, mask, causal, scale):
+def _torch(torch, q, k, v, mask, causal, scale):
+    """PyTorch's SDPA on the same arrays (``torch``: the fixture, so only tests comparing with it need it)."""
     t = [torch.from_numpy(a).requires_grad_() for a in (q, k, v)]
     m = None if mask is None else torch.from_numpy(mask)
-    out = F.scaled_dot_product_attention(*t, attn_mask=m, is_causal=causal, scale=scale)
+    out = torch.nn.functional.scaled_dot_product_attention(*t, attn_mask=m, is_causal=causal, scale=scale)
     return t, out
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-L{c[1]}-S{c[2]}-{c[5]}-causal{c[6]}")
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-10), (np.float32, 1e-5)])
-def test_forward_matches_torch(case, dtype, tol):
+def test_forward_matches_torch(torch, case, dtype, tol):
     """attention() reproduces PyTorch's SDPA: batch dims, L != S, bool/float masks, causal, custom scale."""
     batch, L, S, E, Ev, kind, causal, scale = case
     q, k, v, mask = _inputs(batch, L, S, E, Ev, kind, dtype, seed=len(CASES) + L * S)
     out, weights = attention(q, k, v, scale=scale, mask=mask, causal=causal)
-    _, expected = _torch(q, k, v, mask, causal, scale)
+    _, expected = _torch(torch, q, k, v, mask, causal, scale)
     assert out.dtype == dtype and weights.shape == batch + (L, S)
     np.testing.assert_allclose(out, expected.detach().numpy(), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-L{c[1]}-S{c[2]}-{c[5]}-causal{c[6]}")
-def test_backward_matches_torch_autograd(case):
+def test_backward_matches_torch_autograd(torch, case):
     """attention_backward() equals torch autograd's gradients to 1e-9 in float64."""
     batch, L, S, E, Ev, kind, causal, scale = case
     q, k, v, mask = _inputs(batch, L, S, E, Ev, kind, np.float64, seed=7 + L)
     grad_out = np.random.default_rng(1).standard_normal(batch + (L, Ev))
     dq, dk, dv = attention_backward(q, k, v, grad_out, scale=scale, mask=mask, causal=causal)
-    t, out = _torch(q, k, v, mask, causal, scale)
+    t, out = _torch(torch, q, k, v, mask, causal, scale)
     out.backward(torch.from_numpy(grad_out))
     for ours, theirs in zip((dq, dk, dv), t):
         np.testing.assert_allclose(ours, theirs.grad.numpy(), rtol=1e-9, atol=1e-9)
 
 
-def test_backward_sums_over_broadcast_dims():
+def test_backward_sums_over_broadcast_dims(torch):
     """A k and v shared across heads (broadcast) get the gradient summed over the heads, like torch."""
     rng = np.random.default_rng(3)
     q = rng.standard_normal((2, 4, 5, 8))
@@ -162,7 +159,7 @@ def test_shapes_and_row_sums_for_any_mask(batch, L, S, E, Ev, causal, seed, p_al
 @settings(max_examples=30, deadline=None)
 @given(L=st.integers(1, 6), S=st.integers(1, 6), E=st.integers(1, 5), seed=st.integers(0, 2**16),
        causal=st.booleans())
-def test_hypothesis_matches_torch(L, S, E, seed, causal):
+def test_hypothesis_matches_torch(torch, L, S, E, seed, causal):
     """Random small cases, causal or not, agree with torch in float64."""
     rng = np.random.default_rng(seed)
     q, k, v = (rng.standard_normal(s) for s in ((2, L, E), (2, S, E), (2, S, E)))
@@ -170,7 +167,7 @@ def test_hypothesis_matches_torch(L, S, E, seed, causal):
     out, _ = attention(q, k, v, mask=mask, causal=causal)
     if causal:  # torch refuses attn_mask with is_causal; fold the causal part into the float mask
         mask = np.where(np.tri(L, S, dtype=bool), mask, -np.inf)
-    _, expected = _torch(q, k, v, mask, False, None)
+    _, expected = _torch(torch, q, k, v, mask, False, None)
     expected = np.nan_to_num(expected.detach().numpy())  # torch's math path: NaN rows where ours are 0
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
 

@@ -55,3 +55,11 @@ def runtime(request):
         pytest.skip("the built-site runtime needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with "
                     "pyodide-lock.json> (/work/shared/tools/pyodide-dist assembles one)")
     return Runtime("site", request.getfixturevalue("served"))
+
+
+@pytest.fixture(scope="session")
+def torch():
+    """PyTorch, the independent reference; a test that takes this fixture is skipped (saying why) without
+    it, and only that test: the others in its module still run."""
+    return pytest.importorskip("torch", reason="torch (test extra: pip install torch==2.13.0) is the reference "
+                               "this test compares against")

@@ -5,8 +5,9 @@ import sys
 import numpy as np
 import pytest
 
+import sdpa_core as sc
 from web.claims import verdict
-from web.options import D_K_OPTIONS, MAX_TRAIN_STEPS
+from web.options import D_K_OPTIONS, MAX_D_K, MAX_N, MAX_TRAIN_STEPS, SAMPLES_OPTIONS, SWEEP_BUDGET
 from web.state import LabState
 from web.training_state import TrainingState
 from web.urlstate import KEYS, apply_query, parse_query, to_query
@@ -114,7 +115,7 @@ def test_sweeps_are_computed_only_for_the_views_that_show_them(lab):
     """The Monte-Carlo sweep is lazy: computed when the saturation view opens, reused afterwards."""
     assert lab.sweep is None
     lab.view = "saturation"
-    assert lab.sweep is not None and set(lab.sweep.rules) == {"none", "sqrt", "linear", "alpha", "qknorm"}
+    assert lab.sweep is not None and set(lab.sweep.rules) == set(sc.RULES)
     sweep = lab.sweep
     lab.d_k = 128  # the sweep covers every d_k: moving the marker recomputes nothing
     assert lab.sweep is sweep
@@ -124,8 +125,8 @@ def test_sweeps_are_computed_only_for_the_views_that_show_them(lab):
 
 def test_sweep_work_is_capped(lab):
     """Samples are reduced so that samples * n * n stays bounded."""
-    lab.param.update(n=64, samples=256)
-    assert lab.effective_samples() * 64 * 64 <= 65536
+    lab.param.update(n=MAX_N, samples=max(SAMPLES_OPTIONS))
+    assert lab.effective_samples() * MAX_N * MAX_N <= SWEEP_BUDGET
     assert lab.effective_samples() >= 4
 
 
@@ -164,9 +165,9 @@ def test_diverging_run_stops_with_a_message():
 
 @pytest.mark.parametrize("search, key, expected", [
     ("?d_k=-5", "d_k", 1),
-    ("?d_k=999999999", "d_k", 4096),
+    ("?d_k=999999999", "d_k", MAX_D_K),
     ("?d_k=100", "d_k", 96),
-    ("?n=1e9", "n", 64),
+    ("?n=1e9", "n", MAX_N),
     ("?sigma=nan", "sigma", 1.0),
     ("?sigma=inf", "sigma", 1.0),
     ("?rho=abc", "rho", 0.0),
@@ -216,8 +217,8 @@ def test_apply_and_serialise_round_trip():
 
 
 def test_every_option_of_d_k_includes_the_powers_of_two():
-    """Every power of two from 1 to 4096 is a slider step."""
-    assert all(2 ** k in D_K_OPTIONS for k in range(13))
+    """Every power of two from 1 to the largest d_k is a slider step."""
+    assert all(2 ** k in D_K_OPTIONS for k in range(MAX_D_K.bit_length())) and max(D_K_OPTIONS) == MAX_D_K
 
 
 def test_verdict_handles_all_nan_sides():

@@ -4,6 +4,11 @@ import re
 import pytest
 from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
+from web.options import MAX_D_K
+from web.state import LabState
+from web.training_state import TrainingState
+from web.views.training import TICK_MS
+
 pytestmark = pytest.mark.ui
 
 VIEWS = ("playground", "variance", "saturation", "training", "precision", "questions")
@@ -37,6 +42,14 @@ def column_sum(page: Page, col: str) -> float:
 
 def column_len(page: Page, col: str) -> int:
     return sum(len(v) for v in page.evaluate(COLUMN_JS, col))
+
+
+def assert_never_true(page: Page, condition_js: str, arg, *, ms: int):
+    """The one bounded negative wait: ``condition_js`` must stay false for ``ms`` milliseconds. Something
+    that does *not* happen (a paused stream growing) has no event to wait for, so the browser polls the
+    condition for a fixed window; use it only for absences, never as a sleep before a positive check."""
+    with pytest.raises(PlaywrightTimeout):
+        page.wait_for_function(condition_js, arg=arg, timeout=ms)
 
 
 def test_page_loads_without_console_errors(page: Page, app_url):
@@ -107,7 +120,7 @@ def test_a_hostile_link_shows_the_notice(page: Page, app_url):
                "&seed=99999999999999999999&d_k=7&view=%3Cscript%3E")
     open_page(page, app_url + hostile, errors)
     expect(page.get_by_text("Some settings in the link were corrected:")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"d_k: -5 is outside \[1, 4096\]"))).to_be_visible()
+    expect(page.get_by_text(re.compile(rf"d_k: -5 is outside \[1, {MAX_D_K}\]"))).to_be_visible()
     expect(page.get_by_text("d_k (key/query dimension): 1", exact=True)).to_be_visible()
     assert dialogs == [] and errors == []
     page.get_by_role("button", name="Dismiss notice").click()
@@ -123,10 +136,9 @@ def test_play_grows_the_loss_curve_and_pause_stops_it(page: Page, app_url):
     page.get_by_role("button", name="❙❙ Pause").click()
     expect(page.get_by_role("button", name="▶ Play")).to_be_visible()
     stopped = column_len(page, "loss")
-    # the condition "more points arrive" must not come true once paused
-    with pytest.raises(PlaywrightTimeout):
-        page.wait_for_function(f"(n) => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) > n",
-                               arg=stopped, timeout=1500)
+    # paused: for a dozen animation ticks (each would stream new points) no point arrives
+    assert_never_true(page, f"(n) => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) > n", stopped,
+                      ms=12 * TICK_MS)
     expect(page.get_by_text(re.compile(r"Run A \(no scaling\): step \d+"))).to_be_visible()
 
 
@@ -139,11 +151,12 @@ def test_widgets_of_a_view_opened_later_get_accessible_names(page: Page, app_url
     handle.press("ArrowRight")
     expect(handle).to_have_attribute("aria-valuetext", "96")
     page.get_by_role("button", name="Saturation & gradients").click()
+    # the view is built (and its sweep computed) on its first visit: seconds on a busy machine
     expect(page.locator('.noUi-handle[aria-label="Monte-Carlo samples per d_k"]')).to_have_attribute(
-        "aria-valuetext", "32")
+        "aria-valuetext", str(LabState.param.samples.default), timeout=30_000)
     page.get_by_role("button", name="Train it").click()
     expect(page.locator('.noUi-handle[aria-label="d_k of the trained head"]')).to_have_attribute(
-        "aria-valuetext", "1024")
+        "aria-valuetext", str(TrainingState.param.d_k.default), timeout=30_000)
 
 
 @pytest.mark.parametrize("view", VIEWS)
