@@ -27,11 +27,13 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Iterable
 
+from plan import PYODIDE_PYTHON
 from wheels import EPOCH, Wheel
 
-TAG = "cpython-313"
-SITE_PACKAGES = "/lib/python3.13/site-packages"   # where Pyodide unpacks wheels: the tracebacks' paths
-STDLIB = "/lib/python313.zip"                      # where Pyodide mounts python_stdlib.zip
+_NODOT = PYODIDE_PYTHON.replace(".", "")
+TAG = f"cpython-{_NODOT}"
+SITE_PACKAGES = f"/lib/python{PYODIDE_PYTHON}/site-packages"   # where Pyodide unpacks wheels: the tracebacks' paths
+STDLIB = f"/lib/python{_NODOT}.zip"                           # where Pyodide mounts python_stdlib.zip
 PYODIDE_OWN = ("_pyodide/", "pyodide/", "tarfile.py", "zipfile/", "pathlib/", "shutil.py", "sysconfig/",
                "encodings/cp437.py", "importlib/")
 # The compiler, run once per archive over all its files (workers: one process per core).
@@ -46,8 +48,9 @@ sys.exit(0 if ok else 1)
 
 def find_python313() -> str | None:
     """A CPython 3.13 interpreter for compiling, or None."""
-    candidates = [os.environ.get("SDPA_PYTHON313"), shutil.which("python3.13"),
-                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.13*/bin/python")), reverse=True)]
+    candidates = [os.environ.get("SDPA_PYTHON313"), shutil.which(f"python{PYODIDE_PYTHON}"),
+                  *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{PYODIDE_PYTHON}*/bin/python")),
+                          reverse=True)]
     for exe in candidates:
         if not exe:
             continue

@@ -106,6 +106,10 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     pyo = pyodide_files.locate()
     if pyo.self_hosted:
         log(f"Pyodide {pyodide_files.VERSION} from {pyo.folder} ({pyo.kind})")
+        python = pyo.lock.get("info", {}).get("python", plan.PYODIDE_PYTHON)
+        if not (python + ".").startswith(plan.PYODIDE_PYTHON + "."):
+            raise SystemExit(f"make site: this Pyodide runs Python {python}, but the build prepares wheels and "
+                             f"bytecode for {plan.PYODIDE_PYTHON} (plan.PYODIDE_PYTHON)")
     else:
         warn_loud([f"Pyodide's files could not be obtained: {pyo.problem}.",
                    f"The site will load Pyodide from {pyo.cdn} at run time: it needs the network",

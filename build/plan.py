@@ -24,7 +24,8 @@ STUB_DIR = Path(__file__).resolve().parent / "stubs"
 #: Never part of the page, by distribution name (the import names are derived: never_imports()).
 #: The pre-render makes them unimportable, so an app that starts needing one fails the build
 #: instead of silently growing the page; the plan refuses to ship one.
-NEVER_SHIP = ("pandas", "pillow", "tqdm", "requests", "bleach", "matplotlib", "pyarrow", "micropip")
+#: psutil: Bokeh's server imports it when installed (process stats for `panel serve`), never the page.
+NEVER_SHIP = ("pandas", "pillow", "tqdm", "requests", "bleach", "matplotlib", "pyarrow", "micropip", "psutil")
 
 #: Installed for building only, never imported by the page.
 BUILD_ONLY = ("setuptools", "pip", "wheel")
@@ -194,7 +195,13 @@ def make_plan(distributions: list[str], pyodide_lock: dict | None, *, self_hoste
             # not installed here: Pyodide's lock names its version, else its CDN's lock at run time
             plan[name] = (Package(name, "lock", dist=name, version=lock[name]["version"]) if name in lock
                           else Package(name, "runtime"))
-        elif not self_hosted and meta.has_native_code(needed[name]) and name not in OPTIONAL_SPEEDUPS:
+        elif meta.has_native_code(needed[name]) and name not in OPTIONAL_SPEEDUPS:
+            if self_hosted:     # our pure copy would lack its compiled code: it would not import
+                raise PlanError(
+                    f"make site: the page imports {name}, which has compiled code, and Pyodide's files have no "
+                    f"wheel for it. Add that wheel to the Pyodide distribution; or, in build/plan.py, add "
+                    f"{name} to NEVER_SHIP if the page does not need it in the browser, or to OPTIONAL_SPEEDUPS "
+                    "if it works without its compiled code")
             plan[name] = Package(name, "runtime")
         else:
             plan[name] = Package(name, "pure", dist=needed[name], version=meta.version(needed[name]))

@@ -86,9 +86,12 @@ def test_plan_self_hosted_takes_pyodide_wheels_slims_panel_and_stubs_nh3():
 
 
 def test_plan_uses_a_pyodide_wheel_only_when_its_file_is_there():
-    """A package in Pyodide's lock whose wheel the distribution lacks is shipped as our pure wheel."""
+    """A package in Pyodide's lock whose wheel the distribution lacks is shipped as our pure wheel when
+    it works without its compiled code, and fails the plan, saying what to do, when it does not."""
     p = plan.make_plan(IMPORTED, PYODIDE_LOCK, self_hosted=True, has_wheel=lambda n: n != "pyyaml", meta=META)
     assert p.packages["pyyaml"].source == "pure" and p.packages["pyyaml"].version == "6.0.4"
+    with pytest.raises(plan.PlanError, match="numpy, which has compiled code.*NEVER_SHIP"):
+        plan.make_plan(IMPORTED, PYODIDE_LOCK, self_hosted=True, has_wheel=lambda n: n != "numpy", meta=META)
 
 
 def test_plan_without_pyodide_files_leaves_compiled_packages_to_the_cdn():
