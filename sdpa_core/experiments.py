@@ -109,12 +109,14 @@ def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causa
 
 
 def query_gradient_norms(n, d_k, rules=RULE_NAMES, *, reps=1, sigma=1.0, rho=0.0, seed=0, alpha=0.5,
-                         temperature=0.1, causal=False) -> dict[str, np.ndarray]:
+                         temperature=0.1, causal=False, flush_round_off=False) -> dict[str, np.ndarray]:
     """``||dL/dq_i||`` of every query row, per rule, on the same random q, k, v and upstream gradient.
 
     ``reps`` independent (n x d_k) draws with seeds ``seed, seed+1, ...`` (:func:`draw_qkv`, float64);
     the upstream gradient ``dL/dout`` of each draw has N(0, 1) entries from ``default_rng([seed, 1])``
     (what :func:`upstream_gradient` returns). Returns ``rule -> (reps * n,)`` norms, rows in order.
+    With ``flush_round_off``, norms below their draw's float64 round-off size (``dq_floor`` of
+    :func:`rule_readouts`) are returned as 0, so every numpy build gives the same numbers.
     """
     n = integer(n, "n", low=2, high=512)
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
@@ -124,6 +126,7 @@ def query_gradient_norms(n, d_k, rules=RULE_NAMES, *, reps=1, sigma=1.0, rho=0.0
     seed = integer(seed, "seed", low=0)
     _common(sigma, rho, seed)
     causal = boolean(causal, "causal")
+    flush_round_off = boolean(flush_round_off, "flush_round_off")
     if reps * len(rules) * n * n * d_k > MAX_FLOPS:
         raise ValueError(f"too much work: reps * len(rules) * n * n * d_k must be <= {MAX_FLOPS}")
     out = {r: [] for r in rules}
@@ -133,7 +136,10 @@ def query_gradient_norms(n, d_k, rules=RULE_NAMES, *, reps=1, sigma=1.0, rho=0.0
         g = upstream_gradient(n, v.shape[-1], seed=s)
         for r in rules:
             dq = rule_gradients(q, k, v, g, r, alpha=alpha, temperature=temperature, causal=causal)[0]
-            out[r].append(np.linalg.norm(dq, axis=-1))
+            norms = np.linalg.norm(dq, axis=-1)
+            if flush_round_off:
+                norms[norms < _round_off(q, k, v, g, r, alpha, temperature)] = 0.0
+            out[r].append(norms)
     return {r: np.concatenate(out[r]) for r in rules}
 
 
@@ -199,45 +205,49 @@ def rule_readouts(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal
     Returns a dict: ``weights`` (n, n) float64 (NaN rows where the logits overflowed), ``logits`` in
     q's dtype, ``stats`` (:func:`row_stats`; under ``causal`` the logit std is taken over the logits the
     softmax sees, j <= i), ``overflow`` (some logit is not finite), ``nan_rows`` (rows of weights with
-    NaN or inf), ``scale`` (:func:`logit_scale`), ``dq_norms`` (n,) float64, ``||dL/dq_i||`` of each
-    query row (:func:`rule_gradients`, scale included), and ``dq_floor``, the size below which such a
-    norm is round-off in q's dtype (see Notes).
+    NaN or inf), ``scale`` (:func:`logit_scale`), ``dq_norms`` (n,) float64, ``||dL/dq_i||`` of
+    each query row (:func:`rule_gradients`, scale included; NaN where the row's weights are), and
+    ``dq_floor``, the size below which such a norm is float64 round-off (see Notes).
 
     Notes
     -----
-    ``dq_floor`` is eps of q's dtype times the size a row's gradient has when its softmax is not
-    saturated, ``4 n |scale| max|G V^T| max|k|`` (divided by ``min|q|`` for a rule that normalises q
-    and k, whose backward divides by ``|q|``). A saturated row's true gradient (1e-60) comes out as
-    anything below it, and differs between numpy builds (1e-19 in CPython, 1e-22 in Pyodide).
+    The gradients are taken in float64 at the given (possibly float16-rounded) inputs: half
+    precision's own backward is off by tens of percent (139 where float64 and torch give 240), which
+    would make the page's gradient readouts about rounding rather than saturation. A saturated row's
+    true gradient (1e-60) still comes out as round-off, different in each numpy build (1e-19 here,
+    1e-22 in Pyodide's): ``dq_floor`` is float64's eps times the size a row's gradient has when its
+    softmax is not saturated, ``4 n |scale| max|G V^T| max|k|`` (over ``min|q|`` for a rule that
+    normalises q and k, whose backward divides by ``|q|``).
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     _, weights, logits = rule_attention(q, k, v, rule, alpha=alpha, temperature=temperature, causal=causal)
-    dq = rule_gradients(q, k, v, grad_out, rule, alpha=alpha, temperature=temperature, causal=causal)[0]
-    w64, z64, dq64 = (np.asarray(a, dtype=np.float64) for a in (weights, logits, dq))
+    grad_out = float_array(grad_out, "grad_out")     # its dtype is checked before the float64 copy
+    q64, k64, v64, g64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v, grad_out))
+    dq = rule_gradients(q64, k64, v64, g64, rule, alpha=alpha, temperature=temperature, causal=causal)[0]
+    w64, z64 = (np.asarray(a, dtype=np.float64) for a in (weights, logits))
     visible = np.tri(*z64.shape[-2:], dtype=bool) if causal else None     # top-left aligned, as attention's
-    with np.errstate(over="ignore", invalid="ignore"):                    # float16 overflow shows as inf/NaN
-        norms = np.linalg.norm(dq64, axis=-1)
+    broken = ~np.isfinite(w64).all(axis=-1)                                # float16 overflow: NaN rows
+    norms = np.where(broken, np.nan, np.linalg.norm(dq, axis=-1))
     return {
         "weights": w64, "logits": logits, "stats": row_stats(w64, logits, visible),
-        "overflow": not np.isfinite(z64).all(), "nan_rows": int((~np.isfinite(w64)).any(axis=-1).sum()),
+        "overflow": not np.isfinite(z64).all(), "nan_rows": int(broken.sum()),
         "scale": logit_scale(np.shape(q)[-1], rule, alpha=alpha, temperature=temperature),
-        "dq_norms": norms, "dq_floor": _query_gradient_floor(q, k, v, grad_out, rule, alpha, temperature),
+        "dq_norms": norms, "dq_floor": _round_off(q64, k64, v64, g64, rule, alpha, temperature),
     }
 
 
-def _query_gradient_floor(q, k, v, g, rule: str, alpha: float, temperature: float) -> float:
-    """``dq_floor`` of :func:`rule_readouts` (arguments already checked there)."""
-    q64, k64, v64, g64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v, g))
+def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float) -> float:
+    """``dq_floor`` of :func:`rule_readouts` for float64 (n, d) arrays (arguments already checked)."""
     normalizes = RULES[rule].normalizes
     if normalizes:
-        k64 = k64 / np.maximum(np.linalg.norm(k64, axis=-1, keepdims=True), 1e-300)
-    size = abs(logit_scale(q64.shape[-1], rule, alpha=alpha, temperature=temperature))
-    with np.errstate(all="ignore"):    # float16 inputs near 65504: a size of inf means no floor
-        size *= float(np.abs(np.broadcast_to(g64, (q64.shape[0], v64.shape[-1])) @ v64.T).max())
-        size *= float(np.linalg.norm(k64, axis=-1).max()) * q64.shape[0] * 4
+        k = k / np.maximum(np.linalg.norm(k, axis=-1, keepdims=True), 1e-300)
+    size = abs(logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature))
+    with np.errstate(all="ignore"):    # inputs near float16's 65504: a size of inf means no floor
+        size *= float(np.abs(np.broadcast_to(g, (q.shape[0], v.shape[-1])) @ v.T).max())
+        size *= float(np.linalg.norm(k, axis=-1).max()) * q.shape[0] * 4
         if normalizes:
-            size /= max(float(np.linalg.norm(q64, axis=-1).min()), 1e-300)
-    return float(np.finfo(np.asarray(q).dtype).eps) * size if np.isfinite(size) else 0.0
+            size /= max(float(np.linalg.norm(q, axis=-1).min()), 1e-300)
+    return float(np.finfo(np.float64).eps) * size if np.isfinite(size) else 0.0
 
 
 def _spread(z: np.ndarray) -> float:

@@ -140,7 +140,7 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
     else:
         text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens "
                 f"attended, {pct(s1['saturated'])} of rows saturated.")
-    return text + gradient_sentence(none["grad"], rule["grad"], label=label, n=n, causal=causal)
+    return text + gradient_sentence(none["grad"], rule["grad"], label=label, n=n, causal=causal, dtype=dtype)
 
 
 def little_change(s0: dict, s1: dict) -> bool:
@@ -152,12 +152,13 @@ def little_change(s0: dict, s1: dict) -> bool:
             and abs(s0["saturated"] - s1["saturated"]) <= LITTLE_SATURATED)
 
 
-def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = False) -> str:
+def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = False,
+                      dtype: str = "float64") -> str:
     """The gradient that reaches q under both sides, for the page's fixed random upstream gradient."""
     if not all(math.isfinite(g[k]) for g in (g0, g1) for k in ("median", "total")):
         return ""
     f0, f1 = g0.get("floor", 0.0), g1.get("floor", 0.0)
-    text = (f" {GRADIENT_LEAD}: median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'], floor=f0)} "
+    text = (f" {GRADIENT_LEAD}{_in_float64(dtype)}: median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'], floor=f0)} "
             f"unscaled vs {fmt_sci(g1['median'], floor=f1)} with {label}; total ‖∂L/∂Q‖ "
             f"{fmt_sci(g0['total'], floor=f0)} vs {fmt_sci(g1['total'], floor=f1)}")
     if g0["starved"] is not None and (g0["starved"] or g1["starved"]):
@@ -168,7 +169,12 @@ def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = 
     return text + "."
 
 
-def readout_rows(n: int, causal: bool) -> list[tuple[str, str, str]]:
+def _in_float64(dtype: str) -> str:
+    """Gradients are taken in float64 at the (rounded) inputs: say so when the page computes in another dtype."""
+    return "" if dtype == "float64" else f" (taken in float64 at the {dtype} inputs)"
+
+
+def readout_rows(n: int, causal: bool, dtype: str = "float64") -> list[tuple[str, str, str]]:
     """(name, key, meaning) of each playground readout; the references follow the mask."""
     h, t = references(n, causal)
     over = "the visible keys, mean over rows" if causal else f"{n} keys"
@@ -178,7 +184,7 @@ def readout_rows(n: int, causal: bool) -> list[tuple[str, str, str]]:
         ("max weight", "max_weight", "share of the largest weight, averaged over queries"),
         ("tokens attended", "effective_support", f"exp(entropy): 1 = one token, {t:g} = all {over}"),
         ("saturated rows", "saturated", f"share of rows whose top weight is above {sc.SATURATION:g}"),
-        ("median ‖∂L/∂qᵢ‖", "grad_median", "gradient reaching one query row, scale included"),
+        ("median ‖∂L/∂qᵢ‖", "grad_median", "gradient reaching one query row, scale included" + _in_float64(dtype)),
         ("total ‖∂L/∂Q‖", "grad_total", "the same over all rows together"),
         ("starved queries", "grad_starved", f"rows getting < 1/{1 / STARVED:.0f} of the 1/√d_k median"),
     ]
@@ -213,15 +219,12 @@ def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) ->
     g0, ref = norms["none"], norms["sqrt"]
     med = float(np.median(ref))
     tot = {r: float(np.sqrt((v ** 2).sum())) for r, v in norms.items()}
-    # float64 round-off relative to the largest gradient in play: a saturated row's 1e-60 shows as ≈ 0
-    floor = 1e-12 * max(tot.values())
-
-    def sci(x):
-        return fmt_sci(x, floor=floor)
-    if not med > floor:   # 1/sqrt(d_k) saturated too: no reference row to compare with
+    def sci(x):   # norms below float64 round-off come flushed to 0 (sdpa_core.query_gradient_norms)
+        return "≈ 0" if x == 0 else fmt_sci(x)
+    if not med > 0:   # 1/sqrt(d_k) saturated too: no reference row to compare with
         return (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): even with 1/√d_k the median row "
                 f"gets no gradient at all (its rows are saturated too); ≈ 0 (round-off or less) for "
-                f"{pct(float((ref < floor).mean()))} of its rows and {pct(float((g0 < floor).mean()))} of the unscaled "
+                f"{pct(float((ref == 0).mean()))} of its rows and {pct(float((g0 == 0).mean()))} of the unscaled "
                 f"ones; total ‖∂L/∂Q‖ "
                 f"{sci(tot['none'])} unscaled vs {sci(tot['sqrt'])}.")
     starved = float((g0 < STARVED * med).mean())

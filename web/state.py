@@ -95,6 +95,8 @@ class LabState(param.Parameterized):
             r = out[rule]
             norms = r["dq_norms"]
             finite = bool(np.isfinite(norms).all())
+            # below dq_floor a norm is float64 round-off (a saturated row's 1e-60 comes out as 1e-19 in
+            # CPython, 1e-22 in Pyodide): it reads "≈ 0"
             grad = {"norms": norms, "floor": r["dq_floor"],
                     "median": float(np.median(norms)) if finite else float("nan"),
                     "total": float(np.sqrt((norms ** 2).sum())) if finite else float("nan"),
@@ -165,7 +167,7 @@ class LabState(param.Parameterized):
         t0 = time.perf_counter()
         self.gradients = sc.query_gradient_norms(self.n, self.d_k, sc.RULE_NAMES, reps=max(1, GRADIENT_ROWS // self.n),
                                                  sigma=self.sigma, rho=self.rho, seed=self.seed, alpha=self.alpha,
-                                                 temperature=self.temperature)
+                                                 temperature=self.temperature, flush_round_off=True)
         self._gradients_key = key
         self.timings = {**self.timings, "gradients": time.perf_counter() - t0}
 

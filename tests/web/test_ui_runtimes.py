@@ -59,7 +59,7 @@ def assert_page_shows(page: Page, lab: LabState):
     for part in filter(None, split_verdict(lab.verdict)):
         expect(page.get_by_text(part, exact=True)).to_be_visible(timeout=30_000)
     want = [[_cell(key, lab.playground[side]["stats"], lab.n) for side in ("none", "rule")]
-            for _, key, _ in readout_rows(lab.n, lab.causal)]
+            for _, key, _ in readout_rows(lab.n, lab.causal, lab.dtype)]
     got = page.evaluate(READOUTS_JS)
     assert got and got[0] == want, (got, want)
     sums = sorted(float(np.nansum(lab.playground[s]["weights"])) for s in ("none", "rule"))

@@ -116,7 +116,7 @@ class Playground(pn.viewable.Viewer):
             f"<tr><th scope='row'>{name}<div class='sdpa-meaning'>{meaning}</div></th>"
             f"<td>{html.escape(_cell(key, res['none']['stats'], n))}</td>"
             f"<td>{html.escape(_cell(key, res['rule']['stats'], n))}</td></tr>"
-            for name, key, meaning in readout_rows(n, causal))
+            for name, key, meaning in readout_rows(n, causal, self.lab.dtype))
         return (f"<table class='sdpa-readouts'><caption>Readouts, averaged over the {n} queries"
                 f"{' (causal mask)' if causal else ''}</caption>{head}{body}</table>")
 
