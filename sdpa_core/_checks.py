@@ -4,9 +4,11 @@ Every check raises TypeError (wrong kind of thing: a string, a bool, an int arra
 are needed) or ValueError (right kind, wrong value: NaN, out of range, empty, wrong shape), never
 a numpy-internal error, so a learner reads what to change.
 """
+
 from __future__ import annotations
 
 import numbers
+from typing import cast
 
 import numpy as np
 
@@ -24,7 +26,8 @@ def float_array(x, name: str, *, min_ndim: int = 1) -> np.ndarray:
     if a.dtype.type not in FLOAT_DTYPES:
         raise TypeError(
             f"{name} must hold floating-point numbers (float16, float32 or float64), "
-            f"got dtype {a.dtype}; convert it first, e.g. {name}.astype(np.float64)")
+            f"got dtype {a.dtype}; convert it first, e.g. {name}.astype(np.float64)"
+        )
     if a.ndim < min_ndim:
         raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {a.shape}")
     if a.size == 0:
@@ -63,17 +66,20 @@ def probabilities(p, name: str = "p", axis: int = -1) -> np.ndarray:
     bad = (np.abs(total - 1) > tol) & (total != 0)
     if bad.any():
         worst = float(total[bad].flat[0])
-        raise ValueError(f"{name} is not a probability distribution along axis {axis}: a row sums to {worst:.6g}; "
-                         f"each must sum to 1 (within {tol:g}) or be all zeros; pass softmax(x), not x")
+        raise ValueError(
+            f"{name} is not a probability distribution along axis {axis}: a row sums to {worst:.6g}; "
+            f"each must sum to 1 (within {tol:g}) or be all zeros; pass softmax(x), not x"
+        )
     return a
 
 
 def _axis(a: np.ndarray, axis, name: str) -> int:
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
         raise TypeError(f"axis must be an integer, got {type(axis).__name__} {axis!r}")
+    axis = int(axis)
     if not -a.ndim <= axis < a.ndim:
         raise ValueError(f"axis={axis!r} is out of range for {name} with {a.ndim} dimension(s)")
-    return int(axis)
+    return axis
 
 
 def _scalar(x):
@@ -83,8 +89,7 @@ def _scalar(x):
     return x
 
 
-def real(x, name: str, *, low: float | None = None, high: float | None = None,
-         low_open: bool = False) -> float:
+def real(x, name: str, *, low: float | None = None, high: float | None = None, low_open: bool = False) -> float:
     """A finite real number within [low, high] (or (low, high] when low_open)."""
     x = _scalar(x)
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
@@ -92,7 +97,8 @@ def real(x, name: str, *, low: float | None = None, high: float | None = None,
     try:
         v = float(x)
     except OverflowError:  # an int like 2**4000 has no float
-        raise ValueError(f"{name} is out of range: got {_short(int(x))}, beyond float64's 1.8e308") from None
+        big = cast(int, x)  # only an int can be too large for float()
+        raise ValueError(f"{name} is out of range: got {_short(big)}, beyond float64's 1.8e308") from None
     if not np.isfinite(v):
         raise ValueError(f"{name} must be finite, got {v}")
     if low is not None and (v <= low if low_open else v < low):
@@ -147,8 +153,12 @@ def d_k_values(d_ks, high: int, name: str = "d_ks") -> np.ndarray:
     d = _asarray(d_ks, name)
     if d.ndim > 1 or d.size == 0:
         raise ValueError(f"{name} must be one d_k or a flat list of them, got shape {d.shape}")
-    return np.asarray([integer(x.item() if isinstance(x, np.generic) else x, f"{name}: each d_k", low=1, high=high)
-                       for x in np.atleast_1d(d)])
+    return np.asarray(
+        [
+            integer(x.item() if isinstance(x, np.generic) else x, f"{name}: each d_k", low=1, high=high)
+            for x in np.atleast_1d(d)
+        ]
+    )
 
 
 def names(rules, name: str, check) -> tuple:
@@ -158,8 +168,9 @@ def names(rules, name: str, check) -> tuple:
     try:
         rules = tuple(rules)
     except TypeError:
-        raise TypeError(f"{name} must be a sequence of rule names such as ('none', 'sqrt'), "
-                        f"got {type(rules).__name__}") from None
+        raise TypeError(
+            f"{name} must be a sequence of rule names such as ('none', 'sqrt'), got {type(rules).__name__}"
+        ) from None
     if not rules:
         raise ValueError(f"{name} must name at least one rule")
     for r in rules:

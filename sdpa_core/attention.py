@@ -5,6 +5,7 @@ Shapes (numpy broadcasting over the leading dims ``...``)::
     q (..., L, E)   k (..., S, E)   v (..., S, Ev)   mask broadcastable to (..., L, S)
     out (..., L, Ev)   weights (..., L, S)
 """
+
 from __future__ import annotations
 
 import math
@@ -67,8 +68,8 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
            [0.33, 0.67]])
     """
     q, k, v, scale, allowed, bias = _prepare(q, k, v, scale, mask, causal)
-    weights = _weights(q, k, scale, allowed, bias)          # (..., L, S) in compute_dtype
-    with np.errstate(over="ignore", invalid="ignore"):      # float16: results past 65504 round to inf
+    weights = _weights(q, k, scale, allowed, bias)  # (..., L, S) in compute_dtype
+    with np.errstate(over="ignore", invalid="ignore"):  # float16: results past 65504 round to inf
         out = (weights @ v.astype(weights.dtype, copy=False)).astype(v.dtype, copy=False)
         return out, weights.astype(q.dtype, copy=False)
 
@@ -102,17 +103,18 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"grad_out must have the output's shape {out_shape} (or broadcast to it), "
-                         f"got {grad_out.shape}")
-    w = _weights(q, k, scale, allowed, bias)                 # in compute_dtype: float32 for float16
+        raise ValueError(
+            f"grad_out must have the output's shape {out_shape} (or broadcast to it), got {grad_out.shape}"
+        )
+    w = _weights(q, k, scale, allowed, bias)  # in compute_dtype: float32 for float16
     dtype = q.dtype
     q, k, v = (a.astype(w.dtype, copy=False) for a in (q, k, v))
     g = np.broadcast_to(grad_out.astype(w.dtype, copy=False), out_shape)
     with np.errstate(over="ignore", invalid="ignore"):
         dv = w.swapaxes(-1, -2) @ g
-        dz = g @ v.swapaxes(-1, -2)                         # dW, then turned into dZ in place
+        dz = g @ v.swapaxes(-1, -2)  # dW, then turned into dZ in place
         dz -= np.einsum("...ij,...ij->...i", dz, w)[..., None]  # rowsum(W * dW) without an L x S temporary
-        dz *= w                                             # dZ / scale: scale goes on the smaller products
+        dz *= w  # dZ / scale: scale goes on the smaller products
         dq = _times(dz @ k, scale)
         dk = _times(dz.swapaxes(-1, -2) @ q, scale)
         return tuple(_unbroadcast(d, a.shape).astype(dtype, copy=False) for d, a in ((dq, q), (dk, k), (dv, v)))
@@ -144,16 +146,19 @@ def _prepare(q, k, v, scale, mask, causal):
         q, k, v = (a.astype(dtype, copy=False) for a in (q, k, v))
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must have the same feature size E (last dim): q has {q.shape[-1]}, k has {k.shape[-1]}")
+            f"q and k must have the same feature size E (last dim): q has {q.shape[-1]}, k has {k.shape[-1]}"
+        )
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k and v must have the same number of keys S (second-to-last dim): "
-            f"k has {k.shape[-2]}, v has {v.shape[-2]}")
+            f"k has {k.shape[-2]}, v has {v.shape[-2]}"
+        )
     try:
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
-        raise ValueError(f"the leading (batch) dims of q {q.shape}, k {k.shape} and v {v.shape} "
-                         f"do not broadcast together") from None
+        raise ValueError(
+            f"the leading (batch) dims of q {q.shape}, k {k.shape} and v {v.shape} do not broadcast together"
+        ) from None
     causal = boolean(causal, "causal")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else real(scale, "scale")
     L, S = q.shape[-2], k.shape[-2]
@@ -166,15 +171,16 @@ def _prepare(q, k, v, scale, mask, causal):
             with np.errstate(over="ignore"):  # -1e300 for float32 logits is -inf: still "forbidden"
                 bias = no_nan_or_pos_inf(mask, "mask").astype(compute_dtype(dtype), copy=False)
         else:
-            raise TypeError(f"mask must be boolean (True = may attend) or float16/32/64 (added to the logits), "
-                            f"got dtype {mask.dtype}")
+            raise TypeError(
+                f"mask must be boolean (True = may attend) or float16/32/64 (added to the logits), "
+                f"got dtype {mask.dtype}"
+            )
         try:
             fits = np.broadcast_shapes(mask.shape, batch + (L, S)) == batch + (L, S)
         except ValueError:
             fits = False
         if not fits:
-            raise ValueError(f"mask of shape {mask.shape} does not broadcast to (..., L, S) = "
-                             f"{batch + (L, S)}")
+            raise ValueError(f"mask of shape {mask.shape} does not broadcast to (..., L, S) = {batch + (L, S)}")
     if causal:
         tri = np.tri(L, S, dtype=bool)  # top-left aligned: key j allowed for query i when j <= i
         allowed = tri if allowed is None else allowed & tri

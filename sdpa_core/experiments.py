@@ -5,6 +5,7 @@ are drawn *exactly* at O(n^2) cost whatever d_k is (Bartlett factor of ``Q Q^T``
 projections, see ``_qz_dots``), so a sweep to d_k = 4096 costs what d_k = 64 does. Below
 d_k = n the vectors are drawn directly.
 """
+
 from __future__ import annotations
 
 import io
@@ -13,17 +14,56 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._checks import (_asarray, boolean, d_k_values, finite, float_array, float_dtype, generator, integer, names,
-                      probabilities, real)
+from ._checks import (
+    _asarray,
+    boolean,
+    d_k_values,
+    finite,
+    float_array,
+    float_dtype,
+    generator,
+    integer,
+    names,
+    probabilities,
+    real,
+)
 from .attention import attention, attention_backward, logits as attention_logits, matmul
-from .scaling import (MAX_D_K as MAX_SCALE_D_K, RULE_NAMES, RULES, check_rule, logit_scale, pair_dot_moments,
-                      pooled_dot_std, product, qk_normalize, qk_normalize_backward, rule_name)
+from .scaling import (
+    MAX_D_K as MAX_SCALE_D_K,
+    RULE_NAMES,
+    RULES,
+    check_rule,
+    logit_scale,
+    pair_dot_moments,
+    pooled_dot_std,
+    product,
+    qk_normalize,
+    qk_normalize_backward,
+    rule_name,
+)
 from .softmax import naive_inplace, softmax_inplace
 from .stats import _entropy, above, jacobian_norm_from, rows_jacobian_norm
 
-__all__ = ["POW2_D_K", "METRICS", "FLOAT16_MAX", "draw_qkv", "rule_attention", "rule_gradients",
-           "query_gradient_norms", "upstream_gradient", "row_stats", "rule_readouts", "sample_gram", "sweep", "Sweep",
-           "dot_samples", "dot_histograms", "theory_logit_std", "precision_sweep", "PrecisionSweep"]
+__all__ = [
+    "POW2_D_K",
+    "METRICS",
+    "FLOAT16_MAX",
+    "draw_qkv",
+    "rule_attention",
+    "rule_gradients",
+    "query_gradient_norms",
+    "upstream_gradient",
+    "row_stats",
+    "rule_readouts",
+    "sample_gram",
+    "sweep",
+    "Sweep",
+    "dot_samples",
+    "dot_histograms",
+    "theory_logit_std",
+    "precision_sweep",
+    "PrecisionSweep",
+]
 
 POW2_D_K = 2 ** np.arange(13)  # 1, 2, 4, ..., 4096
 #: Per-matrix readouts, each averaged over query rows; "saturated" is the share of rows whose top
@@ -31,14 +71,17 @@ POW2_D_K = 2 ** np.arange(13)  # 1, 2, 4, ..., 4096
 METRICS = ("logit_std", "entropy", "max_weight", "effective_support", "saturated", "jacobian_norm")
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
 MAX_D_K = 65536
-MAX_WORK = 2 ** 26  # cap on samples * n * n * len(d_ks) * len(rules): no setting can freeze a tab
-MAX_ENTRIES = 2 ** 24  # cap on the numbers in one drawn matrix (n * d_k): 128 MiB of float64
-MAX_FLOPS = 2 ** 32    # cap on the multiply-adds of query_gradient_norms and precision_sweep (seconds, not hours)
+MAX_WORK = 2**26  # cap on samples * n * n * len(d_ks) * len(rules): no setting can freeze a tab
+MAX_ENTRIES = 2**24  # cap on the numbers in one drawn matrix (n * d_k): 128 MiB of float64
+MAX_FLOPS = 2**32  # cap on the multiply-adds of query_gradient_norms and precision_sweep (seconds, not hours)
 
 
 def _common(sigma, rho, seed):
-    return (real(sigma, "sigma", low=0.0, low_open=True, high=1e3), real(rho, "rho", low=0.0, high=1.0),
-            np.random.default_rng(integer(seed, "seed", low=0)))
+    return (
+        real(sigma, "sigma", low=0.0, low_open=True, high=1e3),
+        real(rho, "rho", low=0.0, high=1.0),
+        np.random.default_rng(integer(seed, "seed", low=0)),
+    )
 
 
 def draw_qkv(n, d_k, *, sigma=1.0, rho=0.0, seed=0, dtype=np.float64):
@@ -108,8 +151,20 @@ def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causa
     return dq, dk, dv
 
 
-def query_gradient_norms(n, d_k, rules=RULE_NAMES, *, reps=1, sigma=1.0, rho=0.0, seed=0, alpha=0.5,
-                         temperature=0.1, causal=False, flush_round_off=False) -> dict[str, np.ndarray]:
+def query_gradient_norms(
+    n,
+    d_k,
+    rules=RULE_NAMES,
+    *,
+    reps=1,
+    sigma=1.0,
+    rho=0.0,
+    seed=0,
+    alpha=0.5,
+    temperature=0.1,
+    causal=False,
+    flush_round_off=False,
+) -> dict[str, np.ndarray]:
     """``||dL/dq_i||`` of every query row, per rule, on the same random q, k, v and upstream gradient.
 
     ``reps`` independent (n x d_k) draws with seeds ``seed, seed+1, ...`` (:func:`draw_qkv`, float64);
@@ -129,7 +184,7 @@ def query_gradient_norms(n, d_k, rules=RULE_NAMES, *, reps=1, sigma=1.0, rho=0.0
     flush_round_off = boolean(flush_round_off, "flush_round_off")
     if reps * len(rules) * n * n * d_k > MAX_FLOPS:
         raise ValueError(f"too much work: reps * len(rules) * n * n * d_k must be <= {MAX_FLOPS}")
-    out = {r: [] for r in rules}
+    out: dict[str, list[np.ndarray]] = {r: [] for r in rules}
     for i in range(reps):
         s = seed + i
         q, k, v = draw_qkv(n, d_k, sigma=sigma, rho=rho, seed=s)
@@ -169,8 +224,9 @@ def row_stats(weights, logits, visible=None) -> dict[str, float]:
     if visible is not None:
         visible = _asarray(visible, "visible")
         if visible.dtype != bool:
-            raise TypeError(f"visible must be a boolean array (True = the softmax sees that logit), "
-                            f"got dtype {visible.dtype}")
+            raise TypeError(
+                f"visible must be a boolean array (True = the softmax sees that logit), got dtype {visible.dtype}"
+            )
         if visible.shape != z.shape:
             raise ValueError(f"visible must have the logits' shape {z.shape}, got {visible.shape}")
         if not visible.any():
@@ -183,7 +239,7 @@ def row_stats(weights, logits, visible=None) -> dict[str, float]:
     w = w[live]
     if not np.isfinite(w).all():
         return {**dict.fromkeys(METRICS, float("nan")), "logit_std": logit_std}
-    w = probabilities(w, "weights").astype(np.float64)      # finite rows must be probabilities
+    w = probabilities(w, "weights").astype(np.float64)  # finite rows must be probabilities
     # the statistics of sdpa_core.stats (entropy, max_weight, effective_support, saturated,
     # jacobian_norm) on rows already checked, averaged over the rows
     top = w.max(axis=-1)
@@ -221,18 +277,22 @@ def rule_readouts(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     _, weights, logits = rule_attention(q, k, v, rule, alpha=alpha, temperature=temperature, causal=causal)
-    grad_out = float_array(grad_out, "grad_out")     # its dtype is checked before the float64 copy
+    grad_out = float_array(grad_out, "grad_out")  # its dtype is checked before the float64 copy
     q64, k64, v64, g64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v, grad_out))
     dq = rule_gradients(q64, k64, v64, g64, rule, alpha=alpha, temperature=temperature, causal=causal)[0]
     w64, z64 = (np.asarray(a, dtype=np.float64) for a in (weights, logits))
-    visible = np.tri(*z64.shape[-2:], dtype=bool) if causal else None     # top-left aligned, as attention's
-    broken = ~np.isfinite(w64).all(axis=-1)                                # float16 overflow: NaN rows
+    visible = np.tri(*z64.shape[-2:], dtype=np.bool_) if causal else None  # top-left aligned, as attention's
+    broken = ~np.isfinite(w64).all(axis=-1)  # float16 overflow: NaN rows
     norms = np.where(broken, np.nan, np.linalg.norm(dq, axis=-1))
     return {
-        "weights": w64, "logits": logits, "stats": row_stats(w64, logits, visible),
-        "overflow": not np.isfinite(z64).all(), "nan_rows": int(broken.sum()),
+        "weights": w64,
+        "logits": logits,
+        "stats": row_stats(w64, logits, visible),
+        "overflow": not np.isfinite(z64).all(),
+        "nan_rows": int(broken.sum()),
         "scale": logit_scale(np.shape(q)[-1], rule, alpha=alpha, temperature=temperature),
-        "dq_norms": norms, "dq_floor": _round_off(q64, k64, v64, g64, rule, alpha, temperature),
+        "dq_norms": norms,
+        "dq_floor": _round_off(q64, k64, v64, g64, rule, alpha, temperature),
     }
 
 
@@ -242,7 +302,7 @@ def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float) -> float
     if normalizes:
         k = k / np.maximum(np.linalg.norm(k, axis=-1, keepdims=True), 1e-300)
     size = abs(logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature))
-    with np.errstate(all="ignore"):    # inputs near float16's 65504: a size of inf means no floor
+    with np.errstate(all="ignore"):  # inputs near float16's 65504: a size of inf means no floor
         size *= float(np.abs(np.broadcast_to(g, (q.shape[0], v.shape[-1])) @ v.T).max())
         size *= float(np.linalg.norm(k, axis=-1).max()) * q.shape[0] * 4
         if normalizes:
@@ -285,10 +345,11 @@ def sample_gram(d_k, p, m, rng) -> np.ndarray:
 @dataclass
 class Sweep:
     """Mean and spread (std over samples) of each metric, per rule, over ``d_k``."""
+
     d_k: np.ndarray
     rules: tuple
-    mean: dict = field(default_factory=dict)     # metric -> rule -> (D,)
-    spread: dict = field(default_factory=dict)   # metric -> rule -> (D,)
+    mean: dict = field(default_factory=dict)  # metric -> rule -> (D,)
+    spread: dict = field(default_factory=dict)  # metric -> rule -> (D,)
     theory_logit_std: dict = field(default_factory=dict)  # rule -> (D,)
 
     def to_csv(self) -> str:
@@ -303,8 +364,9 @@ class Sweep:
         return buf.getvalue()
 
 
-def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0.0, alpha=0.5,
-          temperature=0.1, seed=0) -> Sweep:
+def sweep(
+    d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0.0, alpha=0.5, temperature=0.1, seed=0
+) -> Sweep:
     """Monte-Carlo sweep: for each d_k, ``samples`` random (n x n) attention matrices per rule.
 
     All rules see the same q, k at each d_k (common random numbers), so their curves differ
@@ -329,30 +391,38 @@ def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0
     spec = {r: RULES[r] for r in rules}
     # each rule's factor on its base, for every d_k: the unit-variance dots (times sigma^2), or the
     # cosines for a rule that normalises q and k (sigma plays no part there)
-    factors = {r: spec[r]._scales(d, alpha, temperature) * (1.0 if spec[r].normalizes else sigma * sigma)
-               for r in rules}                                               # r -> (D,)
+    factors = {
+        r: spec[r]._scales(d, alpha, temperature) * (1.0 if spec[r].normalizes else sigma * sigma) for r in rules
+    }  # r -> (D,)
 
     # dot products of unit-variance q and z for every d_k at once: (D, samples, n, n) and (D, samples, n)
     gqq, gqz, zz = _qz_dots(d_ks, n, samples, rng)
-    dots = gqz if rho == 0 else rho * gqq + c * gqz                          # q_i . k_j / sigma^2
+    dots = gqz if rho == 0 else rho * gqq + c * gqz  # q_i . k_j / sigma^2
     # Keys axis first, so the softmax reductions over keys are elementwise ops on big contiguous
     # arrays (several times faster than numpy's reductions over a short last axis); float32 is
     # plenty for plotted statistics and halves the cost of every pass.
-    keys_first = np.ascontiguousarray(np.moveaxis(dots, -1, 0))               # (n_keys, D, samples, n_q)
-    bases = {False: (keys_first, _pooled_std(keys_first))}                    # normalizes -> (base, its std)
+    keys_first = np.ascontiguousarray(np.moveaxis(dots, -1, 0))  # (n_keys, D, samples, n_q)
+    bases = {False: (keys_first, _pooled_std(keys_first))}  # normalizes -> (base, its std)
     # Rules with the same base and (to a few ulps) the same factors, e.g. "alpha" at alpha = 0.5 and
     # "sqrt", are computed once.
-    distinct, same = [], {}                                                   # same: rule -> index in distinct
+    distinct: list[str] = []  # the rules computed
+    same: dict[str, int] = {}  # rule -> index in distinct
     for r in rules:
-        same[r] = next((i for i, o in enumerate(distinct) if spec[o].normalizes == spec[r].normalizes
-                        and np.allclose(factors[o], factors[r], rtol=1e-15, atol=0)), len(distinct))
+        same[r] = next(
+            (
+                i
+                for i, o in enumerate(distinct)
+                if spec[o].normalizes == spec[r].normalizes and np.allclose(factors[o], factors[r], rtol=1e-15, atol=0)
+            ),
+            len(distinct),
+        )
         if same[r] == len(distinct):
             distinct.append(r)
     z = np.empty((n, len(distinct)) + keys_first.shape[1:], dtype=np.float32)  # (n_keys, R, D, samples, n_q)
-    logit_std = np.empty((len(distinct),) + keys_first.shape[1:3])            # (R, D, samples), float64
+    logit_std = np.empty((len(distinct),) + keys_first.shape[1:3])  # (R, D, samples), float64
     for i, r in enumerate(distinct):
         if spec[r].normalizes and True not in bases:
-            qq = _diag(gqq)                                                   # (D, samples, n)
+            qq = _diag(gqq)  # (D, samples, n)
             kn = np.sqrt(rho * rho * qq + 2 * rho * c * _diag(gqz) + c * c * zz)
             cos = keys_first / np.maximum(np.moveaxis(kn, -1, 0)[..., None] * np.sqrt(qq)[None], 1e-300)
             bases[True] = (cos, _pooled_std(cos))
@@ -360,7 +430,7 @@ def sweep(d_ks=POW2_D_K, rules=RULE_NAMES, *, n=16, samples=32, sigma=1.0, rho=0
         np.multiply(base, factors[r][:, None, None], out=z[:, i], casting="same_kind")
         # the spread is exact in float64: |factor| * std of the unscaled base (z may hold 1e-40 as 0)
         logit_std[i] = np.abs(factors[r])[:, None] * base_std
-    stats = {"logit_std": logit_std, **_matrix_stats(z)}                     # metric -> (R, D, samples)
+    stats = {"logit_std": logit_std, **_matrix_stats(z)}  # metric -> (R, D, samples)
 
     out = Sweep(d_k=d_ks, rules=rules, mean={m: {} for m in METRICS}, spread={m: {} for m in METRICS})
     for m, vals in stats.items():
@@ -400,7 +470,7 @@ def _qz_dots(d_ks, n, m, rng):
         gqq[i], gqz[i], zz[i] = q @ q.swapaxes(-1, -2), q @ z.swapaxes(-1, -2), (z * z).sum(axis=-1)
     big = ~small
     if big.any():
-        d = d_ks[big].astype(float)[:, None, None]                 # (B, 1, 1)
+        d = d_ks[big].astype(float)[:, None, None]  # (B, 1, 1)
         idx = np.arange(n)
         rows, cols = np.tril_indices(n, -1)
         a = np.zeros((int(big.sum()), m, n, n))
@@ -421,25 +491,25 @@ def _matrix_stats(zs: np.ndarray) -> dict[str, np.ndarray]:
     p = np.exp(zs)
     total = p.sum(axis=0)
     p *= 1 / total
-    top = 1 / total                                  # the top weight is exp(0) / s
-    below = zs < 0                                   # every key but the top one(s)
+    top = 1 / total  # the top weight is exp(0) / s
+    below = zs < 0  # every key but the top one(s)
     twins = (zs.shape[0] - np.count_nonzero(below, axis=0) - 1).astype(zs.dtype)  # ties with the top
-    ent = np.log(total) - np.multiply(p, zs, out=zs).sum(axis=0)   # H = log s - sum p (z - max)
-    others = np.multiply(p, below, out=zs)           # zs's buffer is free again
-    rest = others.sum(axis=0) + twins * top          # 1 - top, without its round-off when top ~ 1
+    ent = np.log(total) - np.multiply(p, zs, out=zs).sum(axis=0)  # H = log s - sum p (z - max)
+    others = np.multiply(p, below, out=zs)  # zs's buffer is free again
+    rest = others.sum(axis=0) + twins * top  # 1 - top, without its round-off when top ~ 1
     # the others relative to (at least) their sum, <= 1: their squares and cubes cannot underflow
     r = np.maximum(rest, np.finfo(zs.dtype).tiny)
     rel = np.multiply(others, 1 / r, out=others)
-    rel2 = np.multiply(rel, rel, out=p)              # p's buffer is free too
-    t = top / r * (twins > 0)                        # a twin relative to the sum, <= 1
+    rel2 = np.multiply(rel, rel, out=p)  # p's buffer is free too
+    t = top / r * (twins > 0)  # a twin relative to the sum, <= 1
     v2 = rel2.sum(axis=0) + twins * t * t
     v3 = np.multiply(rel2, rel, out=rel2).sum(axis=0) + twins * t * t * t
-    jac = jacobian_norm_from(top, top * rest, r, v2, v3)   # no cancellation for saturated rows (see stats)
+    jac = jacobian_norm_from(top, top * rest, r, v2, v3)  # no cancellation for saturated rows (see stats)
     return {
         "entropy": ent.mean(axis=-1),
         "max_weight": top.mean(axis=-1),
         "effective_support": np.exp(ent).mean(axis=-1),
-        "saturated": above(top).mean(axis=-1),       # compared in float64, as stats.saturated does
+        "saturated": above(top).mean(axis=-1),  # compared in float64, as stats.saturated does
         "jacobian_norm": jac.mean(axis=-1),
     }
 
@@ -467,8 +537,10 @@ def theory_logit_std(d_k, *, sigma=1.0, rho=0.0, n=16, scale=1.0, qknorm=False) 
     unit = pooled_dot_std(np.array([d]), rho, n, unit=qknorm)
     std = float((product(abs(scale), unit) if qknorm else product(abs(scale), sigma, unit, sigma))[0])
     if not math.isfinite(std):
-        raise ValueError(f"the logit std for d_k={d_k}, sigma={sigma:g}, scale={scale:g} exceeds float64's "
-                         f"range (1.8e308): make sigma or scale smaller")
+        raise ValueError(
+            f"the logit std for d_k={d_k}, sigma={sigma:g}, scale={scale:g} exceeds float64's "
+            f"range (1.8e308): make sigma or scale smaller"
+        )
     return std
 
 
@@ -484,8 +556,9 @@ def dot_samples(d_k, m, *, sigma=1.0, rho=0.0, seed=0) -> np.ndarray:
     return rho * g[:, 0, 0] + math.sqrt(1 - rho * rho) * g[:, 0, 1]
 
 
-def dot_histograms(d_k, *, sigma=1.0, rho=0.0, seed=0, rule="sqrt", alpha=0.5, temperature=0.1, m=20000,
-                   bins=60) -> dict:
+def dot_histograms(
+    d_k, *, sigma=1.0, rho=0.0, seed=0, rule="sqrt", alpha=0.5, temperature=0.1, m=20000, bins=60
+) -> dict:
     """Histograms of one matched pair's ``q . k`` (unscaled) and of its logit under ``rule``, with the
     normal curves theory predicts (:meth:`Rule.pair_theory`): mean ``rho d_k sigma^2`` and variance
     ``(1 + rho^2) d_k sigma^4`` before scaling; a rule that normalises q and k scales the cosine, whose
@@ -513,14 +586,19 @@ def dot_histograms(d_k, *, sigma=1.0, rho=0.0, seed=0, rule="sqrt", alpha=0.5, t
     base = dot
     if spec.normalizes:
         k2 = rho * rho * g[:, 0, 0] + 2 * rho * c * g[:, 0, 1] + c * c * g[:, 1, 1]
-        base = dot / np.sqrt(np.maximum(g[:, 0, 0] * k2, 1e-300))              # cos(q, k)
+        base = dot / np.sqrt(np.maximum(g[:, 0, 0] * k2, 1e-300))  # cos(q, k)
     scaled = base * float(spec._scales(d, alpha, temperature)[0])
     mean, var = pair_dot_moments(d, rho, unit=False)
     mean0, std0 = float(product(sigma, mean, sigma)[0]), float(product(sigma, np.sqrt(var), sigma)[0])
     mean1, std1 = spec._pair_theory(d, sigma, rho, alpha, temperature)
-    return {"unscaled": _histogram(dot, mean0, std0, bins), "scaled": _histogram(scaled, mean1, std1, bins),
-            "theory_mean": (mean0, mean1), "theory_std": (std0, std1),
-            "sample_mean": (float(dot.mean()), float(scaled.mean())), "sample_std": (float(dot.std()), float(scaled.std()))}
+    return {
+        "unscaled": _histogram(dot, mean0, std0, bins),
+        "scaled": _histogram(scaled, mean1, std1, bins),
+        "theory_mean": (mean0, mean1),
+        "theory_std": (std0, std1),
+        "sample_mean": (float(dot.mean()), float(scaled.mean())),
+        "sample_std": (float(dot.std()), float(scaled.std())),
+    }
 
 
 def _histogram(x: np.ndarray, mean: float, std: float, bins: int) -> dict:
@@ -538,8 +616,9 @@ def _histogram(x: np.ndarray, mean: float, std: float, bins: int) -> dict:
 @dataclass
 class PrecisionSweep:
     """Where inf and NaN appear, per dtype, per order of scaling and matmul, per softmax kind."""
+
     d_k: np.ndarray
-    max_abs_logit: dict = field(default_factory=dict)   # dtype -> order -> (D,) (inf where overflowed)
+    max_abs_logit: dict = field(default_factory=dict)  # dtype -> order -> (D,) (inf where overflowed)
     nonfinite_rows: dict = field(default_factory=dict)  # dtype -> order -> softmax -> (D,) fraction
 
 
@@ -562,19 +641,21 @@ def precision_sweep(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, seed=0) -> Preci
         raise ValueError(f"too much work: 6 * n * n * sum(d_ks) must be <= {MAX_FLOPS}")
     sigma, rho, _ = _common(sigma, rho, seed)
     # logits[dtype][order]: (D, n, n), one (n x n) matrix per d_k, each computed in its dtype
-    logits = {name: {o: np.empty((len(d_ks), n, n), t) for o in ORDERS} for name, t in DTYPES.items()}
+    logits: dict[str, dict[str, np.ndarray]] = {
+        name: {o: np.empty((len(d_ks), n, n), t) for o in ORDERS} for name, t in DTYPES.items()
+    }
     # one draw at the largest d_k; each d_k uses its first d_k coordinates (nested vectors)
     q_all, k_all = _draw_qk(np.random.default_rng(seed), n, int(d_ks.max()), sigma, rho)
     for i, d in enumerate(d_ks):
         q64, k64 = q_all[:, :d], k_all[:, :d]
         for name, t in DTYPES.items():
             q, k = q64.astype(t), k64.astype(t)
-            s = t(1 / math.sqrt(int(d)))
+            s = np.asarray(1 / math.sqrt(int(d)), dtype=t)
             with np.errstate(over="ignore", invalid="ignore"):
-                z = logits[name]
-                z["none"][i] = matmul(q, k.T)
-                np.multiply(z["none"][i], s, out=z["after"][i])
-                z["before"][i] = matmul(q * s, k.T)
+                per_order = logits[name]
+                per_order["none"][i] = matmul(q, k.T)
+                np.multiply(per_order["none"][i], s, out=per_order["after"][i])
+                per_order["before"][i] = matmul(q * s, k.T)
     res = PrecisionSweep(d_k=d_ks, max_abs_logit={t: {} for t in DTYPES}, nonfinite_rows={t: {} for t in DTYPES})
     for name in DTYPES:
         for order, z in logits[name].items():

@@ -10,6 +10,7 @@ Model (one head, shapes per example)::
     V = Wv[c]               (n, d_v)     out, w = attention(q, K, V, scale=rule)
     logits = out Wo         (1, C)       loss = cross-entropy(logits, c_t)
 """
+
 from __future__ import annotations
 
 import math
@@ -26,12 +27,15 @@ __all__ = ["TrainConfig", "Batch", "make_batch", "clear_example", "init_params",
 
 
 #: Cap on the numbers one training step holds per batch (keys, their projections, values).
-MAX_BATCH_NUMBERS = 2 ** 26
+MAX_BATCH_NUMBERS = 2**26
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything a run depends on. Two configs that differ only in ``rule`` see the same data and init."""
+
+    # one field a line, comments aligned as a table (the formatter leaves it as written)
+    # fmt: off
     d_k: int = 64           # query/key width: the quantity the scaling rule must compensate
     rule: str = "sqrt"      # a name in sdpa_core.RULES: "none" | "sqrt" | "linear" | "alpha" | "qknorm" | ...
     alpha: float = 0.5      # exponent for rule "alpha": scale = d_k**-alpha
@@ -44,6 +48,7 @@ class TrainConfig:
     lr: float = 1e-2        # Adam learning rate
     noise: float = 0.5      # query = matching key + noise * N(0, 1): retrieval by similarity
     seed: int = 0           # data and init; shared by runs that are compared
+    # fmt: on
 
     def __post_init__(self):
         integer(self.d_k, "d_k", low=1, high=4096)
@@ -57,9 +62,11 @@ class TrainConfig:
         real(self.noise, "noise", low=0.0, high=100.0)
         integer(self.seed, "seed", low=0)
         if self.batch * self.n_keys * (self.d_in + self.d_k + self.d_v) > MAX_BATCH_NUMBERS:
-            raise ValueError(f"batch * n_keys * (d_in + d_k + d_v) must be <= {MAX_BATCH_NUMBERS}, got "
-                             f"{self.batch * self.n_keys * (self.d_in + self.d_k + self.d_v)}: one step would "
-                             f"need gigabytes")
+            raise ValueError(
+                f"batch * n_keys * (d_in + d_k + d_v) must be <= {MAX_BATCH_NUMBERS}, got "
+                f"{self.batch * self.n_keys * (self.d_in + self.d_k + self.d_v)}: one step would "
+                f"need gigabytes"
+            )
 
     @property
     def scale(self) -> float:
@@ -68,10 +75,12 @@ class TrainConfig:
 
 @dataclass
 class Batch:
+    # fmt: off
     keys: np.ndarray     # (B, n, d_in)
     labels: np.ndarray   # (B, n) ints in [0, C)
     query: np.ndarray    # (B, 1, d_in)
     target: np.ndarray   # (B,) index of the matching key
+    # fmt: on
 
 
 def make_batch(rng: np.random.Generator, cfg: TrainConfig, size: int | None = None) -> Batch:
@@ -94,7 +103,7 @@ def clear_example(rng: np.random.Generator, cfg: TrainConfig, candidates: int = 
     target = cos[rows, b.target]
     cos[rows, b.target] = -np.inf
     i = int(np.argmax(target - cos.max(axis=-1)))
-    return Batch(b.keys[i:i + 1], b.labels[i:i + 1], b.query[i:i + 1], b.target[i:i + 1])
+    return Batch(b.keys[i : i + 1], b.labels[i : i + 1], b.query[i : i + 1], b.target[i : i + 1])
 
 
 def init_params(rng: np.random.Generator, cfg: TrainConfig) -> dict[str, np.ndarray]:
@@ -115,28 +124,28 @@ def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool =
     non-finite q, k or v (blown-up weights) give a NaN loss and NaN weights, as before the checks.
     """
     B = len(batch.target)
-    q_raw = batch.query @ params["Wq"]                   # (B, 1, d_k)
-    k_raw = batch.keys @ params["Wk"]                    # (B, n, d_k)
-    v = params["Wv"][batch.labels]                       # (B, n, d_v)
+    q_raw = batch.query @ params["Wq"]  # (B, 1, d_k)
+    k_raw = batch.keys @ params["Wk"]  # (B, n, d_k)
+    v = params["Wv"][batch.labels]  # (B, n, d_v)
     if not all(np.isfinite(a).all() for a in (q_raw, k_raw, v)):  # blown-up weights: NaN loss, NaN map
         nan = float("nan")
         return nan, None, {"accuracy": nan, "weights": np.full((B, cfg.n_keys), nan)}
-    normalizes = RULES[cfg.rule].normalizes             # QK-norm: attention sees unit q and k
+    normalizes = RULES[cfg.rule].normalizes  # QK-norm: attention sees unit q and k
     q, k = (qk_normalize(q_raw), qk_normalize(k_raw)) if normalizes else (q_raw, k_raw)
-    out, w = attention(q, k, v, scale=cfg.scale)         # (B, 1, d_v), (B, 1, n)
-    logits = out[:, 0] @ params["Wo"]                    # (B, C)
+    out, w = attention(q, k, v, scale=cfg.scale)  # (B, 1, d_v), (B, 1, n)
+    logits = out[:, 0] @ params["Wo"]  # (B, C)
     label = batch.labels[np.arange(B), batch.target]
-    logp = unchecked_log_softmax(logits)                 # NaN when the run diverged: Trainer reports it
+    logp = unchecked_log_softmax(logits)  # NaN when the run diverged: Trainer reports it
     loss = float(-logp[np.arange(B), label].mean())
     aux = {"accuracy": float((logits.argmax(axis=-1) == label).mean()), "weights": w[:, 0]}
     if not need_grads or not math.isfinite(loss):
         return loss, None, aux
 
-    dlogits = np.exp(logp)                               # softmax - onehot, / B
+    dlogits = np.exp(logp)  # softmax - onehot, / B
     dlogits[np.arange(B), label] -= 1
     dlogits /= B
     grads = {"Wo": out[:, 0].T @ dlogits}
-    dout = (dlogits @ params["Wo"].T)[:, None, :]        # (B, 1, d_v)
+    dout = (dlogits @ params["Wo"].T)[:, None, :]  # (B, 1, d_v)
     dq, dk, dv = attention_backward(q, k, v, dout, scale=cfg.scale)
     if normalizes:
         dq, dk = qk_normalize_backward(q_raw, dq), qk_normalize_backward(k_raw, dk)

@@ -6,9 +6,9 @@ those two (:meth:`Rule.theory_logit_std`, :meth:`Rule.pair_theory`). Adding a ru
 ``RULES``: every function that takes a ``rule`` (``sweep``, ``rule_attention``, ``rule_gradients``,
 ``query_gradient_norms``, ``TrainConfig``) then accepts it.
 """
+
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass
 from typing import Callable
@@ -17,12 +17,22 @@ import numpy as np
 
 from ._checks import boolean, d_k_values, finite, float_array, integer, real
 
-__all__ = ["Rule", "RULES", "RULE_NAMES", "RULE_LABELS", "scale_for", "logit_scale", "check_rule", "rule_name",
-           "qk_normalize", "qk_normalize_backward"]
+__all__ = [
+    "Rule",
+    "RULES",
+    "RULE_NAMES",
+    "RULE_LABELS",
+    "scale_for",
+    "logit_scale",
+    "check_rule",
+    "rule_name",
+    "qk_normalize",
+    "qk_normalize_backward",
+]
 
 #: d_k up to 2**53 (every integer a float64 holds exactly) and alpha in [0, 4] keep ``d_k**-alpha``
 #: within float64's range (>= 2**-212), so no scale silently rounds to 0 or overflows.
-MAX_D_K = 2 ** 53
+MAX_D_K = 2**53
 ALPHA_RANGE = (0.0, 4.0)
 #: QK-norm's temperature: its logits are cos / temperature, so 1e-6 gives at most 1e6 (float32 sweeps
 #: stay finite) and 1e6 makes every logit 0 to within 1e-6.
@@ -57,6 +67,7 @@ class Rule:
     >>> Rule("quarter", "d_k^-1/4", lambda d, alpha, temperature: d ** -0.25).scales(16).tolist()
     [0.5]
     """
+
     name: str
     label: str
     scale: Callable[[np.ndarray, float, float], np.ndarray]
@@ -69,8 +80,10 @@ class Rule:
             if not isinstance(value, str) or not value.strip():
                 raise TypeError(f"{field_name} must be a non-empty string, got {type(value).__name__} {value!r}")
         if not callable(self.scale):
-            raise TypeError(f"scale must be a function scale(d_k, alpha, temperature), got "
-                            f"{type(self.scale).__name__} {self.scale!r}")
+            raise TypeError(
+                f"scale must be a function scale(d_k, alpha, temperature), got "
+                f"{type(self.scale).__name__} {self.scale!r}"
+            )
         boolean(self.normalizes, "normalizes")
         if not isinstance(self.knobs, tuple) or not set(self.knobs) <= set(KNOBS):
             raise TypeError(f"knobs must be a tuple naming some of {KNOBS}, got {self.knobs!r}")
@@ -104,8 +117,10 @@ class Rule:
         n = integer(n, "n", low=1, high=MAX_D_K)
         std = self._theory_logit_std(d, sigma, rho, n, alpha, temperature)
         if not np.isfinite(std).all():
-            raise ValueError(f"the logit std under {self.name!r} with sigma={sigma:g} exceeds float64's range "
-                             f"(1.8e308): make sigma smaller")
+            raise ValueError(
+                f"the logit std under {self.name!r} with sigma={sigma:g} exceeds float64's range "
+                f"(1.8e308): make sigma smaller"
+            )
         return std
 
     def _theory_logit_std(self, d, sigma, rho, n, alpha, temperature) -> np.ndarray:
@@ -132,23 +147,23 @@ class Rule:
         """:meth:`pair_theory` of checked arguments, ``d`` an array holding the one d_k."""
         mean, var = pair_dot_moments(d, rho, unit=self.normalizes)
         s = self._scales(d, alpha, temperature)
-        f = 1.0 if self.normalizes else sigma            # the logit is proportional to sigma^2
+        f = 1.0 if self.normalizes else sigma  # the logit is proportional to sigma^2
         return float(product(s, f, mean, f)[0]), float(product(np.abs(s), f, np.sqrt(var), f)[0])
 
 
-def _ones(d, alpha, temperature):
-    return np.ones_like(d)
+def _registry(*rules: Rule) -> dict[str, Rule]:
+    return {r.name: r for r in rules}
 
 
-#: Every rule the page compares, by name. Add a rule here (and give it a colour in web/theme.py).
-RULES: dict[str, Rule] = {r.name: r for r in (
-    Rule("none", "no scaling", _ones),
-    Rule("sqrt", "1/√d_k", lambda d, alpha, temperature: 1 / np.sqrt(d)),         # Vaswani et al. 2017
-    Rule("linear", "1/d_k (muP)", lambda d, alpha, temperature: 1 / d),            # muP, Yang et al. 2022
-    Rule("alpha", "d_k^-α", lambda d, alpha, temperature: d ** -alpha, knobs=("alpha",)),
-    Rule("qknorm", "QK-norm", lambda d, alpha, temperature: np.full_like(d, 1 / temperature),  # Henry et al. 2020
-         normalizes=True, knobs=("temperature",)),
-)}
+#: Every rule the page compares, by name. Add a rule here (and give it a colour in web/theme.py);
+#: each scale is ``scale(d_k, alpha, temperature)`` over an array of d_k.
+RULES: dict[str, Rule] = _registry(
+    Rule("none", "no scaling", lambda d, a, t: np.ones_like(d)),
+    Rule("sqrt", "1/√d_k", lambda d, a, t: 1 / np.sqrt(d)),  # Vaswani et al. 2017
+    Rule("linear", "1/d_k (muP)", lambda d, a, t: 1 / d),  # muP, Yang et al. 2022
+    Rule("alpha", "d_k^-α", lambda d, a, t: d**-a, knobs=("alpha",)),
+    Rule("qknorm", "QK-norm", lambda d, a, t: np.full_like(d, 1 / t), normalizes=True, knobs=("temperature",)),
+)
 #: The names of :data:`RULES` when sdpa_core was imported (defaults of ``sweep`` & co.).
 RULE_NAMES = tuple(RULES)
 #: name -> label (plain data for readers and the page).
@@ -190,10 +205,13 @@ def scale_for(d_k, rule="sqrt") -> float:
     elif isinstance(rule, numbers.Real) and not isinstance(rule, (bool, np.bool_)):
         return float(d_k) ** -real(rule, "rule (a float alpha)", low=ALPHA_RANGE[0], high=ALPHA_RANGE[1])
     else:
-        raise TypeError(f"rule must be one of {', '.join(map(repr, plain))} or a float alpha for d_k**-alpha, "
-                        f"got {type(rule).__name__} {rule!r}")
-    raise ValueError(f"unknown scaling rule {rule!r}: use one of {', '.join(map(repr, plain))} "
-                     f"or a float alpha for d_k**-alpha")
+        raise TypeError(
+            f"rule must be one of {', '.join(map(repr, plain))} or a float alpha for d_k**-alpha, "
+            f"got {type(rule).__name__} {rule!r}"
+        )
+    raise ValueError(
+        f"unknown scaling rule {rule!r}: use one of {', '.join(map(repr, plain))} or a float alpha for d_k**-alpha"
+    )
 
 
 def check_rule(rule: str, *, alpha=0.5, temperature=0.1) -> tuple[str, float, float]:
@@ -205,15 +223,18 @@ def check_rule(rule: str, *, alpha=0.5, temperature=0.1) -> tuple[str, float, fl
 
 
 def _knobs(alpha, temperature) -> tuple[float, float]:
-    return (real(alpha, "alpha", low=ALPHA_RANGE[0], high=ALPHA_RANGE[1]),
-            real(temperature, "temperature", low=TEMPERATURE_RANGE[0], high=TEMPERATURE_RANGE[1]))
+    return (
+        real(alpha, "alpha", low=ALPHA_RANGE[0], high=ALPHA_RANGE[1]),
+        real(temperature, "temperature", low=TEMPERATURE_RANGE[0], high=TEMPERATURE_RANGE[1]),
+    )
 
 
 def rule_name(rule) -> str:
     """``rule`` if it names one of :data:`RULES`, else a TypeError/ValueError listing them."""
     if not isinstance(rule, str):
-        raise TypeError(f"rule must be a string, one of {', '.join(map(repr, RULES))}; "
-                        f"got {type(rule).__name__} {rule!r}")
+        raise TypeError(
+            f"rule must be a string, one of {', '.join(map(repr, RULES))}; got {type(rule).__name__} {rule!r}"
+        )
     if rule not in RULES:
         raise ValueError(f"unknown scaling rule {rule!r}: use one of {', '.join(map(repr, RULES))}")
     return rule
@@ -250,14 +271,15 @@ def pooled_dot_std(d: np.ndarray, rho: float, n: int, *, unit: bool) -> np.ndarr
     off_var = 1 / d if unit else d
     diag_mean, diag_var = pair_dot_moments(d, rho, unit=unit)
     mean = diag_mean / n
-    second = (diag_var + diag_mean ** 2) / n + off_var * (n - 1) / n
+    second = (diag_var + diag_mean**2) / n + off_var * (n - 1) / n
     return np.sqrt(np.maximum(second - mean * mean, 0.0))
 
 
 def product(*xs) -> np.ndarray:
     """The elementwise product of arrays or floats without overflow or underflow on the way (mantissas
     and exponents multiplied apart); inf only where the product itself exceeds float64."""
-    mant, exp = np.float64(1.0), 0      # frexp's exponents are int32 (a C int), in Pyodide too
+    mant: np.ndarray = np.ones(())
+    exp: np.ndarray = np.zeros((), dtype=np.intc)  # frexp's exponents are a C int, in Pyodide too
     for x in xs:
         m, e = np.frexp(np.asarray(x, dtype=np.float64))
         mant, exp = mant * m, exp + e
@@ -284,7 +306,7 @@ def qk_normalize(x, eps: float = 1e-12):
 def _unit(x: np.ndarray, eps: float) -> np.ndarray:
     peak = np.abs(x).max(axis=-1, keepdims=True)
     y = x / np.where(peak > 0, peak, 1.0)
-    norm = np.sqrt((y * y).sum(axis=-1, keepdims=True))        # in [1, sqrt(E)] unless the row is 0
+    norm = np.sqrt((y * y).sum(axis=-1, keepdims=True))  # in [1, sqrt(E)] unless the row is 0
     return y / np.maximum(norm, eps)
 
 
@@ -297,9 +319,9 @@ def qk_normalize_backward(x, grad, eps: float = 1e-12):
     x, grad = np.asarray(x), np.asarray(grad)
     x64, g64 = x.astype(np.float64, copy=False), grad.astype(np.float64, copy=False)
     peak = np.abs(x64).max(axis=-1, keepdims=True)
-    y = x64 / np.where(peak > 0, peak, 1.0)                       # |y| <= 1: its squares cannot overflow
+    y = x64 / np.where(peak > 0, peak, 1.0)  # |y| <= 1: its squares cannot overflow
     rel = np.sqrt(np.einsum("...i,...i->...", y, y))[..., None]  # |x| / max|x|, in [1, sqrt(E)] unless 0
-    xhat = y / np.maximum(rel, eps)                               # as qk_normalize computes it
+    xhat = y / np.maximum(rel, eps)  # as qk_normalize computes it
     with np.errstate(over="ignore", invalid="ignore"):  # an inf upstream gradient stays non-finite
         out = g64 - xhat * np.einsum("...i,...i->...", xhat, g64)[..., None]
         out /= np.maximum(peak * rel, eps)

@@ -1,4 +1,5 @@
 """Softmax three ways: stable, log-space, and the textbook one that overflows on purpose."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,7 +55,7 @@ def log_softmax(x, axis: int = -1) -> np.ndarray:
 
 def unchecked_log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """:func:`log_softmax` without the checks: NaN and inf propagate (the model's loss shows divergence so)."""
-    shifted = x.astype(compute_dtype(x.dtype))
+    shifted: np.ndarray = x.astype(compute_dtype(x.dtype))
     shifted -= _finite_max(shifted, axis)
     e = np.exp(shifted)
     # log(sum e) = log1p(sum of the others): the top term is exactly 1, so keep it out of the sum

@@ -1,4 +1,5 @@
 """Statistics of attention distributions: how peaked a softmax row is and how much gradient it passes."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,13 +7,21 @@ import numpy as np
 from ._checks import _axis, finite, float_array, probabilities, real
 from .softmax import compute_dtype, log_softmax
 
-__all__ = ["SATURATION", "entropy", "entropy_from_logits", "effective_support", "max_weight", "saturated",
-           "softmax_jacobian", "jacobian_norm"]
+__all__ = [
+    "SATURATION",
+    "entropy",
+    "entropy_from_logits",
+    "effective_support",
+    "max_weight",
+    "saturated",
+    "softmax_jacobian",
+    "jacobian_norm",
+]
 
 #: A row counts as saturated when its largest weight exceeds this: one key takes (almost) everything.
 SATURATION = 0.99
 #: softmax_jacobian's output is S times larger than p: refuse more numbers than this (1 GiB of float64).
-MAX_JACOBIAN = 2 ** 27
+MAX_JACOBIAN = 2**27
 
 # Every statistic takes rows of probabilities (checked: finite, >= 0, each summing to 1 within
 # round-off or all zeros) and computes in float32 for float16 input, returning p's dtype.
@@ -33,8 +42,8 @@ def entropy(p, axis: int = -1) -> np.ndarray:
 
 def _entropy(p: np.ndarray, axis) -> np.ndarray:
     """Entropy of checked probabilities, in compute_dtype (float32 for float16)."""
-    w = p.astype(compute_dtype(p.dtype), copy=False)
-    plogp = w * np.log(np.where(w > 0, w, 1))                # 0 log 0 = 0: log(1) where p = 0
+    w: np.ndarray = p.astype(compute_dtype(p.dtype), copy=False)
+    plogp = w * np.log(np.where(w > 0, w, 1))  # 0 log 0 = 0: log(1) where p = 0
     return -plogp.sum(axis=axis)
 
 
@@ -86,8 +95,10 @@ def softmax_jacobian(p) -> np.ndarray:
     """
     p = probabilities(p, "p")
     if p.size * p.shape[-1] > MAX_JACOBIAN:
-        raise ValueError(f"p of shape {p.shape} would need a Jacobian of {p.size * p.shape[-1]} numbers "
-                         f"(more than {MAX_JACOBIAN}); jacobian_norm gives its norm in O(S)")
+        raise ValueError(
+            f"p of shape {p.shape} would need a Jacobian of {p.size * p.shape[-1]} numbers "
+            f"(more than {MAX_JACOBIAN}); jacobian_norm gives its norm in O(S)"
+        )
     jac = -p[..., :, None] * p[..., None, :]
     idx = np.arange(p.shape[-1])
     jac[..., idx, idx] += p
@@ -117,13 +128,13 @@ def jacobian_norm(p) -> np.ndarray:
 
 def rows_jacobian_norm(p: np.ndarray) -> np.ndarray:
     """:func:`jacobian_norm` of checked probabilities, in compute_dtype (float32 for float16)."""
-    w = p.astype(compute_dtype(p.dtype)).reshape(-1, p.shape[-1])   # a copy: its top weights are zeroed
+    w: np.ndarray = p.astype(compute_dtype(p.dtype)).reshape(-1, p.shape[-1])  # a copy: its top weights are zeroed
     rows = np.arange(len(w))
     at = w.argmax(axis=-1)
     top = w[rows, at]
-    w[rows, at] = 0                                          # the others (a tie keeps its twin here)
+    w[rows, at] = 0  # the others (a tie keeps its twin here)
     rest = w.sum(axis=-1)
-    w /= np.where(rest > 0, rest, 1)[:, None]                # the others relative to their sum: <= 1
+    w /= np.where(rest > 0, rest, 1)[:, None]  # the others relative to their sum: <= 1
     w2 = w * w
     # the top's entry a (1 - a) with 1 - a read as the sum of the others, as it is for a distribution:
     # a softmax row [1 - 1e-20, 1e-20] is stored as [1.0, 1e-20], and its Jacobian's norm is 2e-20

@@ -1,4 +1,5 @@
 """Adam and a step-by-step training loop for the tiny model (the page animates it one step at a time)."""
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ class Adam:
 
     def step(self, grads: dict) -> None:
         self.t += 1
-        c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
+        c1, c2 = 1 - self.b1**self.t, 1 - self.b2**self.t
         for k, g in grads.items():
             self.m[k] = self.b1 * self.m[k] + (1 - self.b1) * g
             self.v[k] = self.b2 * self.v[k] + (1 - self.b2) * g * g
@@ -60,7 +61,7 @@ class Trainer:
         # a fixed example whose attention map the page shows evolving
         self._example = clear_example(np.random.default_rng([config.seed, 2]), config)
         self.optimizer = Adam(self.params, config.lr)
-        self.history = {"step": [], "loss": [], "accuracy": []}
+        self.history: dict[str, list] = {"step": [], "loss": [], "accuracy": []}
         self.diverged = False
         self.message = ""
 
@@ -85,8 +86,10 @@ class Trainer:
                 self.optimizer.step(grads)
         if not finite:
             self.diverged = True
-            self.message = (f"diverged at step {self.steps_done + 1}: the loss or a gradient became "
-                            f"{'NaN' if math.isnan(loss) else 'infinite'}; try a smaller learning rate")
+            self.message = (
+                f"diverged at step {self.steps_done + 1}: the loss or a gradient became "
+                f"{'NaN' if math.isnan(loss) else 'infinite'}; try a smaller learning rate"
+            )
             return None
         result = StepResult(self.steps_done + 1, loss, aux["accuracy"])
         for key, val in zip(("step", "loss", "accuracy"), (result.step, result.loss, result.accuracy)):

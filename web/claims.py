@@ -128,7 +128,7 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
     if rule["nan_rows"]:
         return head + f"; with {label}, {rule['nan_rows']} of {n} rows of weights are NaN in {dtype}."
     s1 = rule["stats"]
-    e0, e1 = s0["effective_support"], s1["effective_support"]
+    e1 = s1["effective_support"]
     if s0["saturated"] >= 0.5 and s1["saturated"] >= 0.5:
         why = (f"; at ρ = {rho:g} each matched logit q_i·k_i has mean ρ d_k σ², which grows faster than √d_k"
                if rho > 0 else "")

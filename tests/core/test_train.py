@@ -63,8 +63,13 @@ def test_sqrt_scaling_learns_the_task_at_d_k_256_and_unscaled_lags():
     scaled = train(cfg, 150)
     unscaled = train(replace(cfg, rule="none"), 150)
     chance = scaled.chance_loss
-    late = lambda t: float(np.mean(t.history["loss"][-20:]))
-    window = lambda t: float(np.mean(t.history["loss"][60:80]))
+
+    def late(t):
+        return float(np.mean(t.history["loss"][-20:]))
+
+    def window(t):
+        return float(np.mean(t.history["loss"][60:80]))
+
     assert late(scaled) < 0.2 * chance and np.mean(scaled.history["accuracy"][-20:]) > 0.9
     assert window(unscaled) > 0.8 * chance > 2 * window(scaled)
     print(f"\nd_k=256 loss at steps 60-80: sqrt {window(scaled):.3f}, none {window(unscaled):.3f} "

@@ -267,7 +267,10 @@ def test_loglog_slopes_match_theory(rho):
     s = sc.sweep(sc.POW2_D_K, ("none", "sqrt", "linear"), n=16, samples=64, rho=rho, seed=4)
     text = claims.loglog_summary(s, rule="linear", rho=rho)
     d = np.array([256.0, 4096.0])
-    second = lambda d_: (rho * d_) ** 2 / 16 + (1 + rho * rho) * d_ / 16 + d_ * 15 / 16 - (rho * d_ / 16) ** 2
+
+    def second(d_):   # the pooled second moment minus the squared mean, n = 16
+        return (rho * d_) ** 2 / 16 + (1 + rho * rho) * d_ / 16 + d_ * 15 / 16 - (rho * d_ / 16) ** 2
+
     theory = math.log(math.sqrt(second(d[1]) / second(d[0]))) / math.log(16)
     m = re.search(r"unscaled slope (-?\d+\.\d+), 1/d_k \(muP\) (-?\d+\.\d+)", text)
     assert float(m[1]) == pytest.approx(theory, abs=0.06)
