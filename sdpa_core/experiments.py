@@ -47,6 +47,7 @@ from .stats import _entropy, above, jacobian_norm_from, rows_jacobian_norm
 __all__ = [
     "POW2_D_K",
     "METRICS",
+    "ORDERS",
     "FLOAT16_MAX",
     "draw_qkv",
     "rule_attention",

@@ -214,11 +214,23 @@ def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo:
             + "; ".join(parts) + ".")
 
 
+def gradient_figures(norms: np.ndarray, ref: float) -> dict:
+    """Median row, total and starved rows (below ``STARVED`` of ``ref``, the 1/sqrt(d_k) median) of
+    per-query ``||dL/dq_i||``: NaN and None when a row is NaN (its weights overflowed), starved None
+    when there is no reference (``ref`` 0)."""
+    if not np.isfinite(norms).all():
+        return {"median": float("nan"), "total": float("nan"), "starved": None}
+    return {"median": float(np.median(norms)), "total": float(np.sqrt((norms ** 2).sum())),
+            "starved": int((norms < STARVED * ref).sum()) if ref > 0 else None}
+
+
 def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) -> str:
     """What is small and what is not in the per-query gradients at this state: rows vs the total."""
     g0, ref = norms["none"], norms["sqrt"]
     med = float(np.median(ref))
-    tot = {r: float(np.sqrt((v ** 2).sum())) for r, v in norms.items()}
+    figs = {r: gradient_figures(v, med) for r, v in norms.items()}
+    tot = {r: f["total"] for r, f in figs.items()}
+
     def sci(x):   # norms below float64 round-off come flushed to 0 (sdpa_core.query_gradient_norms)
         return "≈ 0" if x == 0 else fmt_sci(x)
     if not med > 0:   # 1/sqrt(d_k) saturated too: no reference row to compare with
@@ -227,15 +239,15 @@ def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) ->
                 f"{pct(float((ref == 0).mean()))} of its rows and {pct(float((g0 == 0).mean()))} of the unscaled "
                 f"ones; total ‖∂L/∂Q‖ "
                 f"{sci(tot['none'])} unscaled vs {sci(tot['sqrt'])}.")
-    starved = float((g0 < STARVED * med).mean())
+    starved = figs["none"]["starved"] / len(g0)
     text = (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): unscaled, "
             f"{pct(starved)} of rows get less than 1/{1 / STARVED:.0f} of the 1/√d_k median; "
-            f"median row {sci(np.median(g0))} vs {sci(med)}, while the total ‖∂L/∂Q‖ is "
+            f"median row {sci(figs['none']['median'])} vs {sci(med)}, while the total ‖∂L/∂Q‖ is "
             f"{sci(tot['none'])} vs {sci(tot['sqrt'])}")
     if tot["none"] > tot["sqrt"]:
         text += " (larger: ∂L/∂q = scale · (∂L/∂z) k, and the rows still passing gradient carry scale 1, not 1/√d_k)"
     if rule not in ("none", "sqrt"):
-        text += f". With {RULE_LABELS[rule]}: median {sci(np.median(norms[rule]))}, total {sci(tot[rule])}"
+        text += f". With {RULE_LABELS[rule]}: median {sci(figs[rule]['median'])}, total {sci(tot[rule])}"
     return text + "."
 
 

@@ -93,14 +93,9 @@ class LabState(param.Parameterized):
         sides = {}
         for side, rule in (("none", "none"), ("rule", self.rule)):
             r = out[rule]
-            norms = r["dq_norms"]
-            finite = bool(np.isfinite(norms).all())
             # below dq_floor a norm is float64 round-off (a saturated row's 1e-60 comes out as 1e-19 in
             # CPython, 1e-22 in Pyodide): it reads "≈ 0"
-            grad = {"norms": norms, "floor": r["dq_floor"],
-                    "median": float(np.median(norms)) if finite else float("nan"),
-                    "total": float(np.sqrt((norms ** 2).sum())) if finite else float("nan"),
-                    "starved": int((norms < claims.STARVED * ref).sum()) if finite and ref > 0 else None}
+            grad = {"floor": r["dq_floor"], **claims.gradient_figures(r["dq_norms"], ref)}
             stats = {**r["stats"], "grad_floor": grad["floor"], "grad_median": grad["median"],
                      "grad_total": grad["total"], "grad_starved": grad["starved"]}
             sides[side] = {"rule": rule, "weights": r["weights"], "stats": stats, "overflow": r["overflow"],
