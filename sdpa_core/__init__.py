@@ -6,6 +6,7 @@ PyTorch semantics), ``scaling`` (the rules), ``stats`` (entropy, saturation, Jac
 """
 
 from .attention import attention, attention_backward
+from .dial import dial_attention, settings_logit_moments, two_token_curve
 from .experiments import (
     FLOAT16_MAX,
     METRICS,
@@ -89,4 +90,7 @@ __all__ = [
     "Trainer",
     "StepResult",
     "train",
+    "two_token_curve",
+    "dial_attention",
+    "settings_logit_moments",
 ]
