@@ -187,7 +187,25 @@ def readout_rows(n: int, causal: bool, dtype: str = "float64") -> list[tuple[str
         ("median ‖∂L/∂qᵢ‖", "grad_median", "gradient reaching one query row, scale included" + _in_float64(dtype)),
         ("total ‖∂L/∂Q‖", "grad_total", "the same over all rows together"),
         ("starved queries", "grad_starved", f"rows getting < 1/{1 / STARVED:.0f} of the 1/√d_k median"),
+        ("output ~ one value", "out_cosine", "cos(oᵢ, nearest vⱼ), mean over queries: 1 = each output copies one value"),
+        ("copied outputs", "out_copies", f"share of outputs with that cosine above {COPY:g}"),
     ]
+
+
+#: An output o_i "copies" a value vector when its cosine to the nearest v_j is above this.
+COPY = 0.99
+
+
+def output_figures(weights: np.ndarray, v: np.ndarray) -> dict:
+    """Mean cosine of each output o = weights @ v to its nearest value vector, and the share of outputs
+    that copy one (``sdpa_core.output_similarity``); NaN when a row of weights is not finite."""
+    w = np.asarray(weights, dtype=np.float64)
+    if not np.isfinite(w).all():
+        return {"out_cosine": float("nan"), "out_copies": float("nan")}
+    cos = sc.output_similarity(w, np.asarray(v, dtype=np.float64))["cosine"]
+    cos = cos[np.isfinite(cos)]
+    return {"out_cosine": float(cos.mean()) if len(cos) else float("nan"),
+            "out_copies": float((cos > COPY).mean()) if len(cos) else float("nan")}
 
 
 # ---- captions that depend on the state ----------------------------------------------------------------
@@ -291,3 +309,142 @@ def split_verdict(text: str) -> tuple[str, str]:
     """The verdict's sentence about the weights and its sentence about the gradient ("" when none)."""
     head, sep, tail = text.partition(" " + GRADIENT_LEAD)
     return head, (GRADIENT_LEAD + tail) if sep else ""
+
+
+# ---- the guided tour's predictions ------------------------------------------------------------------
+def bucket(value: float, edges) -> int:
+    """Which range of ``edges`` (ascending) ``value`` falls in: 0 below ``edges[0]``, ..., ``len(edges)``
+    at or above the last. A tour step's choices are these ranges, so its right answer is measured."""
+    return int(np.searchsorted(np.asarray(edges, dtype=float), float(value), side="right"))
+
+
+# ---- the logit dial --------------------------------------------------------------------------------
+def dial_summary(dial: dict, *, s: float, n: int) -> str:
+    """What the softmax does at logit std ``s`` (``sdpa_core.dial_attention``): weights and gradients."""
+    text = (f"At logit std s = {s:g} over n = {n} keys: the top key takes {pct(dial['mean_top'])} on average, "
+            f"about {dial['mean_tokens']:.1f} tokens are attended (of {n}), {pct(dial['saturated'])} of rows "
+            f"saturated (top weight > {sc.SATURATION:g}). A typical row's top two logits are "
+            f"{fmt(dial['median_gap'])} apart, where the two-token softmax gives the top one "
+            f"{pct(dial['two_token_p'])} and its slope p(1 − p) is {fmt_sci(dial['two_token_slope'])} "
+            f"(0.25 at its steepest).")
+    ref = dial["grad_reference"]
+    return text + (f" The median row's gradient ‖∂L/∂zᵢ‖ is {fmt_sci(dial['grad_median'])} "
+                   f"({_ratio_words(dial['grad_median'] / ref)} the median at s = 1); {pct(dial['starved'])} of "
+                   f"rows get less than 1/{1 / STARVED:.0f} of it.")
+
+
+def _ratio_words(r: float) -> str:
+    if not math.isfinite(r) or r <= 0:
+        return "none of"
+    if 0.8 <= r <= 1.25:
+        return "about"
+    return f"{_ratio(r)}" if r > 1 else f"1/{_ratio(1 / r)}"
+
+
+def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule: str) -> str:
+    """Where the sidebar's settings put the dial (``sdpa_core.settings_logit_moments`` per side)."""
+    none, chosen = moments["none"], moments.get(rule, moments["none"])
+    where = conditions(d_k=d_k, rho=rho, sigma=sigma)
+    text = f"The sidebar's settings ({where}) put you at s = {fmt(none['s'])} unscaled"
+    if rule != "none":
+        text += f" and s = {fmt(chosen['s'])} with {RULE_LABELS[rule]}"
+    text += ": d_k, σ and the rule only move s."
+    if none["row_spread"] > 0.1:
+        text += (f" (At d_k = {d_k} one query's logits spread {pct(none['row_spread'])} more or less than s, "
+                 f"query to query, since |q| varies; the dial draws every row at s.)")
+    if rho > 0:
+        text += (f" At ρ = {rho:g} they also move a second number: each query's own key gets a mean logit "
+                 f"m = {fmt(none['m'])} unscaled" + (f", {fmt(chosen['m'])} with {RULE_LABELS[rule]}"
+                                                    if rule != "none" else "")
+                 + ", which this dial (drawn at ρ = 0) leaves out; As q and k align shows what it does.")
+    if not chosen["gaussian"]:
+        text += (f" With {RULE_LABELS[rule]} at d_k = {d_k} the logits are cosines, bounded by "
+                 f"{fmt(abs(chosen['scale']))}: the dial's Gaussian picture overstates how peaked they get.")
+    return text
+
+
+# ---- as q and k align ------------------------------------------------------------------------------
+#: A rule "holds" at a ρ while fewer than half of its rows are saturated.
+HOLDS = 0.5
+
+
+def first_saturated(path: dict, rule: str) -> float | None:
+    """The smallest ρ of the path where at least ``HOLDS`` of the rule's rows are saturated (None: never)."""
+    over = np.nonzero(np.asarray(path["saturated"][rule]) >= HOLDS)[0]
+    return float(path["rho"][over[0]]) if len(over) else None
+
+
+def alignment_endpoints(path: dict) -> str:
+    """Every rule's tokens attended at ρ = 0 and at ρ = 1, e.g. "1/√d_k 13.2 → 1.0"."""
+    return "; ".join(f"{RULE_LABELS[r]} {path['tokens'][r][0]:.1f} → {path['tokens'][r][-1]:.1f}"
+                     for r in path["tokens"])
+
+
+def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float, temperature: float) -> str:
+    """Which rules saturate as ρ grows, from where, and the readouts at the current ρ."""
+    where = f"At d_k = {d_k}, σ = {sigma:g}, n = {n}"
+    rhos = np.asarray(path["rho"])
+    i = int(np.argmin(np.abs(rhos - rho)))
+    parts, holding = [], []
+    for rule in path["tokens"]:
+        first = first_saturated(path, rule)
+        label = RULE_LABELS[rule] + (f" (τ = {temperature:g})" if rule == "qknorm" else "")
+        if first is None:
+            holding.append(label)
+        else:
+            parts.append(f"{label} from ρ = {first:g}")
+    text = f"{where}, tokens attended from ρ = 0 to 1: {alignment_endpoints(path)}. "
+    text += ("Most rows saturate " + ", ".join(parts) + ". " if parts else "No rule saturates most rows up to ρ = 1. ")
+    if holding:
+        text += f"{' and '.join(holding)} {'holds' if len(holding) == 1 else 'hold'} to ρ = 1. "
+    now = ", ".join(f"{RULE_LABELS[r]} {path['tokens'][r][i]:.1f}" for r in path["tokens"])
+    return text + f"Now, at ρ = {rhos[i]:g}: tokens attended {now} (of {n})."
+
+
+# ---- half precision --------------------------------------------------------------------------------
+ORDER_WORDS = {"none": "nowhere (no scaling)", "after": "after the matmul", "before": "before the matmul"}
+
+
+def first_broken(ps, dtype: str, order: str, kind: str = "stable") -> int | None:
+    """The smallest d_k of a precision sweep whose rows contain inf or NaN (``kind`` softmax), or None."""
+    frac = np.asarray(ps.nonfinite_rows[dtype][order][kind], dtype=float)
+    bad = np.nonzero(frac > 0)[0]
+    return int(ps.d_k[bad[0]]) if len(bad) else None
+
+
+# ---- real models -----------------------------------------------------------------------------------
+#: How the calculator names each scaling it compares (sdpa_core.real_models.VARIANTS).
+VARIANT_LABELS = {"model": "the model's own", "unscaled": "no scaling", "sqrt_d_k": "1/√d_k",
+                  "sqrt_d_model": "1/√d_model (the bug)"}
+
+
+def head_words(m: dict) -> str:
+    """"GPT-2 small (d_model 768, 12 heads, d_k 64)" or the custom head's shape."""
+    label = m["preset"].label if "preset" in m else "This head"
+    return f"{label} (d_model {m['d_model']}, {m['heads']} heads, d_k {m['d_k']})"
+
+
+def bug_sentence(m: dict) -> str:
+    """What dividing by √d_model instead of √d_k does to this head (``sdpa_core.head_at_init``)."""
+    right, bug = m["mc"]["sqrt_d_k"], m["mc"]["sqrt_d_model"]
+    return (f"{head_words(m)}: dividing by √{m['d_model']} instead of √{m['d_k']} multiplies every logit by "
+            f"√(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divides them by {m['bug_temperature']:.3g} = √heads "
+            f"(the softmax's temperature × {m['bug_temperature']:.3g}); at initialisation over {m['n']} tokens the "
+            f"top weight goes from {pct(right['top_weight'])} to {pct(bug['top_weight'])} and the tokens attended "
+            f"from {right['tokens_attended']:.1f} to {bug['tokens_attended']:.1f}.")
+
+
+def model_summary(m: dict) -> str:
+    """The head's logit spread at initialisation with its own scaling and without, in closed form, and
+    what the softmax over n tokens does with it (Monte-Carlo means)."""
+    own, raw = m["mc"]["model"], m["mc"]["unscaled"]
+    th = m["theory"]
+    text = (f"{head_words(m)} at initialisation, over {m['n']} tokens: the logits' std is {fmt(th['model'])} with "
+            f"the model's own scaling, so the top weight is {pct(own['top_weight'])} and about "
+            f"{own['tokens_attended']:.1f} tokens are attended ({pct(own['saturated'])} of rows saturated). "
+            f"Without any scaling the std would be {fmt(th['unscaled'])}: top weight {pct(raw['top_weight'])}, "
+            f"{raw['tokens_attended']:.1f} tokens attended, {pct(raw['saturated'])} of rows saturated.")
+    if m["factors"]["model"] == 1.0:
+        text += (f" This head has no 1/√d_k: its weights' initialisation alone sets the logits' std, "
+                 f"{fmt(th['model'])} here (1/√d_k would make it {fmt(th['sqrt_d_k'])}).")
+    return text

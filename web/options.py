@@ -9,11 +9,15 @@ import math
 
 import sdpa_core as sc
 
-VIEWS = ("playground", "variance", "saturation", "training", "precision", "questions")
+VIEWS = ("tour", "playground", "dial", "variance", "saturation", "alignment", "training", "precision", "models",
+         "questions")
 VIEW_LABELS = {
-    "playground": "Playground", "variance": "Why the variance grows", "saturation": "Saturation & gradients",
-    "training": "Train it", "precision": "Half precision", "questions": "Questions",
+    "tour": "Guided tour", "playground": "Playground", "dial": "Logit dial", "variance": "Why the variance grows",
+    "saturation": "Saturation & gradients", "alignment": "As q and k align", "training": "Train it",
+    "precision": "Half precision", "models": "Real models", "questions": "Questions",
 }
+#: The views a tour step can show (every view but the tour itself and the questions).
+TOUR_VIEWS = tuple(v for v in VIEWS if v not in ("tour", "questions"))
 #: d_k choices: every power of two and the 1.5x step between, so 2**k is one arrow-key press away.
 D_K_OPTIONS = sorted({2 ** k for k in range(13)} | {3 * 2 ** k for k in range(11)})
 TRAIN_D_K_OPTIONS = [2 ** k for k in range(2, 13)]
@@ -31,6 +35,13 @@ SWEEP_BUDGET = 65536                            # samples * n * n per d_k and ru
 PRECISION_N = 16                                 # float16 matmuls are not BLAS: keep the sweep at n <= 16
 HIST_SAMPLES = 20000
 MAX_TRAIN_STEPS = 1500
+DIAL_S_MAX = 30.0                                # the logit dial's range: 0 (uniform) to deep saturation
+RHO_STEPS = 21                                   # ρ = 0, 0.05, ..., 1 in the alignment view
+ALIGN_SAMPLES = 16                               # Monte-Carlo samples per ρ and rule there
+MAX_D_MODEL = 16384                              # the real-models calculator's widest model
+MODEL_N = 128                                    # tokens per sequence in its Monte-Carlo (fewer for very wide heads)
+MODEL_SAMPLES = 8                                # independent heads averaged there
+ALIGN_MAP_RULES = ("sqrt", "linear", "qknorm")   # its heatmaps: Vaswani's rule and the two alternatives
 GRADIENT_ROWS = 128                              # query rows pooled for the per-query gradient plot (~30 ms at d_k = 1024)
 
 #: The shared (sidebar) settings each view uses; the sidebar disables the others and says why.
@@ -40,6 +51,9 @@ VIEW_SETTINGS = {
     "saturation": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
     "training": {"seed", "alpha", "temperature"},
     "precision": {"d_k", "n", "sigma", "rho", "seed"},
+    "dial": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
+    "alignment": {"d_k", "n", "sigma", "rho", "alpha", "temperature", "seed"},
+    "models": set(),
     "questions": set(),
 }
 SHARED_SETTINGS = ("d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed")
@@ -52,6 +66,8 @@ WHY_UNUSED = {
     ("training", "rho"): "The trained head's q and k come from its weights, not from ρ.",
     ("precision", "rule"): "The half-precision view compares 1/√d_k before and after the matmul with no scaling.",
     ("precision", "dtype"): "The half-precision view shows all three dtypes at once.",
+    ("alignment", "rule"): "This view draws every rule side by side.",
+    ("models", "d_k"): "The calculator takes d_k from d_model and the number of heads (next to the table).",
 }
 #: How the sidebar names each knob of a rule (sdpa_core.Rule.knobs).
 KNOB_WORDS = {"alpha": "α", "temperature": "the temperature"}

@@ -1,8 +1,10 @@
 """Assemble the page: template, intro, view navigation, the notice, and the two-way URL mirror."""
 from __future__ import annotations
 
+import html
 import os
 import sys
+from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
 import param
@@ -15,8 +17,12 @@ from .urlstate import KEYS, apply_query, bound_search, install_history, to_query
 from .views.common import caption, shared_controls
 from .views.playground import Playground
 from .views.precision import Precision
+from .views.alignment import Alignment
+from .views.dial import Dial
+from .views.models import Models
 from .views.questions import Questions
 from .views.saturation import Saturation
+from .views.tour import Tour
 from .views.training import Training
 from .views.variance import Variance
 
@@ -32,13 +38,16 @@ INTRO = """
 <p>Transformer attention computes <b>softmax(q·k / √d<sub>k</sub>)</b>. Why divide by √d<sub>k</sub>, the width of
 each query and key? This page answers it with live numbers: every plot is computed in your tab from random
 queries and keys, a small training run, or a floating-point experiment, and it changes as you move the settings.</p>
-<p>Start in the <b>Playground</b> and drag <b>d_k</b> up; then follow the views from left to right, or jump to the
-<b>Questions</b>. Settings a view does not use are greyed out in the sidebar, with the reason. Every setting is kept in the page's address, so a copied link opens exactly what you see.</p>
+<p>New here? The <b>Guided tour</b> takes eight steps: predict, then see the numbers. Or open any view:
+the <b>Playground</b> and the <b>Logit dial</b> first, the <b>Questions</b> for short answers. Settings a view does not
+use are greyed out in the sidebar, with the reason. Every setting is kept in the page's address, so a copied link
+(or <b>Share</b>) opens exactly what you see.</p>
 </div>
 """
 
-VIEW_CLASSES = {"playground": Playground, "variance": Variance, "saturation": Saturation,
-                "training": Training, "precision": Precision, "questions": Questions}
+VIEW_CLASSES = {"tour": Tour, "playground": Playground, "dial": Dial, "variance": Variance, "saturation": Saturation,
+                "alignment": Alignment, "training": Training, "precision": Precision, "models": Models,
+                "questions": Questions}
 
 
 class Page(param.Parameterized):
@@ -61,6 +70,7 @@ class Page(param.Parameterized):
             variant="outline", sizing_mode="stretch_width", orientation="horizontal",
             stylesheets=[WRAP_BUTTONS])
         self.content = pn.Column(sizing_mode="stretch_width", min_height=600)
+        self.open_full = pn.pane.HTML("", margin=(4, 10), sizing_mode="stretch_width")  # embed mode's link out
         self.lab.param.watch(self._show_view, ["view"])
         if search:
             self.apply_search(search)
@@ -96,6 +106,7 @@ class Page(param.Parameterized):
         self._last_search = search
         if loc is not None and loc.search != search:
             loc.search = search
+        self._update_open_full()
 
     def _on_location(self, event):
         """The browser's address changed (first sync in Pyodide, or the back button): follow it."""
@@ -116,36 +127,76 @@ class Page(param.Parameterized):
 
     # ---- views ------------------------------------------------------------------------------------
     def view(self, name: str):
+        """The view object (built on first use, then kept: the tour shows the same objects)."""
         if name not in self._views:
             cls = VIEW_CLASSES[name]
-            kw = {"train": self.train} if cls is Training else {"lab": self.lab}
-            if cls is Questions:
-                kw["train"] = self.train
-            self._views[name] = cls(**kw)
+            params = {"lab": self.lab, "train": self.train, "view_for": self.view}
+            self._views[name] = cls(**{k: v for k, v in params.items() if k in cls.param})
         return self._views[name]
 
     def _show_view(self, *_):
-        if self.lab.view != "training" and self.train.running:
+        if self.lab.shown != "training" and self.train.running:
             self.train.running = False  # no animation runs off-screen
-        self.content.objects = [self.view(self.lab.view)]
+        if self.lab.shown != "alignment" and self.lab.playing:
+            self.lab.playing = False
+        new = self.view(self.lab.view)
+        if self.content.objects and self.content.objects[0] is not new:
+            # the tour shows the other views' objects inside itself: take the old view off the page
+            # before the new one goes on, so Panel's clean-up of the old never reaches the new one's models
+            self.content.objects = []
+        self.content.objects = [new]
 
     # ---- template ---------------------------------------------------------------------------------
+    def share_controls(self) -> pn.Row:
+        """"Share": copies the link, and shows it with an <iframe> snippet of the current view, in the
+        browser alone (no round trip to Python, so it works the same offline and in both runtimes)."""
+        snippet = pn.widgets.TextAreaInput(name="Link and embed code (copied)", visible=False, rows=4,
+                                           sizing_mode="stretch_width", max_length=5000)
+        button = pn.widgets.Button(label="Share", color="primary", variant="outline", width=110)
+        button.js_on_click(args={"snippet": snippet}, code=SHARE_JS)
+        return pn.Row(button, snippet, sizing_mode="stretch_width", margin=(4, 0))
+
     def template(self):
+        """The page's template. ``?embed=1`` (``lab.embed``, which in Pyodide arrives after the template is
+        built) hides the intro, the navigation and the footer here, and EMBED_JS hides the template's header
+        bar and sidebar; a line under the view then links to the full page and shares the embed code."""
         controls = shared_controls(self.lab, self.train)
-        header = pn.Column(
+        self.header = pn.Column(
             pn.pane.HTML(INTRO, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS]),
-            self.notice, self.dismiss,
             pn.pane.HTML("<div id='sdpa-views-label' style='font-size:14px;color:#333'>Views</div>", margin=(4, 10, 0, 10)),
-            self.nav,
+            self.nav, self.share_controls(),
             sizing_mode="stretch_width")
-        footer = caption("All numbers come from the `sdpa_core` numpy library in this repository. Colours: Okabe-Ito "
-                         "for rules and dtypes (colour-blind safe, with distinct dash patterns), viridis for weights."
-                         + (" [Third-party software and licences](./notices.html)." if static_site() else ""))
+        self.footer = caption("All numbers come from the `sdpa_core` numpy library in this repository. Colours: "
+                              "Okabe-Ito for rules and dtypes (colour-blind safe, with distinct dash patterns), viridis "
+                              "for weights." + (" [Third-party software and licences](./notices.html)."
+                                                if static_site() else ""))
+        self.embed_bar = pn.Row(self.open_full, self.share_controls(), sizing_mode="stretch_width")
+        self.lab.param.watch(self._follow_embed, ["embed"])
+        self._follow_embed()
         tmpl = pn.template.BootstrapTemplate(
-            title=TITLE, sidebar=[controls], main=[header, self.content, footer], header_background=HEADER_BG,
-            sidebar_width=330)
+            title=TITLE, sidebar=[controls],
+            main=[self.header, self.notice, self.dismiss, self.content, self.footer, self.embed_bar],
+            header_background=HEADER_BG, sidebar_width=330,
+            # the static site has no busy spinner: Panel's bookkeeping for it ran on every change in
+            # the worker (each one a message to the page), for a spinner that flickered on every step
+            **({"busy_indicator": None} if static_site() else {}))
         tmpl.config.raw_css.append(TEMPLATE_CSS)
         return tmpl
+
+    def _follow_embed(self, *_):
+        embed = self.lab.embed
+        self.header.visible = self.footer.visible = not embed
+        self.embed_bar.visible = embed
+        if embed:
+            self._update_open_full()
+
+    def _update_open_full(self, *_):
+        if not self.lab.embed:
+            return
+        pairs = [(k, v) for k, v in parse_qsl(self.current_search().lstrip("?")) if k != "embed"]
+        self.open_full.object = (f"<a href='./?{html.escape(urlencode(pairs), quote=True)}' target='_blank' "
+                                 f"rel='noopener'>Open in SDPA Lab ↗</a> <span style='color:#333;font-size:14px'>"
+                                 f"(every view and setting)</span>")
 
 
 #: Set by the site build's pre-render (build/prerender.py); in the built site's Pyodide worker the
@@ -173,6 +224,32 @@ if (sidebar && !sidebar.classList.contains('sdpa-phone-ready')) {
   sidebar.classList.add('sdpa-phone-ready');
 }
 """ % PHONE
+
+
+#: ``?embed=1``: mark the document so TEMPLATE_CSS hides the header bar and the sidebar (the template's own
+#: HTML, outside Panel's components). The static site's boot script does the same before the first paint.
+EMBED_JS = """
+if (new URLSearchParams(window.location.search).get('embed') && /^(1|true|yes|on)$/i.test(
+    new URLSearchParams(window.location.search).get('embed'))) document.documentElement.classList.add('sdpa-embed');
+"""
+
+#: The Share button: the current address (Panel mirrors every setting into it), copied, and shown with an
+#: <iframe> snippet of the same state with embed=1.
+SHARE_JS = """
+const link = window.location.href;
+const url = new URL(link);
+url.searchParams.set('embed', 'true');
+const frame = '<iframe src="' + url.href + '" width="100%" height="640" style="border:0" loading="lazy" ' +
+              'title="SDPA Lab: why attention divides by the square root of d_k"></iframe>';
+snippet.value = link + '\n\n' + frame;
+snippet.visible = true;
+if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(link + '\n\n' + frame).catch(() => {});
+"""
+
+
+def mark_embedded(doc) -> None:
+    if doc is not None:
+        doc.js_on_event("document_ready", CustomJS(code=EMBED_JS))
 
 
 def collapse_sidebar_on_phones(doc) -> None:
@@ -207,5 +284,6 @@ def create_app(search: str | None = None):
     a11y.install(pn.state.curdoc)
     install_history(pn.state.curdoc)  # slider moves replace the history entry; view changes push one
     collapse_sidebar_on_phones(pn.state.curdoc)
+    mark_embedded(pn.state.curdoc)
     tmpl.page = page  # handle for tests and the latency script
     return tmpl

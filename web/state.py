@@ -14,12 +14,14 @@ import numpy as np
 import param
 
 import sdpa_core as sc
+from sdpa_core import real_models
 
 from . import claims
-from .options import (D_K_OPTIONS, DTYPES, GRADIENT_ROWS, HIST_SAMPLES, KNOB_WORDS, LR_OPTIONS, MAX_D_K, MAX_N,
+from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, MAX_D_MODEL, MODEL_N, MODEL_SAMPLES, DIAL_S_MAX, RHO_STEPS, D_K_OPTIONS, DTYPES, GRADIENT_ROWS, HIST_SAMPLES, KNOB_WORDS, LR_OPTIONS, MAX_D_K, MAX_N,
                       MAX_PLAYGROUND_WORK, MAX_TRAIN_STEPS, ONLY_PLAYGROUND, ORDER_LABELS, PRECISION_N, RULE_LABELS,
                       SAMPLES_OPTIONS, SHARED_SETTINGS, SWEEP_BUDGET, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEW_SETTINGS,
                       VIEWS, WHY_UNUSED, nearest_option)
+from .tour import STEPS
 from .training_state import TrainingState
 
 # Importers of the page's state (web/page.py, web/urlstate.py, the views, the tests) may take these from here.
@@ -31,7 +33,13 @@ __all__ = ["LabState", "TrainingState", "D_K_OPTIONS", "DTYPES", "LR_OPTIONS", "
 class LabState(param.Parameterized):
     """Controls shared by all views, and the results that depend on them."""
 
-    view = param.Selector(default="playground", objects=list(VIEWS), doc="Which view of the page is shown.")
+    view = param.Selector(default="tour", objects=list(VIEWS), doc="Which view of the page is shown.")
+    step = param.Integer(default=1, bounds=(1, len(STEPS)), doc="The guided tour's step (1-based).")
+    embed = param.Boolean(default=False, doc="Embedded in another page (an <iframe>): one view, no header or "
+                                              "sidebar. Read from the link when the page opens.")
+    playing = param.Boolean(default=False, doc="True while the alignment view sweeps ρ from 0 to 1.")
+    dial_s = param.Number(default=2.0, bounds=(0.0, DIAL_S_MAX),
+                          doc="The logit dial: standard deviation s of the logits the softmax sees.")
     d_k = param.Integer(default=64, bounds=(1, MAX_D_K),
                         doc="Key/query dimension per head: the length of each q and k vector.")
     n = param.Integer(default=16, bounds=(2, MAX_N), doc="Sequence length: number of queries and keys.")
@@ -53,10 +61,30 @@ class LabState(param.Parameterized):
     order = param.Selector(default="none", objects=list(sc.ORDERS),
                            doc="Half precision: scale the logits after the matmul, before it, or not at all.")
 
+    # the real-models calculator (models view): a published model's head, or the reader's own
+    preset = param.Selector(default="gpt2", objects=[*real_models.PRESETS, "custom"],
+                            doc="A published model (sdpa_core.real_models.PRESETS), or 'custom': the fields below.")
+    d_model = param.Integer(default=768, bounds=(2, MAX_D_MODEL), doc="Model width (calculator).")
+    heads = param.Integer(default=12, bounds=(1, 256), doc="Attention heads; d_k = d_model / heads (calculator).")
+    init_std = param.Number(default=0.02, bounds=(1e-4, 1.0), doc="Std of W_q's and W_k's entries (calculator).")
+    layernorm = param.Boolean(default=True, doc="The attention's input is LayerNorm'd: rms 1 per feature "
+                                                "(calculator); else i.i.d. entries of std 1.")
+    qk_norm = param.Selector(default="none", objects=list(real_models.QK_NORMS),
+                             doc="QK-norm: none, per head (ViT-22B) or over all heads (OLMo 2) (calculator).")
+    model_scale = param.Selector(default="sqrt", objects=list(real_models.MODEL_SCALES),
+                                 doc="The model's factor on q·k: 1/√d_k, or none (T5) (calculator).")
+
     # derived (read-only for views)
+    real_model = param.Dict(default=None, doc="sdpa_core.head_at_init for the calculator's head, or "
+                                              "{'error': message} when heads does not divide d_model.")
     playground = param.Dict(default=None, doc="Both sides of the playground: weights, logits, readouts, gradients.")
     verdict = param.String(default="", doc="Plain sentences comparing no scaling with the chosen rule "
                                            "(published together with ``playground``).")
+    dial = param.Dict(default=None, doc="The logit dial at s: weights, entropy, gradient spread, two-token curve.")
+    settings_moments = param.Dict(default=None, doc="Where the sidebar's settings put the logits: s and the "
+                                                    "matched-pair offset, unscaled and with the rule (dial view).")
+    alignment = param.Dict(default=None, doc="Every rule's readouts for ρ from 0 to 1 (alignment view).")
+    aligned_maps = param.Dict(default=None, doc="Rule -> (n, n) weights of one draw at the current ρ (alignment view).")
     gradients = param.Dict(default=None, doc="Rule -> ||dL/dq_i|| of GRADIENT_ROWS query rows (saturation view).")
     dots = param.Dict(default=None, doc="Histogram data of q·k at the current d_k (variance view).")
     sweep = param.Parameter(default=None, doc="sdpa_core.Sweep over all d_k and rules (variance/saturation views).")
@@ -69,6 +97,7 @@ class LabState(param.Parameterized):
     def __init__(self, **params):
         super().__init__(**params)
         self._sweep_key = self._dots_key = self._precision_key = self._gradients_key = None
+        self._dial_key = self._alignment_key = self._model_key = None
         self._refresh_lazy()
 
     # ---- playground -------------------------------------------------------------------------
@@ -97,7 +126,8 @@ class LabState(param.Parameterized):
             # CPython, 1e-22 in Pyodide): it reads "≈ 0"
             grad = {"floor": r["dq_floor"], **claims.gradient_figures(r["dq_norms"], ref)}
             stats = {**r["stats"], "grad_floor": grad["floor"], "grad_median": grad["median"],
-                     "grad_total": grad["total"], "grad_starved": grad["starved"]}
+                     "grad_total": grad["total"], "grad_starved": grad["starved"],
+                     **claims.output_figures(r["weights"], v)}
             sides[side] = {"rule": rule, "weights": r["weights"], "stats": stats, "overflow": r["overflow"],
                            "nan_rows": r["nan_rows"], "scale": r["scale"], "grad": grad}
         text = claims.verdict(sides, n=n, d_k=d_k, dtype=self.dtype, rho=self.rho, causal=self.causal)
@@ -105,9 +135,61 @@ class LabState(param.Parameterized):
         self.param.update(playground=sides, verdict=text,
                           timings={**self.timings, "playground": time.perf_counter() - t0})
 
+    # ---- the real-models calculator ---------------------------------------------------------------
+    _model_fields = ("d_model", "heads", "init_std", "layernorm", "qk_norm", "model_scale")
+
+    @param.depends("preset", watch=True, on_init=True)
+    def _follow_preset(self):
+        """A preset fills the fields; editing a field afterwards makes the head "custom"."""
+        if self.preset != "custom":
+            p = real_models.PRESETS[self.preset]
+            fields = {"d_model": p.d_model, "heads": p.heads, "init_std": p.q_std, "layernorm": p.layernorm,
+                      "qk_norm": p.qk_norm, "model_scale": p.scale}
+            self.param.update(**{k: v for k, v in fields.items() if getattr(self, k) != v})
+
+    @param.depends(*_model_fields, watch=True)
+    def _leave_preset(self):
+        if self.preset != "custom":
+            p = real_models.PRESETS[self.preset]
+            if (self.d_model, self.heads, self.init_std, self.layernorm, self.qk_norm, self.model_scale) != (
+                    p.d_model, p.heads, p.q_std, p.layernorm, p.qk_norm, p.scale):
+                self.preset = "custom"
+        self._refresh_lazy()
+
+    def _compute_real_model(self):
+        key = (self.preset, *(getattr(self, f) for f in self._model_fields), self.seed)
+        if key == self._model_key:
+            return
+        self._model_key = key
+        if self.d_model % self.heads:
+            self.real_model = {"error": f"{self.heads} heads do not divide d_model = {self.d_model}: "
+                                        f"d_k = d_model / heads must be a whole number."}
+            return
+        d_k = self.d_model // self.heads
+        n = MODEL_N
+        samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
+        while samples < 1:   # a very wide head: fewer tokens keep the work bounded
+            n //= 2
+            samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
+        t0 = time.perf_counter()
+        if self.preset != "custom":
+            out = real_models.preset_at_init(self.preset, n=n, samples=samples, seed=self.seed)
+        else:
+            out = real_models.head_at_init(self.d_model, self.heads, init_std=self.init_std,
+                                              layernorm=self.layernorm, qk_norm=self.qk_norm,
+                                              scale=self.model_scale, n=n, samples=samples, seed=self.seed)
+        self.real_model = out
+        self.timings = {**self.timings, "real_model": time.perf_counter() - t0}
+
+    @property
+    def shown(self) -> str:
+        """The view on screen: the tour shows its step's view."""
+        return STEPS[self.step - 1].view if self.view == "tour" else self.view
+
     def unused_settings(self, train: TrainingState | None = None) -> dict[str, str]:
         """Sidebar settings the current view ignores, each with the reason shown next to it."""
-        view, used = self.view, VIEW_SETTINGS[self.view]
+        view = self.shown
+        used = VIEW_SETTINGS[view]
         rules = {train.rule_a, train.rule_b} if (view == "training" and train is not None) else {self.rule}
         if view == "saturation":
             rules = set(sc.RULE_NAMES)   # every rule is plotted there
@@ -123,22 +205,59 @@ class LabState(param.Parameterized):
         return out
 
     # ---- lazily computed sweeps: only for the view that shows them -----------------------------
-    @param.depends("view", "d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "samples",
-                   watch=True)
+    @param.depends("view", "step", "d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "samples",
+                   "dial_s", "preset", watch=True)
     def _refresh_lazy(self):
-        if self.view == "variance":
+        shown = self.shown
+        if shown == "variance":
             self._compute_dots()
-        if self.view in ("variance", "saturation"):
+        if shown in ("variance", "saturation"):
             self._compute_sweep()
-        if self.view == "saturation":
+        if shown == "saturation":
             self._compute_gradients()
-        if self.view == "precision":
+        if shown == "precision":
             self._compute_precision()
+        if shown == "dial":
+            self._compute_dial()
+        if shown == "alignment":
+            self._compute_alignment()
+            self._compute_aligned_maps()
+        if shown == "models":
+            self._compute_real_model()
 
     @param.depends("order", watch=True)
     def _refresh_precision(self):
-        if self.view == "precision":
+        if self.shown == "precision":
             self._compute_precision()
+
+    def _compute_dial(self):
+        key = (self.dial_s, self.n, self.seed)
+        if key != self._dial_key:
+            t0 = time.perf_counter()
+            self.dial = sc.dial_attention(self.dial_s, self.n, seed=self.seed)
+            self._dial_key = key
+            self.timings = {**self.timings, "dial": time.perf_counter() - t0}
+        moments = {r: sc.settings_logit_moments(self.d_k, sigma=self.sigma, rho=self.rho, rule=r, alpha=self.alpha,
+                                                temperature=self.temperature, n=self.n)
+                   for r in dict.fromkeys(("none", self.rule))}
+        if moments != self.settings_moments:
+            self.settings_moments = moments
+
+    def _compute_aligned_maps(self):
+        q, k, v = sc.draw_qkv(self.n, self.d_k, sigma=self.sigma, rho=self.rho, seed=self.seed)
+        self.aligned_maps = {r: sc.rule_attention(q, k, v, r, alpha=self.alpha, temperature=self.temperature)[1]
+                             for r in ALIGN_MAP_RULES}
+
+    def _compute_alignment(self):
+        key = (self.d_k, self.n, self.sigma, self.seed, self.alpha, self.temperature)
+        if key == self._alignment_key:
+            return
+        t0 = time.perf_counter()
+        self.alignment = sc.rho_path(np.linspace(0.0, 1.0, RHO_STEPS), sc.RULE_NAMES, d_k=self.d_k, n=self.n,
+                                     sigma=self.sigma, samples=ALIGN_SAMPLES, seed=self.seed, alpha=self.alpha,
+                                     temperature=self.temperature)
+        self._alignment_key = key
+        self.timings = {**self.timings, "alignment": time.perf_counter() - t0}
 
     def effective_samples(self) -> int:
         """Samples per d_k after the work cap (samples * n * n <= SWEEP_BUDGET)."""

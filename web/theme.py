@@ -148,6 +148,9 @@ TEMPLATE_CSS = """
    site swaps its pre-rendered page for the live one: on a phone it sits on a line of its own, and
    the header would grow and shrink by it (layout shifts). */
 #header .pn-busy-container { min-width: 52px; min-height: 30px; }
+/* ?embed=1 (web/page.py EMBED_JS): the view alone, for an <iframe> */
+html.sdpa-embed #header, html.sdpa-embed #sidebar, html.sdpa-embed #sidebar-toggle { display: none !important; }
+html.sdpa-embed #main { padding: 4px !important; }
 @media %(phone)s {
   html, body { height: auto !important; overflow: auto !important; }
   /* the template's #container is .vh-100.overflow-hidden: without this nothing below the fold scrolls */

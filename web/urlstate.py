@@ -15,6 +15,7 @@ from bokeh.models import CustomJS
 
 from .options import D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, nearest_option
 from .state import LabState
+from .tour import STEPS
 from .training_state import TrainingState
 
 MAX_QUERY_CHARS = 2000
@@ -25,6 +26,7 @@ MAX_NOTICES = 6
 # key -> (object "lab" or "train", parameter name, kind, options for snapping)
 KEYS = {
     "view": ("lab", "view", "select", None),
+    "step": ("lab", "step", "int", None),
     "d_k": ("lab", "d_k", "int", D_K_OPTIONS),
     "n": ("lab", "n", "int", None),
     "sigma": ("lab", "sigma", "float", None),
@@ -38,6 +40,15 @@ KEYS = {
     "query": ("lab", "query", "int", None),
     "samples": ("lab", "samples", "int", SAMPLES_OPTIONS),
     "order": ("lab", "order", "select", None),
+    "s": ("lab", "dial_s", "float", None),
+    "embed": ("lab", "embed", "bool", None),
+    "preset": ("lab", "preset", "select", None),
+    "d_model": ("lab", "d_model", "int", None),
+    "heads": ("lab", "heads", "int", None),
+    "init_std": ("lab", "init_std", "float", None),
+    "layernorm": ("lab", "layernorm", "bool", None),
+    "qk_norm": ("lab", "qk_norm", "select", None),
+    "model_scale": ("lab", "model_scale", "select", None),
     "rule_a": ("train", "rule_a", "select", None),
     "rule_b": ("train", "rule_b", "select", None),
     "lr": ("train", "lr", "float", LR_OPTIONS),
@@ -162,9 +173,10 @@ def parse_query(search: str) -> tuple[dict, dict, list[str]]:
 def apply_query(search: str, lab: LabState, train: TrainingState) -> list[str]:
     """Set ``lab`` and ``train`` from a query string (valid values only); returns the notices."""
     lab_values, train_values, notices = parse_query(search)
-    # unspecified keys go back to their defaults, so a link reproduces the view exactly
-    lab_all = {name: LabState.param[name].default for _, (o, name, _, _) in KEYS.items() if o == "lab"}
-    train_all = {name: TrainingState.param[name].default for _, (o, name, _, _) in KEYS.items() if o == "train"}
+    # unspecified keys go back to their defaults (a tour step's own settings on a tour link), so a link
+    # reproduces the view exactly
+    lab_all, train_all = baseline(lab_values.get("view", LabState.param.view.default),
+                                  lab_values.get("step", LabState.param.step.default))
     lab_all.update(lab_values)
     train_all.update(train_values)
     n = lab_all["n"]
@@ -177,13 +189,36 @@ def apply_query(search: str, lab: LabState, train: TrainingState) -> list[str]:
     return notices
 
 
+def baseline(view: str, step: int) -> tuple[dict, dict]:
+    """Every linked setting's value when a link does not give it: its default, or on the tour the
+    step's own settings (so ``?view=tour&step=4`` opens step 4 as the tour sets it up).
+    Returns ``(lab values, train values)`` by parameter name."""
+    values = {key: (LabState if o == "lab" else TrainingState).param[name].default
+              for key, (o, name, _, _) in KEYS.items()}
+    if view == "tour":
+        values.update(STEPS[min(max(int(step), 1), len(STEPS)) - 1].settings)
+    lab = {KEYS[k][1]: v for k, v in values.items() if KEYS[k][0] == "lab"}
+    train = {KEYS[k][1]: v for k, v in values.items() if KEYS[k][0] == "train"}
+    return lab, train
+
+
+def step_query(step: int) -> str:
+    """The link of a tour step as the tour sets it up."""
+    return "?" + urlencode({"view": "tour", "step": step})
+
+
 def to_query(lab: LabState, train: TrainingState) -> str:
-    """The query string of the current state: ``view`` always, every other key when not at its default."""
+    """The query string of the current state: ``view`` always, every other key when it differs from the
+    value a link without it would give (``baseline``)."""
     out = {}
+    base = baseline(lab.view, lab.step)
     for key, (obj, name, kind, _) in KEYS.items():
         target = lab if obj == "lab" else train
         value = getattr(target, name)
-        if key != "view" and value == target.param[name].default:
+        if key == "step":   # the tour's step: always on a tour link, never on another view's
+            if lab.view != "tour":
+                continue
+        elif key != "view" and value == base[0 if obj == "lab" else 1][name]:
             continue
         if kind == "bool":
             value = "true" if value else "false"
@@ -197,7 +232,7 @@ def to_query(lab: LabState, train: TrainingState) -> str:
 # ---- browser history ------------------------------------------------------------------------------
 #: Panel's Location model (panel/models/location.ts) writes every change with history.pushState, so
 #: each slider step would become a Back-button stop. This wraps pushState once per tab: a URL whose
-#: ``view`` key differs from the current one is pushed (Back returns to the previous view), any other
+#: ``view`` key (or tour ``step``) differs from the current one is pushed (Back returns to the previous view), any other
 #: change replaces the current entry, and a push of the URL already shown is dropped. On Back/Forward
 #: (popstate) the Location model's ``search`` is set to the restored address, which Panel sends to
 #: Python, where the page follows it (Page._on_location). Works alike under `panel serve` and Pyodide.
@@ -205,7 +240,11 @@ HISTORY_JS = r"""
 if (!window.__sdpaHistory) {
   window.__sdpaHistory = true;
   const DEFAULT_VIEW = %(default_view)s;
-  const viewOf = (url) => new URL(url, window.location.href).searchParams.get('view') || DEFAULT_VIEW;
+  const viewOf = (url) => {                    // a tour step counts as a view of its own
+    const params = new URL(url, window.location.href).searchParams;
+    const view = params.get('view') || DEFAULT_VIEW;
+    return view === 'tour' ? view + ':' + (params.get('step') || '1') : view;
+  };
   const push = window.history.pushState.bind(window.history);
   const replace = window.history.replaceState.bind(window.history);
   window.history.pushState = function (state, unused, url) {

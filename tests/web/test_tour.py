@@ -1,0 +1,224 @@
+"""The guided tour: every step opens from its link, its prediction's right answer and its sentence agree
+with a computation made here (torch / numpy), also at states other than the step's own."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import sdpa_core as sc
+from web import claims, tour
+from web.state import LabState
+from web.tour import STEPS, TRAIN_CHECK, answer, feedback
+from web.training_state import TrainingState
+from web.urlstate import apply_query, step_query, to_query
+
+NUM = r"(\d+(?:\.\d+)?(?:e[+-]\d+)?)"
+
+
+def at(step: int, extra: str = "") -> tuple[LabState, TrainingState]:
+    lab = LabState()
+    train = TrainingState(lab)
+    assert apply_query(step_query(step) + extra, lab, train) == []
+    return lab, train
+
+
+def step_index(key: str) -> int:
+    return next(i for i, s in enumerate(STEPS, 1) if s.key == key)
+
+
+@pytest.mark.parametrize("i", range(1, len(STEPS) + 1))
+def test_a_step_link_opens_the_step_as_the_tour_sets_it_up(i):
+    """``?view=tour&step=N`` is the whole state of step N: its settings, everything else at the default;
+    the page writes the same short link back."""
+    lab, train = at(i)
+    step = STEPS[i - 1]
+    assert lab.view == "tour" and lab.step == i and lab.shown == step.view
+    from web.urlstate import KEYS
+    for key, value in step.settings.items():
+        obj, name, _, _ = KEYS[key]
+        assert getattr(lab if obj == "lab" else train, name) == value, key
+    assert to_query(lab, train) == f"?view=tour&step={i}"
+    # a moved setting stays in the link, and the link brings it back
+    lab.seed = 7
+    again_lab, again_train = LabState(), TrainingState()
+    apply_query(to_query(lab, train), again_lab, again_train)
+    assert again_lab.seed == 7 and again_lab.step == i
+
+
+@pytest.mark.parametrize("i", range(1, len(STEPS) + 1))
+def test_every_step_has_a_prediction_whose_answer_is_measured(i):
+    step = STEPS[i - 1]
+    assert len(step.choices) == len(step.edges) + 1 and list(step.edges) == sorted(step.edges)
+    assert step.now_try.startswith("Now try:") and step.question and step.predict
+    lab, train = at(i)
+    right, sentence = answer(step, lab, train)
+    if step.key == "training":
+        assert right is None and f"0 of {TRAIN_CHECK} steps" in sentence
+        return
+    assert right is not None and sentence
+    for k in range(len(step.choices)):   # feedback says right for the measured range only
+        text = feedback(step, k, lab, train)
+        assert text.startswith("Right.") == (k == right), text
+        assert sentence in text
+    assert feedback(step, None, lab, train).startswith("Pick an answer")
+
+
+def test_bucket_is_the_range_the_number_falls_in():
+    assert [claims.bucket(x, (2.0, 8.0)) for x in (0.5, 2.0, 3.9, 8.0, 100, math.inf)] == [0, 1, 1, 2, 2, 2]
+
+
+# ---- each step's number, computed here ------------------------------------------------------------------
+def torch_weights(q, k, scale):
+    import torch
+    z = torch.tensor(q) @ torch.tensor(k).T * scale
+    return torch.softmax(z, dim=-1).numpy()
+
+
+@pytest.mark.usefixtures("torch")
+@pytest.mark.parametrize("extra", ["", "&d_k=4", "&d_k=1024&rho=0.5", "&sigma=0.3&seed=5", "&n=40&d_k=12"])
+def test_attention_step_against_torch(extra):
+    lab, train = at(step_index("attention"), extra)
+    q, k, _ = sc.draw_qkv(lab.n, lab.d_k, sigma=lab.sigma, rho=lab.rho, seed=lab.seed)
+    top = torch_weights(q, k, 1.0).max(axis=-1).mean()
+    step = STEPS[lab.step - 1]
+    right, sentence = answer(step, lab, train)
+    assert right == claims.bucket(top, step.edges)
+    shown = re.search(r"the top key takes (<1%|>99%|\d+%)", sentence)[1]
+    assert shown == claims.pct(top)
+
+
+@pytest.mark.parametrize("extra", ["", "&sigma=2", "&rho=0.5"])
+def test_variance_step_against_direct_draws(extra):
+    """The measured growth of q·k's std from d_k = 16 to 256 against this test's own Monte-Carlo (ρ = 0:
+    theory 4×; ρ > 0 adds the matched pairs' mean, which grows like d_k)."""
+    lab, train = at(step_index("variance"), extra)
+    rng = np.random.default_rng(1)
+    ratio = []
+    for d in (16, 256):
+        q = rng.normal(0, lab.sigma, (400, lab.n, d))
+        k = lab.rho * q + math.sqrt(1 - lab.rho ** 2) * rng.normal(0, lab.sigma, (400, lab.n, d))
+        ratio.append((q @ k.transpose(0, 2, 1)).std())
+    ratio = ratio[1] / ratio[0]
+    step = STEPS[lab.step - 1]
+    right, sentence = answer(step, lab, train)
+    shown = float(re.search(r", " + NUM + r"× larger for 16× the width", sentence)[1])
+    assert abs(shown - ratio) <= 0.15 * ratio, (shown, ratio)
+    assert right == claims.bucket(ratio, step.edges)
+
+
+@pytest.mark.usefixtures("torch")
+@pytest.mark.parametrize("extra", ["", "&s=0.5", "&s=3&n=40", "&s=20&seed=4"])
+def test_softmax_step_against_torch(extra):
+    lab, train = at(step_index("softmax"), extra)
+    import torch
+    g = np.random.default_rng(lab.seed).standard_normal((lab.n, lab.n))
+    w = torch.softmax(torch.tensor(lab.dial_s * g), dim=-1).numpy()
+    top = w.max(axis=-1).mean()
+    step = STEPS[lab.step - 1]
+    right, sentence = answer(step, lab, train)
+    assert right == claims.bucket(top, step.edges)
+    assert re.search(r"the top key takes (<1%|>99%|\d+%)", sentence)[1] == claims.pct(top)
+
+
+@pytest.mark.usefixtures("torch")
+@pytest.mark.parametrize("extra", ["", "&d_k=64", "&d_k=4096&seed=3"])
+def test_gradient_step_against_torch(extra):
+    """The share of starved queries, against torch autograd on this test's own draws (the same
+    distribution, other samples): the page's share is within Monte-Carlo error of it."""
+    import torch
+    lab, train = at(step_index("gradients"), extra)
+    rng = np.random.default_rng(123)
+    norms = {}
+    for rule in ("none", "sqrt"):
+        norms[rule] = []
+    for _ in range(16):
+        q = torch.tensor(rng.normal(0, lab.sigma, (lab.n, lab.d_k)), requires_grad=True)
+        k = torch.tensor(rng.normal(0, lab.sigma, (lab.n, lab.d_k)))
+        v = torch.tensor(rng.normal(0, 1, (lab.n, lab.d_k)))
+        up = torch.tensor(rng.normal(0, 1, (lab.n, lab.d_k)))
+        for rule, scale in (("none", 1.0), ("sqrt", 1 / math.sqrt(lab.d_k))):
+            q.grad = None
+            (torch.softmax(q @ k.T * scale, dim=-1) @ v * up).sum().backward()
+            norms[rule].append(q.grad.norm(dim=-1).numpy())
+    n0, n1 = np.concatenate(norms["none"]), np.concatenate(norms["sqrt"])
+    share = float((n0 < claims.STARVED * np.median(n1)).mean())
+    step = STEPS[lab.step - 1]
+    right, sentence = answer(step, lab, train)
+    shown = float(re.search(r"unscaled, (\d+)% of", sentence)[1]) / 100
+    # two estimates from 128 and 256 rows: binomial error about 0.05 each
+    assert abs(shown - share) <= 0.15, (shown, share)
+    assert right == claims.bucket(share, step.edges) or min(abs(share - e) for e in step.edges) < 0.15
+
+
+def test_training_step_answers_after_the_runs_and_from_their_losses():
+    lab, train = at(step_index("training"))
+    step = STEPS[lab.step - 1]
+    assert "Press Play" in feedback(step, 0, lab, train)
+    while min(len(t.history["loss"]) for t in train.trainers.values()) < TRAIN_CHECK:
+        train.advance(50)
+    a, b = (np.mean(train.trainers[k].history["loss"][TRAIN_CHECK - 20:TRAIN_CHECK]) for k in ("a", "b"))
+    right, sentence = answer(step, lab, train)
+    assert right == claims.bucket(a / b, step.edges)
+    assert f"{a:.3f} for run A" in sentence and f"{b:.3f} for run B" in sentence
+
+
+@pytest.mark.usefixtures("torch")
+@pytest.mark.parametrize("extra", ["", "&d_k=16", "&d_k=4096&sigma=0.5"])
+def test_alignment_step_against_torch(extra):
+    """1/√d_k's tokens attended at ρ = 1, against torch on direct draws (k = q at ρ = 1)."""
+    lab, train = at(step_index("alignment"), extra)
+    rng = np.random.default_rng(9)
+    tokens = []
+    for _ in range(32):
+        q = rng.normal(0, lab.sigma, (lab.n, lab.d_k))
+        w = torch_weights(q, q, 1 / math.sqrt(lab.d_k))
+        ent = -(w * np.log(np.where(w > 0, w, 1))).sum(axis=-1)
+        tokens.append(np.exp(ent).mean())
+    want = float(np.mean(tokens))
+    step = STEPS[lab.step - 1]
+    right, sentence = answer(step, lab, train)
+    shown = float(re.search(r"1/√d_k attends to about " + NUM, sentence)[1])
+    assert abs(shown - want) <= 0.1 * want + 0.1, (shown, want)
+    assert right == claims.bucket(want, step.edges) or min(abs(want - e) for e in step.edges) < 0.2 * want
+
+
+@pytest.mark.parametrize("extra", ["", "&sigma=1", "&order=before", "&rho=0.5&sigma=8"])
+def test_precision_step_against_a_float16_matmul(extra):
+    """The first d_k whose float16 rows break, against numpy's float16 arithmetic on the page's draws."""
+    lab, train = at(step_index("precision"), extra)
+    first = None
+    for d in sc.POW2_D_K:
+        q, k, _ = sc.draw_qkv(min(lab.n, 16), int(d), sigma=lab.sigma, rho=lab.rho, seed=lab.seed, dtype=np.float16)
+        with np.errstate(all="ignore"):
+            if lab.order == "before":
+                c = np.float16(1 / math.sqrt(d))
+                z = (q * c).astype(np.float32) @ k.astype(np.float32).T
+            else:
+                z = q.astype(np.float32) @ k.astype(np.float32).T
+                z = z.astype(np.float16).astype(np.float32)   # the product rounded to half
+                if lab.order == "after":
+                    z = z / np.float32(math.sqrt(d))
+            z = z.astype(np.float16)
+        if not np.isfinite(z).all():
+            first = int(d)
+            break
+    step = STEPS[lab.step - 1]
+    right, sentence = answer(step, lab, train)
+    if first is None:
+        assert "no row breaks" in sentence and right == len(step.edges)
+    else:
+        assert f"at d_k = {first}" in sentence and right == claims.bucket(first, step.edges)
+
+
+@pytest.mark.parametrize("extra", ["", "&preset=llama-2-7b", "&preset=t5-base", "&d_model=512&heads=8"])
+def test_bug_step_is_the_square_root_of_the_heads(extra):
+    lab, train = at(step_index("bug"), extra)
+    want = math.sqrt(lab.d_model / (lab.d_model // lab.heads))
+    step = STEPS[lab.step - 1]
+    right, sentence = answer(step, lab, train)
+    assert right == claims.bucket(want, step.edges)
+    assert f"{want:.2f}" in sentence or f"{want:.3g}" in sentence
+

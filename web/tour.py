@@ -1,0 +1,196 @@
+"""The guided tour: eight steps that follow the argument, each a question, a prediction, a live view set
+to the step's state, a sentence computed from that state and one control to try.
+
+Plain data and small functions of the page's state (no Panel): ``web/views/tour.py`` draws it,
+``web/urlstate.py`` uses ``STEPS[i].settings`` as the defaults of a ``?view=tour&step=N`` link, and
+``tests/web/test_tour.py`` checks every step's answer and sentence against numpy/torch.
+
+A prediction's right answer is never written down: each step measures one number at the current state
+(``measure``) and the choices are ranges of that number (``edges``), so the answer is whichever range
+the measured number falls in, and it moves with the settings.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import claims
+from .claims import fmt, pct
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    question: str
+    view: str                  # the live view the step shows (web/options.py VIEWS)
+    settings: dict             # link keys (web/urlstate.py KEYS) -> value; every other setting at its default
+    predict: str               # "predict first": the question the choices answer
+    choices: tuple[str, ...]   # one per range of the measured number, in the order of ``edges``
+    edges: tuple[float, ...]   # ascending; choice i is measure in [edges[i-1], edges[i])
+    measure: Callable          # (lab, train) -> (number or None when not yet known, sentence saying it)
+    now_try: str               # one control to move next
+    waiting: str = ""          # what to do when the number is not known yet (training: press Play)
+    key: str = field(default="")
+
+
+def answer(step: Step, lab, train) -> tuple[int | None, str]:
+    """``(index of the right choice or None, the sentence with the measured number)``."""
+    value, sentence = step.measure(lab, train)
+    if value is None or not math.isfinite(value):
+        return None, sentence
+    return claims.bucket(value, step.edges), sentence
+
+
+def feedback(step: Step, picked: int | None, lab, train) -> str:
+    """What the page says once the learner has picked a choice: right or not, and the number why."""
+    if picked is None:
+        return "Pick an answer to see what the numbers say."
+    right, sentence = answer(step, lab, train)
+    if right is None:
+        return f"You picked “{step.choices[picked]}”. {step.waiting} {sentence}".strip()
+    verdict = "Right." if picked == right else f"Not quite: the numbers say “{step.choices[right]}”."
+    return f"{verdict} {sentence}"
+
+
+# ---- what each step measures ------------------------------------------------------------------------
+def _top_weight(lab, train):
+    s = lab.playground["none"]["stats"]
+    where = claims.conditions(d_k=lab.d_k, rho=lab.rho, sigma=lab.sigma)
+    return (s["max_weight"], f"At {where}, n = {lab.n}, unscaled, the top key takes {pct(s['max_weight'])} of a "
+            f"query's weight on average (uniform would be {pct(1 / lab.n)}).")
+
+
+def _std_growth(lab, train):
+    sw = lab.sweep
+    if sw is None:
+        return None, ""
+    d = list(sw.d_k)
+    std = sw.mean["logit_std"]["none"]
+    lo, hi = std[d.index(16)], std[d.index(256)]
+    return (hi / lo, f"Measured std of the unscaled q·k: {fmt(lo)} at d_k = 16, {fmt(hi)} at d_k = 256, "
+            f"{hi / lo:.1f}× larger for 16× the width (σ = {lab.sigma:g}, ρ = {lab.rho:g}; theory at ρ = 0: "
+            f"√16 = 4×).")
+
+
+def _dial_top(lab, train):
+    d = lab.dial
+    if d is None:
+        return None, ""
+    top = d["mean_top"]
+    return top, (f"At logit std s = {lab.dial_s:g} over n = {lab.n} keys, the top key takes {pct(top)} on average "
+                 f"and about {d['mean_tokens']:.1f} tokens are attended.")
+
+
+def _starved(lab, train):
+    g = lab.gradients
+    if g is None:
+        return None, ""
+    med = float(np.median(g["sqrt"]))
+    if not med > 0:
+        return None, "Even 1/√d_k is saturated at these settings, so there is no reference row."
+    share = float((g["none"] < claims.STARVED * med).mean())
+    return share, (f"At d_k = {lab.d_k}, ρ = {lab.rho:g}: unscaled, {pct(share)} of {len(g['none'])} query rows get "
+                   f"less than 1/{1 / claims.STARVED:.0f} of the 1/√d_k median gradient.")
+
+
+TRAIN_CHECK = 300   # steps after which the training step's prediction is answered
+
+
+def _training(lab, train):
+    done = min(len(t.history["loss"]) for t in train.trainers.values())
+    if done < TRAIN_CHECK:
+        return None, f"({done} of {TRAIN_CHECK} steps so far.)"
+    a, b = (float(np.mean(train.trainers[k].history["loss"][TRAIN_CHECK - 20:TRAIN_CHECK])) for k in ("a", "b"))
+    return a / b, (f"Mean loss over steps {TRAIN_CHECK - 20}–{TRAIN_CHECK} at d_k = {train.d_k}: "
+                   f"{a:.3f} for run A ({claims.RULE_LABELS[train.rule_a]}) vs {b:.3f} for run B "
+                   f"({claims.RULE_LABELS[train.rule_b]}), a ratio of {a / b:.2f}.")
+
+
+def _aligned_tokens(lab, train):
+    path = lab.alignment
+    if path is None:
+        return None, ""
+    tokens = float(path["tokens"]["sqrt"][-1])
+    return tokens, (f"At d_k = {lab.d_k}, n = {lab.n}, ρ = 1: 1/√d_k attends to about {tokens:.1f} tokens "
+                    f"({claims.alignment_endpoints(path)}).")
+
+
+def _first_overflow(lab, train):
+    ps = lab.precision
+    if ps is None:
+        return None, ""
+    first = claims.first_broken(ps, "float16", lab.order)
+    if first is None:
+        return math.inf, (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, no row breaks up to d_k = "
+                          f"{int(ps.d_k[-1])} (σ = {lab.sigma:g}, ρ = {lab.rho:g}).")
+    return first, (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, rows first contain inf or NaN at "
+                   f"d_k = {first} (σ = {lab.sigma:g}, ρ = {lab.rho:g}): |q·k| passes 65504 there.")
+
+
+def _bug_factor(lab, train):
+    m = lab.real_model
+    if m is None:
+        return None, ""
+    if "error" in m:
+        return None, m["error"]
+    return m["bug_temperature"], claims.bug_sentence(m)
+
+
+STEPS = (
+    Step("What attention computes",
+         "Each query spreads one unit of attention over the keys, by softmax(q·k). How spread out is it?",
+         "playground", {"d_k": 64},
+         "Without any scaling, at d_k = 64, how much of a query's attention goes to its top key?",
+         ("less than 20%", "20% to 60%", "more than 60%"), (0.2, 0.6), _top_weight,
+         "Now try: drag d_k in the Settings panel from 64 to 1024 and watch the left map turn into one bright "
+         "cell per row.", key="attention"),
+    Step("Why q·k grows with d_k",
+         "q·k adds up d_k products. What happens to its typical size when the head gets wider?",
+         "variance", {"d_k": 256},
+         "d_k grows 16× (from 16 to 256). The standard deviation of the unscaled q·k grows by about…",
+         ("1× (no change)", "4×", "16×"), (2.0, 8.0), _std_growth,
+         "Now try: move σ in the Settings panel: the std grows like σ², and 1/√d_k does not undo that.",
+         key="variance"),
+    Step("What a softmax does with large logits",
+         "The softmax only sees the logits' spread. What does a large spread do to it?",
+         "dial", {"s": 8.0},
+         "16 keys whose logits have standard deviation 8. How much weight does the top key get on average?",
+         ("less than 30%", "30% to 70%", "more than 70%"), (0.3, 0.7), _dial_top,
+         "Now try: drag the logit dial s from 8 down to 1 and watch the operating point slide into the "
+         "sigmoid's steep middle.", key="softmax"),
+    Step("What that does to the gradients",
+         "A saturated softmax has a Jacobian near 0. Does every query's gradient shrink?",
+         "saturation", {"d_k": 1024},
+         "At d_k = 1024, without scaling, what share of queries get less than 1/1000 of the gradient a query "
+         "gets with 1/√d_k?",
+         ("almost none (under 10%)", "some (10% to 40%)", "many (more than 40%)"), (0.1, 0.4), _starved,
+         "Now try: lower d_k to 64 in the Settings panel and compare the two spreads of dots.", key="gradients"),
+    Step("What training shows",
+         "Two copies of one tiny attention model, identical but for the scaling, learn the same task.",
+         "training", {},
+         f"At d_k = 1024, after {TRAIN_CHECK} steps, the unscaled run's loss compared with 1/√d_k's will be…",
+         ("lower (ratio under 0.9)", "about the same", "higher (ratio over 1.1)"), (0.9, 1.1), _training,
+         "Now try: press Play next to the plots, then change d_k next to them to 16 and train again.",
+         waiting=f"Press Play: the answer comes at step {TRAIN_CHECK}.", key="training"),
+    Step("The alternatives, and why the question is still alive",
+         "At initialisation q and k are independent; training aligns them (ρ grows). What do the rules do then?",
+         "alignment", {"d_k": 256},
+         "At d_k = 256, as ρ goes from 0 to 1, how many tokens does 1/√d_k end up attending to (of 16)?",
+         ("fewer than 2 (one token)", "2 to 8", "more than 8 (still spread)"), (2.0, 8.0), _aligned_tokens,
+         "Now try: press Play to sweep ρ from 0 to 1, and watch which heatmaps collapse.", key="alignment"),
+    Step("Half precision",
+         "float16 stops at 65504. Where does an unscaled q·k pass it?",
+         "precision", {"sigma": 4.0, "rho": 1.0, "order": "after"},
+         "With σ = 4 and aligned q and k (ρ = 1), scaling after the matmul: from which d_k do float16 rows break?",
+         ("d_k ≤ 256", "d_k = 512 to 2048", "d_k = 4096 or never"), (300.0, 3000.0), _first_overflow,
+         "Now try: switch “Where the 1/√d_k scaling happens” to before the matmul.", key="precision"),
+    Step("The √d_model bug",
+         "A real head's d_k is d_model / heads. What if the code divides by √d_model instead?",
+         "models", {"preset": "gpt2"},
+         "GPT-2 small is 768 wide with 12 heads (d_k = 64). Dividing by √768 instead of √64 shrinks the logits by…",
+         ("about 1.4×", "about 3.5×", "about 12×"), (2.2, 6.5), _bug_factor,
+         "Now try: pick LLaMA-2-7B, or set the heads to 1, where the bug disappears.", key="bug"),
+)

@@ -1,0 +1,152 @@
+"""As q and k align: ρ from 0 (independent, as at initialisation) to 1 (each key equals its query, as
+training can make them), with every rule side by side. The modern reason the question is still asked."""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d, Span
+
+import sdpa_core as sc
+
+from ..claims import alignment_summary
+from ..options import ALIGN_MAP_RULES, RULE_LABELS
+from ..state import LabState
+from ..theme import HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
+from .common import caption, figure_row, heading, held, rule_color, rule_dash
+from .playground import heatmap_data
+
+TICK_MS = 400
+RHO_STEP = 0.05
+
+
+class Alignment(pn.viewable.Viewer):
+    """Tokens attended and saturated rows against ρ for every rule, with heatmaps at the current ρ; Play
+    sweeps ρ from 0 to 1."""
+
+    lab = param.ClassSelector(class_=LabState, doc="The shared state.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        lab = self.lab
+        self.sources = {r: ColumnDataSource({"rho": [], "tokens": [], "saturated": []}) for r in sc.RULE_NAMES}
+        self.figs, self.marks = {}, []
+        for metric, title, ylabel in (("tokens", "Tokens attended (exp entropy)", "tokens attended"),
+                                      ("saturated", "Share of saturated rows (top weight > 0.99)", "share of rows")):
+            p = make_figure(title=title, x_label="ρ (q/k correlation)", y_label=ylabel, height=320,
+                            x_range=Range1d(0, 1), hover=[("ρ", "@rho{0.00}"), (ylabel, f"@{metric}{{0.00}}")])
+            for rule in sc.RULE_NAMES:
+                p.line("rho", metric, source=self.sources[rule], color=rule_color(rule), line_dash=rule_dash(rule),
+                       line_width=2.5, legend_label=RULE_LABELS[rule])
+            mark = Span(location=lab.rho, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+            p.add_layout(mark)
+            self.marks.append(mark)
+            style_legend(p, below=True, ncols=3)
+            self.figs[metric] = p
+        self.mapper = LinearColorMapper(palette=HEATMAP, low=0, high=1, nan_color=NAN_COLOR)
+        self.map_sources, self.maps = {}, {}
+        for rule in ALIGN_MAP_RULES:
+            src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
+            m = make_figure(title=RULE_LABELS[rule], x_label="key j", y_label="query i", height=280,
+                            hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
+                            x_range=Range1d(0, 2), y_range=Range1d(2, 0))
+            m.rect("x", "y", width=1, height=1, source=src, line_color=None,
+                   fill_color={"field": "w", "transform": self.mapper})
+            m.grid.visible = False
+            self.map_sources[rule], self.maps[rule] = src, m
+        self.play = pn.widgets.Toggle(name="▶ Play: sweep ρ from 0 to 1", button_type="primary", width=260)
+        self.play.param.watch(self._toggle, ["value"])
+        self.rho = pn.widgets.FloatSlider.from_param(lab.param.rho, name="ρ (q/k correlation)", step=0.05,
+                                                     sizing_mode="stretch_width")
+        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self._callback = None
+        lab.param.watch(self._update_curves, ["alignment"])
+        lab.param.watch(self._update_now, ["rho", "alignment"])
+        lab.param.watch(self._follow_playing, ["playing"])
+        self._update_curves()
+        self._update_now()
+
+    # ---- animation --------------------------------------------------------------------------------
+    def _toggle(self, event):
+        if self.lab.playing != event.new:
+            self.lab.playing = event.new
+
+    def _follow_playing(self, *_):
+        playing = self.lab.playing
+        if self.play.value != playing:
+            self.play.value = playing
+        self.play.name = "❚❚ Pause" if playing else "▶ Play: sweep ρ from 0 to 1"
+        if playing and self._callback is None:
+            if self.lab.rho >= 1.0:
+                self.lab.rho = 0.0
+            self._callback = pn.state.add_periodic_callback(self._tick, period=TICK_MS)
+            doc = pn.state.curdoc
+            if doc is not None and getattr(doc, "session_context", None) is not None:
+                doc.on_session_destroyed(lambda ctx: self._stop())
+        elif not playing:
+            self._stop()
+
+    def _stop(self):
+        if self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+        if self.lab.playing:
+            self.lab.playing = False
+
+    def _tick(self):
+        nxt = round(min(1.0, self.lab.rho + RHO_STEP), 2)
+        self.lab.rho = nxt
+        if nxt >= 1.0:
+            self._stop()
+
+    # ---- drawing -----------------------------------------------------------------------------------
+    @held
+    def _update_curves(self, *_):
+        path = self.lab.alignment
+        if path is None:
+            return
+        for rule in sc.RULE_NAMES:
+            self.sources[rule].data = {"rho": path["rho"], "tokens": path["tokens"][rule],
+                                       "saturated": path["saturated"][rule]}
+
+    @held
+    def _update_now(self, *_):
+        lab = self.lab
+        for mark in self.marks:
+            mark.location = lab.rho
+        maps = lab.aligned_maps
+        if maps is not None:
+            n = lab.n
+            for rule in ALIGN_MAP_RULES:
+                w = maps[rule]
+                src = self.map_sources[rule]
+                if len(src.data["w"]) == n * n:
+                    src.data.update(w=w.ravel())
+                else:
+                    src.data = heatmap_data(w)
+                self.maps[rule].x_range.end = n
+                self.maps[rule].y_range.start = n
+        if lab.alignment is not None:
+            text = html.escape(alignment_summary(lab.alignment, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho,
+                                                 temperature=lab.temperature), quote=False)
+            if text != self.summary.object:
+                self.summary.object = text
+
+    def __panel__(self):
+        return pn.Column(
+            heading("As q and k align: why the question is still alive"),
+            caption("At initialisation q and k are independent (ρ = 0), and 1/√d_k keeps the logits' spread at σ². "
+                    "Training aligns each query with the keys it should find: with k = ρq + √(1 − ρ²)z, a query's logit "
+                    "with its own key gains a mean ρσ²d_k, which grows like d_k, not √d_k. Press Play to sweep ρ."),
+            pn.FlexBox(self.play, pn.Column(self.rho, sizing_mode="stretch_width", styles={"flex": "1 1 300px"}),
+                       sizing_mode="stretch_width", align_items="center"),
+            self.summary,
+            figure_row(*(self.maps[r] for r in ALIGN_MAP_RULES), basis=260),
+            caption("One draw of q, k at the current ρ under each rule, on one viridis scale (1/√d_k, muP's 1/d_k, "
+                    "QK-norm with the sidebar's temperature)."),
+            figure_row(self.figs["tokens"], self.figs["saturated"]),
+            caption("Monte-Carlo means over ρ at the sidebar's d_k, σ and n, for every rule; the dashed line marks the "
+                    "current ρ."),
+            sizing_mode="stretch_width")

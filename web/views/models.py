@@ -1,0 +1,88 @@
+"""Real models: one attention head of a published model (or the reader's own) at initialisation: the
+logits' spread with and without scaling, what the softmax does with it, and the √d_model bug."""
+from __future__ import annotations
+
+import html
+
+import panel as pn
+import param
+
+from sdpa_core import real_models
+
+from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_summary, pct
+from ..state import LabState
+from ..theme import CSS, VERDICT_STYLES
+from .common import caption, heading, held
+
+QK_NORM_LABELS = {"none": "none", "head": "per head (ViT-22B)", "all": "over all heads (OLMo 2)"}
+SCALE_LABELS = {"sqrt": "1/√d_k", "none": "none (T5)"}
+
+
+class Models(pn.viewable.Viewer):
+    """Preset and fields in, a table of the head's logit std, top weight and tokens attended out."""
+
+    lab = param.ClassSelector(class_=LabState, doc="The shared state.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        lab = self.lab
+        presets = {p.label: k for k, p in real_models.PRESETS.items()} | {"Custom (the fields below)": "custom"}
+        self.preset = pn.widgets.Select.from_param(lab.param.preset, name="Model", options=presets, width=260)
+        self.d_model = pn.widgets.IntInput.from_param(lab.param.d_model, name="d_model (width)", width=150)
+        self.heads = pn.widgets.IntInput.from_param(lab.param.heads, name="heads (d_k = d_model / heads)", width=200)
+        self.init_std = pn.widgets.FloatInput.from_param(lab.param.init_std, name="W_q, W_k init std", step=0.005,
+                                                         width=150)
+        self.layernorm = pn.widgets.Checkbox.from_param(lab.param.layernorm, name="LayerNorm'd input (rms 1)")
+        self.qk_norm = pn.widgets.Select.from_param(lab.param.qk_norm, name="QK-norm",
+                                                    options={v: k for k, v in QK_NORM_LABELS.items()}, width=200)
+        self.scale = pn.widgets.Select.from_param(lab.param.model_scale, name="Model's scale on q·k",
+                                                  options={v: k for k, v in SCALE_LABELS.items()}, width=150)
+        self.table = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
+        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.bug = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.source = caption("")
+        lab.param.watch(self._update, ["real_model"])
+        self._update()
+
+    @held
+    def _update(self, *_):
+        m = self.lab.real_model
+        if m is None:
+            return
+        if "error" in m:
+            self.summary.object = f"<div role='status'>{html.escape(m['error'])}</div>"
+            self.table.object = self.bug.object = ""
+            self.source.object = ""
+            return
+        rows = "".join(
+            f"<tr><th scope='row'>{html.escape(VARIANT_LABELS[v])}"
+            f"<div class='sdpa-meaning'>× {m['factors'][v]:.3g} on q·k</div></th>"
+            f"<td>{fmt(m['theory'][v])}</td><td>{pct(m['mc'][v]['top_weight'])}</td>"
+            f"<td>{m['mc'][v]['tokens_attended']:.1f}</td><td>{pct(m['mc'][v]['saturated'])}</td></tr>"
+            for v in real_models.VARIANTS)
+        self.table.object = (
+            f"<table class='sdpa-readouts'><caption>{html.escape(m.get('preset').label if 'preset' in m else 'Custom head')}"
+            f": d_k = {m['d_k']}, over {m['n']} tokens, mean of {m['samples']} random heads</caption>"
+            f"<tr><th scope='col'>scaling</th><th scope='col'>logit std (theory)</th><th scope='col'>top weight</th>"
+            f"<th scope='col'>tokens attended</th><th scope='col'>saturated rows</th></tr>{rows}</table>")
+        self.summary.object = html.escape(model_summary(m), quote=False)
+        self.bug.object = html.escape(bug_sentence(m), quote=False)
+        self.source.object = ("Source: " + m["preset"].source) if "preset" in m else (
+            "Custom head: W_q and W_k entries ~ N(0, init std²), tokens LayerNorm'd (rms 1 per feature) or with "
+            "i.i.d. entries of std 1; QK-norm normalises q and k to rms 1 per entry before the scale.")
+
+    def __panel__(self):
+        fields = pn.FlexBox(self.preset, self.d_model, self.heads, self.init_std, self.scale, self.qk_norm,
+                            self.layernorm, sizing_mode="stretch_width", align_items="end")
+        return pn.Column(
+            heading("Real models: where a head starts"),
+            caption("A head's d_k is d_model / heads: 64 in GPT-2 and BERT, 128 in LLaMA-2-7B. Its q = x W_q and "
+                    "k = x W_k are projections of LayerNorm'd tokens by random matrices, so at initialisation the "
+                    "logits' std follows from the width, the heads and the init std alone. Pick a model or type "
+                    "your own; the table is a closed form (std) and a Monte-Carlo over random heads (the rest)."),
+            fields,
+            self.summary,
+            self.table,
+            self.bug,
+            self.source,
+            sizing_mode="stretch_width")

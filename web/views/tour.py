@@ -1,0 +1,104 @@
+"""Guided tour: one step at a time, a question, a prediction, the live view set to the step's state,
+what the numbers say, and one control to try (the steps are in web/tour.py)."""
+from __future__ import annotations
+
+import html
+import panel as pn
+import param
+
+from ..options import VIEW_LABELS
+from ..state import LabState
+from ..theme import CSS, VERDICT_STYLES
+from ..tour import STEPS, answer, feedback
+from ..training_state import TrainingState
+from ..urlstate import apply_query, step_query
+from .common import caption, heading
+
+CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "#f7f9fc", "padding": "4px 4px 8px 4px"}
+
+
+class Tour(pn.viewable.Viewer):
+    """The step card above the step's live view; Previous/Next and a step list move between steps."""
+
+    lab = param.ClassSelector(class_=LabState, doc="The shared state.")
+    train = param.ClassSelector(class_=TrainingState, doc="The training runs.")
+    view_for = param.Callable(doc="name -> the page's view object (shared with the full view).")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        lab = self.lab
+        self.title = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10, 0, 10))
+        self.prev = pn.widgets.Button(label="← Previous step", color="primary", variant="outline", width=150)
+        self.next = pn.widgets.Button(label="Next step →", color="primary", width=150)
+        self.jump = pn.widgets.Select(name="Go to step", options={f"{i}. {s.title}": i for i, s in enumerate(STEPS, 1)},
+                                      value=lab.step, width=330)
+        self.prev.on_click(lambda e: self.go(self.lab.step - 1))
+        self.next.on_click(lambda e: self.go(self.lab.step + 1))
+        self.jump.param.watch(lambda e: self.go(e.new), ["value"])
+        self.question = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.predict = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.choices = pn.widgets.RadioBoxGroup(name="Your prediction", options={}, value=None, inline=False,
+                                                margin=(0, 10, 0, 20))
+        self.choices.param.watch(self._update_feedback, ["value"])
+        self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.now_try = caption("")
+        self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", width=330)
+        self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
+        self.slot = pn.Column(sizing_mode="stretch_width")
+        self._shown_step = None
+        lab.param.watch(self._show_step, ["step", "view"])
+        results = ["playground", "sweep", "dial", "gradients", "alignment", "precision", "real_model", "d_k",
+                   "order"]
+        lab.param.watch(self._update_feedback, [r for r in results if r in lab.param])
+        self.train.param.watch(self._update_feedback, ["status"])
+        self._show_step()
+
+    def go(self, step: int) -> None:
+        """Open ``step`` as the tour sets it up: its settings, every other setting at its default."""
+        step = min(max(int(step), 1), len(STEPS))
+        if step != self.lab.step or self.lab.view != "tour":
+            apply_query(step_query(step), self.lab, self.train)
+
+    def _show_step(self, *_):
+        lab = self.lab
+        if lab.view != "tour":
+            return
+        i = lab.step
+        step = STEPS[i - 1]
+        if self._shown_step != i:
+            self._shown_step = i
+            self.title.object = (f"<div style='font-size:14px;color:#333'>Guided tour · step {i} of {len(STEPS)}</div>"
+                                 f"<h2 style='margin:2px 0;font-size:1.3rem;font-weight:700;line-height:1.3'>"
+                                 f"{html.escape(step.title)}</h2>")
+            self.question.object = f"<p style='margin:4px 0;font-size:15px'>{html.escape(step.question)}</p>"
+            self.predict.object = (f"<p style='margin:4px 0;font-size:15px'><b>Predict first:</b> "
+                                   f"{html.escape(step.predict)}</p>")
+            self.choices.param.update(options={c: k for k, c in enumerate(step.choices)}, value=None)
+            self.now_try.object = step.now_try
+            self.leave.name = self.leave.label = f"Leave the tour here: the {VIEW_LABELS[step.view]} view →"
+            self.prev.disabled = i == 1
+            self.next.disabled = i == len(STEPS)
+            if self.jump.value != i:
+                self.jump.value = i
+            self.slot.objects = [self.view_for(step.view)]
+        self._update_feedback()
+
+    def _update_feedback(self, *_):
+        if self.lab.view != "tour":
+            return
+        step = STEPS[self.lab.step - 1]
+        text = feedback(step, self.choices.value, self.lab, self.train)
+        picked = self.choices.value is not None
+        right, _ = answer(step, self.lab, self.train) if picked else (None, "")
+        mark = "" if not picked or right is None else ("✓ " if right == self.choices.value else "✗ ")
+        out = f"<div role='status' aria-live='polite'>{html.escape(mark + text, quote=False)}</div>"
+        if out != self.feedback.object:
+            self.feedback.object = out
+
+    def __panel__(self):
+        nav = pn.FlexBox(self.prev, self.next, self.jump, sizing_mode="stretch_width", align_items="end")
+        card = pn.Column(self.title, self.question, self.predict, self.choices, self.feedback, self.now_try,
+                         nav, self.leave, sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES,
+                         stylesheets=[CSS])
+        return pn.Column(card, self.slot, sizing_mode="stretch_width")
+
