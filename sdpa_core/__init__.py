@@ -29,6 +29,8 @@ from .experiments import (
     upstream_gradient,
 )
 from .model import TrainConfig
+from .outputs import output_similarity
+from .real_models import PRESETS, head_at_init, preset_at_init
 from .scaling import RULE_LABELS, RULE_NAMES, RULES, Rule, check_rule, logit_scale, qk_normalize, scale_for
 from .softmax import log_softmax, naive_softmax, softmax
 from .stats import (
@@ -93,4 +95,8 @@ __all__ = [
     "two_token_curve",
     "dial_attention",
     "settings_logit_moments",
+    "output_similarity",
+    "PRESETS",
+    "head_at_init",
+    "preset_at_init",
 ]
