@@ -2,9 +2,12 @@
 
 Modules, one idea each: ``softmax`` (stable, log, naive), ``attention`` (forward and backward,
 PyTorch semantics), ``scaling`` (the rules), ``stats`` (entropy, saturation, Jacobian),
-``experiments`` (Monte-Carlo sweeps with theory), ``model`` + ``train`` (a tiny trainable head).
+``experiments`` (Monte-Carlo sweeps with theory), ``model`` + ``train`` (a tiny trainable head); for the
+explainer: ``dial`` (attention as a function of the logit std alone), ``real_models`` (published heads at
+initialisation), ``outputs`` (copy or average: what softmax(.)V hands on), ``alignment`` (rho from 0 to 1).
 """
 
+from .alignment import rho_path
 from .attention import attention, attention_backward
 from .dial import dial_attention, settings_logit_moments, two_token_curve
 from .experiments import (
@@ -99,4 +102,5 @@ __all__ = [
     "PRESETS",
     "head_at_init",
     "preset_at_init",
+    "rho_path",
 ]
