@@ -29,6 +29,8 @@ MODEL_SCALES = ("sqrt", "none")
 #: The scalings every result reports: the model's own, none, 1/sqrt(d_k), 1/sqrt(d_model) (the bug).
 VARIANTS = ("model", "unscaled", "sqrt_d_k", "sqrt_d_model")
 MAX_D_MODEL = 65536
+#: Every std (weights, inputs) in [1e-6, 1e3]: the logits then stay within float32's range, far from 0 and inf.
+STD_RANGE = (1e-6, 1e3)
 MAX_WORK = 2**29  # samples * n * n * (n + d_k): the multiply-adds of one call, ~0.3 s on one core
 
 
@@ -168,7 +170,8 @@ def head_at_init(
     d_model, heads : int
         Width and number of heads; ``d_k = d_model / heads`` must be a whole number.
     init_std : float
-        Std of W_q's and W_k's entries, unless ``q_std`` / ``k_std`` give them apart (T5).
+        Std of W_q's and W_k's entries, unless ``q_std`` / ``k_std`` give them apart (T5); each std
+        (``input_std`` too) in [1e-6, 1e3].
     layernorm : bool
         True: each token has rms 1 per feature (LayerNorm/RMSNorm at gain 1). False: i.i.d. entries of
         std ``input_std``.
@@ -219,11 +222,11 @@ def head_at_init(
     if d_model % heads:
         raise ValueError(f"heads must divide d_model: d_model={d_model} over heads={heads} is not a whole d_k")
     d_k = d_model // heads
-    init_std = real(init_std, "init_std", low=0.0, low_open=True, high=1e3)
-    q_std = init_std if q_std is None else real(q_std, "q_std", low=0.0, low_open=True, high=1e3)
-    k_std = init_std if k_std is None else real(k_std, "k_std", low=0.0, low_open=True, high=1e3)
+    init_std = real(init_std, "init_std", low=STD_RANGE[0], high=STD_RANGE[1])
+    q_std = init_std if q_std is None else real(q_std, "q_std", low=STD_RANGE[0], high=STD_RANGE[1])
+    k_std = init_std if k_std is None else real(k_std, "k_std", low=STD_RANGE[0], high=STD_RANGE[1])
     layernorm = boolean(layernorm, "layernorm")
-    input_std = real(input_std, "input_std", low=0.0, low_open=True, high=1e3)
+    input_std = real(input_std, "input_std", low=STD_RANGE[0], high=STD_RANGE[1])
     qk_norm = _choice(qk_norm, "qk_norm", QK_NORMS)
     scale = _choice(scale, "scale", MODEL_SCALES)
     n = integer(n, "n", low=2, high=4096)
