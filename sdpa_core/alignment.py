@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import _asarray, integer, names, real
-from .experiments import MAX_D_K, MAX_WORK, METRICS, sweep
-from .scaling import RULE_NAMES, check_rule, rule_name
+from .experiments import MAX_D_K, MAX_WORK, METRICS, _diag, _matrix_stats, _pooled_std, _qz_dots
+from .scaling import RULE_NAMES, RULES, check_rule, rule_name
 
 __all__ = ["rho_path", "MAX_RHOS"]
 
@@ -21,10 +21,11 @@ MAX_RHOS = 101
 
 
 def rho_path(rhos, rules=RULE_NAMES, *, d_k, n=16, sigma=1.0, samples=32, seed=0, alpha=0.5, temperature=0.1) -> dict:
-    """Each rule's attention as q and k align, at one d_k: a :func:`sdpa_core.sweep` per rho.
+    """Each rule's attention as q and k align, at one d_k: what :func:`sdpa_core.sweep` gives at each rho.
 
-    Every rho uses the same seed, so the underlying q, z draws are shared (common random numbers) and
-    the curves move smoothly with rho.
+    Every rho uses the same draws of q and z (``k = rho q + sqrt(1 - rho^2) z``, common random numbers,
+    exactly the draws of ``sweep(..., seed=seed)``), so the curves move smoothly with rho; all rhos are
+    computed in one pass.
 
     Parameters
     ----------
@@ -52,8 +53,8 @@ def rho_path(rhos, rules=RULE_NAMES, *, d_k, n=16, sigma=1.0, samples=32, seed=0
     larger d_k); 1/d_k never saturates, but never focuses either (top weight <= 0.16 even at rho = 1:
     the matched logit gains only ``rho sigma^2``); QK-norm's point does not move with d_k and is set by
     the temperature alone: at 0.1 (logits up to 10) half the rows saturate from rho = 0.75-0.8 at every
-    d_k; from 0.15 on (logits up to 6.7) fewer than half do even at rho = 1. Cost: one sweep per rho,
-    ~1.5-2.5 ms each at the defaults (11 rhos, five rules: 16-28 ms on one core).
+    d_k; from 0.15 on (logits up to 6.7) fewer than half do even at rho = 1.
+    Cost at the defaults (11 rhos, five rules): ~10 ms on one core.
 
     Examples
     --------
@@ -63,34 +64,54 @@ def rho_path(rhos, rules=RULE_NAMES, *, d_k, n=16, sigma=1.0, samples=32, seed=0
     """
     rho = _rhos(rhos)
     rules = names(rules, "rules", rule_name)
-    check_rule(rules[0], alpha=alpha, temperature=temperature)
+    _, alpha, temperature = check_rule(rules[0], alpha=alpha, temperature=temperature)
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
     n = integer(n, "n", low=2, high=512)
     samples = integer(samples, "samples", low=2, high=100_000)
     seed = integer(seed, "seed", low=0)
-    real(sigma, "sigma", low=0.0, low_open=True, high=1e3)
-    if len(rho) * samples * n * n * len(rules) > MAX_WORK:
+    sigma = real(sigma, "sigma", low=0.0, low_open=True, high=1e3)
+    if len(rho) * samples * n * n * len(rules) > MAX_WORK:  # sweep's cap, with rho in place of d_k
         raise ValueError(f"too much work: len(rhos) * samples * n * n * len(rules) must be <= {MAX_WORK}")
+    stats = _path_stats(d_k, rho, rules, n, samples, sigma, alpha, temperature, seed)  # metric -> rule -> (P, samples)
     out: dict = {"rho": rho, "rules": rules, "d_k": d_k, "spread": {m: {} for m in METRICS}}
-    runs = [
-        sweep(
-            [d_k],
-            rules,
-            n=n,
-            samples=samples,
-            sigma=sigma,
-            rho=float(r),
-            alpha=alpha,
-            temperature=temperature,
-            seed=seed,
-        )
-        for r in rho
-    ]
     for m in METRICS:
-        out[m] = {r: np.array([float(s.mean[m][r][0]) for s in runs]) for r in rules}
-        out["spread"][m] = {r: np.array([float(s.spread[m][r][0]) for s in runs]) for r in rules}
+        out[m] = {r: stats[m][r].mean(axis=-1) for r in rules}
+        out["spread"][m] = {r: stats[m][r].std(axis=-1) for r in rules}
     out["half_saturated_rho"] = {r: _first(rho, out["saturated"][r] >= 0.5) for r in rules}
     return out
+
+
+def _path_stats(d_k, rho, rules, n, samples, sigma, alpha, temperature, seed) -> dict:
+    """What :func:`sdpa_core.sweep` computes at one d_k, for every rho at once (rho on sweep's d_k axis):
+    the same draws (``default_rng(seed)``, shared by every rho), the same float32 statistics."""
+    rng = np.random.default_rng(seed)
+    d = np.array([float(d_k)])
+    gqq, gqz, zz = _qz_dots(np.array([d_k]), n, samples, rng)  # (1, samples, n, n), ..., (1, samples, n)
+    c = np.sqrt(1 - rho * rho)
+    r4, c4 = rho[:, None, None, None], c[:, None, None, None]
+    keys_first = np.ascontiguousarray(np.moveaxis(r4 * gqq + c4 * gqz, -1, 0))  # (n_keys, P, samples, n_q)
+    bases = {False: (keys_first, _pooled_std(keys_first))}
+    spec = {r: RULES[r] for r in rules}
+    if any(s.normalizes for s in spec.values()):
+        r3, c3 = rho[:, None, None], c[:, None, None]
+        qq = _diag(gqq)  # (1, samples, n)
+        kn = np.sqrt(r3 * r3 * qq + 2 * r3 * c3 * _diag(gqz) + c3 * c3 * zz)  # (P, samples, n) |k_j| / sigma
+        cos = keys_first / np.maximum(np.moveaxis(kn, -1, 0)[..., None] * np.sqrt(qq)[None], 1e-300)
+        bases[True] = (cos, _pooled_std(cos))
+    # each rule's factor on its base; rules with the same base and factor (alpha = 0.5 and sqrt) share a slot
+    keys = {
+        r: (s.normalizes, float(s._scales(d, alpha, temperature)[0]) * (1.0 if s.normalizes else sigma * sigma))
+        for r, s in spec.items()
+    }
+    slots = list(dict.fromkeys(keys.values()))
+    z = np.empty((n, len(slots)) + keys_first.shape[1:], dtype=np.float32)  # (n_keys, R, P, samples, n_q)
+    logit_std = np.empty((len(slots),) + keys_first.shape[1:3])
+    for i, (normalizes, factor) in enumerate(slots):
+        base, base_std = bases[normalizes]
+        np.multiply(base, factor, out=z[:, i], casting="same_kind")
+        logit_std[i] = abs(factor) * base_std
+    stats = {"logit_std": logit_std, **_matrix_stats(z)}  # metric -> (R, P, samples)
+    return {m: {r: vals[slots.index(keys[r])] for r in rules} for m, vals in stats.items()}
 
 
 def _first(rho: np.ndarray, hit: np.ndarray) -> float:

@@ -47,11 +47,18 @@ def test_sqrt_saturates_earlier_as_d_k_grows_and_qk_norm_does_not_move():
     assert math.isnan(sc.rho_path([0.0, 1.0], ("linear",), d_k=256)["half_saturated_rho"]["linear"])
 
 
-def test_common_random_numbers_and_the_rho_zero_sweep():
-    r = sc.rho_path([0.0, 0.5], ("sqrt",), d_k=64, samples=8, seed=4)
-    s = sc.sweep([64], ("sqrt",), samples=8, seed=4)
-    assert r["entropy"]["sqrt"][0] == s.mean["entropy"]["sqrt"][0]
-    assert r["rho"].tolist() == [0.0, 0.5] and r["d_k"] == 64 and r["rules"] == ("sqrt",)
+@pytest.mark.parametrize("d_k,sigma,knobs", [(64, 1.0, {}), (8, 2.0, {"alpha": 0.8, "temperature": 0.4})])
+def test_every_rho_is_what_sweep_gives_there(d_k, sigma, knobs):
+    """All rhos in one pass = one sweep per rho with the same seed (same draws; float32 statistics)."""
+    rhos = [0.0, 0.35, 0.9, 1.0]
+    r = sc.rho_path(rhos, d_k=d_k, n=12, samples=8, seed=4, sigma=sigma, **knobs)
+    assert r["rho"].tolist() == rhos and r["d_k"] == d_k and r["rules"] == sc.RULE_NAMES
+    for i, rho in enumerate(rhos):
+        s = sc.sweep([d_k], n=12, samples=8, seed=4, sigma=sigma, rho=rho, **knobs)
+        for m in sc.METRICS:
+            for rule in sc.RULE_NAMES:
+                np.testing.assert_allclose(r[m][rule][i], s.mean[m][rule][0], rtol=1e-5, atol=1e-7)
+                np.testing.assert_allclose(r["spread"][m][rule][i], s.spread[m][rule][0], rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("kwargs,name", [
