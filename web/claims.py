@@ -364,40 +364,34 @@ def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule
 
 
 # ---- as q and k align ------------------------------------------------------------------------------
-#: A rule "holds" at a ρ while fewer than half of its rows are saturated.
-HOLDS = 0.5
-
-
-def first_saturated(path: dict, rule: str) -> float | None:
-    """The smallest ρ of the path where at least ``HOLDS`` of the rule's rows are saturated (None: never)."""
-    over = np.nonzero(np.asarray(path["saturated"][rule]) >= HOLDS)[0]
-    return float(path["rho"][over[0]]) if len(over) else None
-
-
 def alignment_endpoints(path: dict) -> str:
     """Every rule's tokens attended at ρ = 0 and at ρ = 1, e.g. "1/√d_k 13.2 → 1.0"."""
-    return "; ".join(f"{RULE_LABELS[r]} {path['tokens'][r][0]:.1f} → {path['tokens'][r][-1]:.1f}"
-                     for r in path["tokens"])
+    tokens = path["effective_support"]
+    return "; ".join(f"{RULE_LABELS[r]} {tokens[r][0]:.1f} → {tokens[r][-1]:.1f}" for r in tokens)
 
 
-def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float, temperature: float) -> str:
+def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float, temperature: float,
+                      alpha: float) -> str:
     """Which rules saturate as ρ grows, from where, and the readouts at the current ρ."""
     where = f"At d_k = {d_k}, σ = {sigma:g}, n = {n}"
     rhos = np.asarray(path["rho"])
     i = int(np.argmin(np.abs(rhos - rho)))
     parts, holding = [], []
-    for rule in path["tokens"]:
-        first = first_saturated(path, rule)
-        label = RULE_LABELS[rule] + (f" (τ = {temperature:g})" if rule == "qknorm" else "")
-        if first is None:
+    tokens = path["effective_support"]
+    for rule in tokens:
+        first = path["half_saturated_rho"][rule]
+        label = RULE_LABELS[rule] + (f" (τ = {temperature:g})" if rule == "qknorm" else "") + (
+            f" (α = {alpha:g})" if rule == "alpha" else "")
+        if not math.isfinite(first):
             holding.append(label)
         else:
             parts.append(f"{label} from ρ = {first:g}")
     text = f"{where}, tokens attended from ρ = 0 to 1: {alignment_endpoints(path)}. "
-    text += ("Most rows saturate " + ", ".join(parts) + ". " if parts else "No rule saturates most rows up to ρ = 1. ")
+    text += ("At least half the rows saturate with " + ", ".join(parts) + ". " if parts
+             else "No rule saturates half the rows up to ρ = 1. ")
     if holding:
-        text += f"{' and '.join(holding)} {'holds' if len(holding) == 1 else 'hold'} to ρ = 1. "
-    now = ", ".join(f"{RULE_LABELS[r]} {path['tokens'][r][i]:.1f}" for r in path["tokens"])
+        text += f"With {' and '.join(holding)}, fewer than half the rows saturate up to ρ = 1. "
+    now = ", ".join(f"{RULE_LABELS[r]} {tokens[r][i]:.1f}" for r in tokens)
     return text + f"Now, at ρ = {rhos[i]:g}: tokens attended {now} (of {n})."
 
 

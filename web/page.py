@@ -150,7 +150,7 @@ class Page(param.Parameterized):
     def share_controls(self) -> pn.Row:
         """"Share": copies the link, and shows it with an <iframe> snippet of the current view, in the
         browser alone (no round trip to Python, so it works the same offline and in both runtimes)."""
-        snippet = pn.widgets.TextAreaInput(name="Link and embed code (copied)", visible=False, rows=4,
+        snippet = pn.widgets.TextAreaInput(label="Link and embed code (copied)", visible=False, rows=4,
                                            sizing_mode="stretch_width", max_length=5000)
         button = pn.widgets.Button(label="Share", color="primary", variant="outline", width=110)
         button.js_on_click(args={"snippet": snippet}, code=SHARE_JS)

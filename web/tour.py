@@ -39,7 +39,7 @@ class Step:
 def answer(step: Step, lab, train) -> tuple[int | None, str]:
     """``(index of the right choice or None, the sentence with the measured number)``."""
     value, sentence = step.measure(lab, train)
-    if value is None or not math.isfinite(value):
+    if value is None or math.isnan(value):   # inf is a range too ("never")
         return None, sentence
     return claims.bucket(value, step.edges), sentence
 
@@ -113,7 +113,7 @@ def _aligned_tokens(lab, train):
     path = lab.alignment
     if path is None:
         return None, ""
-    tokens = float(path["tokens"]["sqrt"][-1])
+    tokens = float(path["effective_support"]["sqrt"][-1])
     return tokens, (f"At d_k = {lab.d_k}, n = {lab.n}, ρ = 1: 1/√d_k attends to about {tokens:.1f} tokens "
                     f"({claims.alignment_endpoints(path)}).")
 

@@ -227,6 +227,39 @@ FUNCTIONS = {
                 {"config": st.sampled_from([None, {}, "sqrt", 1]), "steps": bad_int(0, 1_000_000)}),
 }
 
+FUNCTIONS.update({
+    "two_token_curve": Fn(sc.two_token_curve, {"x": A(3)},
+                          {"x": st.one_of(hnp.arrays(np.float64, st.just((3,)), elements=st.sampled_from([1.0, float("nan"), float("inf"), -float("inf")])).filter(lambda a: not np.isfinite(a).all()),
+                                          st.sampled_from([None, "abc", 1j, [], np.zeros(0), np.ones(3, bool), True, [[1.0], [2.0, 3.0]], {"a": 1},
+                                                           np.ones(3, np.complex128), np.ones(3, object), float("nan"), np.ones(3, "U3")]))}),
+    "dial_attention": Fn(sc.dial_attention, {"s": 1.0, "n": 4},
+                         {"s": bad_real(0.0, 1e4), "n": bad_int(2, 1024), "seed": bad_int(0), "causal": bad_bool(),
+                          "offset": bad_real(-1e4, 1e4), "diagonal_std": bad_real(0.0, 1e4).filter(lambda x: x is not None)}),
+    "settings_logit_moments": Fn(sc.settings_logit_moments, {"d_k": 64},
+                                 {"d_k": bad_int(1, 2 ** 53), "sigma": bad_real(0.0, 1e3, low_open=True), "rho": bad_real(0.0, 1.0),
+                                  **RULE_BAD, "n": bad_int(1, 2 ** 53)}),
+    "output_similarity": Fn(sc.output_similarity, {"weights": P(3, 4), "v": A(4, 2)},
+                            {"weights": st.one_of(bad_probs((3, 4)), st.just(P(3, 5)), st.just(P(2, 3, 4))),
+                             "v": st.one_of(bad_array((4, 2), extra=[A(3, 2), A(4), A(2, 4, 2)]), st.just(np.zeros((4, 2))))}),
+    "head_at_init": Fn(sc.head_at_init, {"d_model": 64, "heads": 4, "n": 8, "samples": 2},
+                       {"d_model": bad_int(1, 65536), "heads": st.one_of(bad_int(1, 64), st.sampled_from([3, 5, 7, 63])),
+                        **{a: bad_real(1e-6, 1e3).filter(lambda x: x is not None) for a in ("init_std", "q_std", "k_std")},
+                        "input_std": bad_real(1e-6, 1e3), "layernorm": bad_bool(),
+                        "qk_norm": st.sampled_from([None, True, False, "", "HEAD", "qknorm", 1, ["head"]]),
+                        "scale": st.sampled_from([None, True, "sqrt_d_model", "d_model", 0.125, "SQRT", ("sqrt",)]),
+                        "n": bad_int(2, 4096), "samples": bad_int(1, 4096), "seed": bad_int(0)}),
+    "preset_at_init": Fn(sc.preset_at_init, {"name": "gpt2", "n": 8, "samples": 2},
+                         {"name": st.one_of(st.text(max_size=8).filter(lambda s: s not in sc.PRESETS),
+                                            st.sampled_from([None, 3, b"gpt2", ["gpt2"], "GPT2", True])),
+                          "n": bad_int(2, 4096), "samples": bad_int(1, 4096), "seed": bad_int(0)}),
+    "rho_path": Fn(sc.rho_path, {"rhos": [0.0, 0.5], "d_k": 16, "n": 4, "samples": 2, "rules": ("sqrt", "qknorm")},
+                   {"rhos": st.one_of(st.lists(bad_real(0.0, 1.0), min_size=1, max_size=3),
+                                      st.sampled_from([[], None, "abc", [[0.5]], np.linspace(0, 1, 102), np.array([0.5, 2.0])])),
+                    "rules": bad_rules(), "d_k": bad_int(1, 65536), "n": bad_int(2, 512),
+                    "sigma": bad_real(0.0, 1e3, low_open=True), "samples": bad_int(2, 100_000), "seed": bad_int(0),
+                    "alpha": bad_real(0.0, 4.0), "temperature": bad_real(1e-6, 1e6)}),
+})
+CASES = [(name, arg) for name, fn in FUNCTIONS.items() for arg in fn.hostile]
 CASES = [(name, arg) for name, fn in FUNCTIONS.items() for arg in fn.hostile]
 
 

@@ -176,7 +176,7 @@ def test_diverging_run_stops_with_a_message():
     ("?causal=maybe", "causal", False),
     ("?dtype=float128", "dtype", "float64"),
     ("?seed=3.7", "seed", 4),
-    ("?view=../../etc/passwd", "view", "playground"),
+    ("?view=../../etc/passwd", "view", "tour"),
 ])
 def test_bad_url_values_are_clamped_with_a_notice(search, key, expected):
     """Hostile query values are clamped or reset, and each correction produces a notice."""

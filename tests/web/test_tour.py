@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import sdpa_core as sc
-from web import claims, tour
+from web import claims
 from web.state import LabState
 from web.tour import STEPS, TRAIN_CHECK, answer, feedback
 from web.training_state import TrainingState

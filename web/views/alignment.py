@@ -108,7 +108,7 @@ class Alignment(pn.viewable.Viewer):
         if path is None:
             return
         for rule in sc.RULE_NAMES:
-            self.sources[rule].data = {"rho": path["rho"], "tokens": path["tokens"][rule],
+            self.sources[rule].data = {"rho": path["rho"], "tokens": path["effective_support"][rule],
                                        "saturated": path["saturated"][rule]}
 
     @held
@@ -130,7 +130,7 @@ class Alignment(pn.viewable.Viewer):
                 self.maps[rule].y_range.start = n
         if lab.alignment is not None:
             text = html.escape(alignment_summary(lab.alignment, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho,
-                                                 temperature=lab.temperature), quote=False)
+                                                 temperature=lab.temperature, alpha=lab.alpha), quote=False)
             if text != self.summary.object:
                 self.summary.object = text
 

@@ -8,6 +8,7 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 
 import sdpa_core as sc
 
+from ..claims import first_broken
 from ..options import ORDER_LABELS, PRECISION_N
 from ..state import LabState
 from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
@@ -100,10 +101,8 @@ class Precision(pn.viewable.Viewer):
             self.over_sources[t].data = {"d_k": d[over], "y": np.full(int(over.sum()), sc.FLOAT16_MAX * 1.6),
                                          "dtype": [t] * int(over.sum())}
             for k in ("naive", "stable"):
-                frac = np.asarray(ps.nonfinite_rows[t][order][k], dtype=float)
-                self.row_sources[(t, k)].data = {"d_k": d, "y": frac}
-                bad = np.nonzero(frac > 0)[0]
-                first_bad[(t, k)] = int(ps.d_k[bad[0]]) if len(bad) else None
+                self.row_sources[(t, k)].data = {"d_k": d, "y": np.asarray(ps.nonfinite_rows[t][order][k], dtype=float)}
+                first_bad[(t, k)] = first_broken(ps, t, order, k)
         msgs = []
         for t in ("float16", "float32"):
             nb, sb = first_bad[(t, "naive")], first_bad[(t, "stable")]

@@ -12,7 +12,7 @@ from ..theme import CSS, VERDICT_STYLES
 from ..tour import STEPS, answer, feedback
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import caption, heading
+from .common import caption
 
 CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "#f7f9fc", "padding": "4px 4px 8px 4px"}
 
