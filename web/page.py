@@ -151,10 +151,11 @@ class Page(param.Parameterized):
         """"Share": copies the link, and shows it with an <iframe> snippet of the current view, in the
         browser alone (no round trip to Python, so it works the same offline and in both runtimes)."""
         snippet = pn.widgets.TextAreaInput(label="Link and embed code (copied)", visible=False, rows=4,
-                                           sizing_mode="stretch_width", max_length=5000)
+                                           sizing_mode="stretch_width", max_length=5000,
+                                           styles={"flex": "1 1 300px"})
         button = pn.widgets.Button(label="Share", color="primary", variant="outline", width=110)
         button.js_on_click(args={"snippet": snippet}, code=SHARE_JS)
-        return pn.Row(button, snippet, sizing_mode="stretch_width", margin=(4, 0))
+        return pn.FlexBox(button, snippet, sizing_mode="stretch_width", margin=(4, 0), align_items="end")
 
     def template(self):
         """The page's template. ``?embed=1`` (``lab.embed``, which in Pyodide arrives after the template is
@@ -170,7 +171,7 @@ class Page(param.Parameterized):
                               "Okabe-Ito for rules and dtypes (colour-blind safe, with distinct dash patterns), viridis "
                               "for weights." + (" [Third-party software and licences](./notices.html)."
                                                 if static_site() else ""))
-        self.embed_bar = pn.Row(self.open_full, self.share_controls(), sizing_mode="stretch_width")
+        self.embed_bar = pn.Column(self.open_full, self.share_controls(), sizing_mode="stretch_width")
         self.lab.param.watch(self._follow_embed, ["embed"])
         self._follow_embed()
         tmpl = pn.template.BootstrapTemplate(
@@ -233,10 +234,12 @@ if (new URLSearchParams(window.location.search).get('embed') && /^(1|true|yes|on
     new URLSearchParams(window.location.search).get('embed'))) document.documentElement.classList.add('sdpa-embed');
 """
 
-#: The Share button: the current address (Panel mirrors every setting into it), copied, and shown with an
-#: <iframe> snippet of the same state with embed=1.
-SHARE_JS = """
-const link = window.location.href;
+#: The Share button: the current address (Panel mirrors every setting into it) without embed, copied, and
+#: shown with an <iframe> snippet of the same state with embed=1.
+SHARE_JS = r"""
+const full = new URL(window.location.href);
+full.searchParams.delete('embed');            // the link opens the whole page; the <iframe> the view alone
+const link = full.href;
 const url = new URL(link);
 url.searchParams.set('embed', 'true');
 const frame = '<iframe src="' + url.href + '" width="100%" height="640" style="border:0" loading="lazy" ' +

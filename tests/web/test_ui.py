@@ -4,14 +4,13 @@ import re
 import pytest
 from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
-from web.options import MAX_D_K
+from web.options import MAX_D_K, VIEWS
 from web.state import LabState
 from web.training_state import TrainingState
 from web.views.training import TICK_MS
 
 pytestmark = pytest.mark.ui
 
-VIEWS = ("playground", "variance", "saturation", "training", "precision", "questions")
 
 # Values of one column over every ColumnDataSource that has it, read from BokehJS's document.
 COLUMN_JS = """(col) => {

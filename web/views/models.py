@@ -60,11 +60,11 @@ class Models(pn.viewable.Viewer):
             f"<td>{fmt(m['theory'][v])}</td><td>{pct(m['mc'][v]['top_weight'])}</td>"
             f"<td>{m['mc'][v]['tokens_attended']:.1f}</td><td>{pct(m['mc'][v]['saturated'])}</td></tr>"
             for v in real_models.VARIANTS)
-        self.table.object = (
-            f"<table class='sdpa-readouts'><caption>{html.escape(m.get('preset').label if 'preset' in m else 'Custom head')}"
+        self.table.object = (   # a phone scrolls the five columns sideways inside the table, not the page
+            f"<div style='overflow-x:auto'><table class='sdpa-readouts'><caption>{html.escape(m.get('preset').label if 'preset' in m else 'Custom head')}"
             f": d_k = {m['d_k']}, over {m['n']} tokens, mean of {m['samples']} random heads</caption>"
             f"<tr><th scope='col'>scaling</th><th scope='col'>logit std (theory)</th><th scope='col'>top weight</th>"
-            f"<th scope='col'>tokens attended</th><th scope='col'>saturated rows</th></tr>{rows}</table>")
+            f"<th scope='col'>tokens attended</th><th scope='col'>saturated rows</th></tr>{rows}</table></div>")
         self.summary.object = html.escape(model_summary(m), quote=False)
         self.bug.object = html.escape(bug_sentence(m), quote=False)
         self.source.object = ("Source: " + m["preset"].source) if "preset" in m else (

@@ -1,0 +1,96 @@
+"""The guided tour and embed mode in a browser, under `panel serve` and in the built Pyodide site: every
+step opens from its link, its prediction gives the feedback computed here in CPython, the steps are
+reachable by keyboard, and ``?embed=1`` shows one view without the page's chrome."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from web.state import LabState
+from web.tour import STEPS, answer
+from web.training_state import TrainingState
+from web.urlstate import apply_query, step_query
+
+pytestmark = pytest.mark.ui
+
+
+def state_of(search: str) -> tuple[LabState, TrainingState]:
+    lab = LabState()
+    train = TrainingState(lab)
+    apply_query(search, lab, train)
+    return lab, train
+
+
+def feedback_text(page: Page) -> str:
+    return page.locator("[role=status][aria-live=polite]").last.inner_text()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page, runtime, screenshot_dir, width):
+    """Each ``?view=tour&step=N`` shows step N with its live view; picking the measured answer says
+    "Right." with the number, another choice says "Not quite" (training: "Press Play" until it has run).
+    Screenshots of every step at this width go to artifacts/screenshots/."""
+    page.set_viewport_size({"width": width, "height": 1800 if width > 500 else 844})
+    for i, step in enumerate(STEPS, 1):
+        link = step_query(i)
+        runtime.open(page, link)
+        expect(page.get_by_text(f"Guided tour · step {i} of {len(STEPS)}")).to_be_visible(timeout=60_000)
+        expect(page.get_by_text(step.predict)).to_be_visible()
+        lab, train = state_of(link)
+        right, sentence = answer(step, lab, train)
+        if right is None:
+            page.get_by_label(step.choices[0]).check()
+            expect(page.get_by_text(re.compile(re.escape(step.waiting)))).to_be_visible(timeout=30_000)
+        else:
+            wrong = (right + 1) % len(step.choices)
+            page.get_by_label(step.choices[wrong]).check()
+            expect(page.get_by_text(re.compile(r"^✗ Not quite"))).to_be_visible(timeout=60_000)
+            page.get_by_label(step.choices[right]).check()
+            expect(page.get_by_text("✓ Right. " + sentence, exact=True)).to_be_visible(timeout=60_000)
+        if width < 500:
+            overflow = page.evaluate("() => document.documentElement.scrollWidth")
+            assert overflow <= width + 2, f"step {i} is {overflow}px wide at {width}px"
+        page.screenshot(path=str(screenshot_dir / f"tour-{i}-{width}-{runtime.name}.png"), full_page=True)
+
+
+def test_steps_are_reachable_by_keyboard_and_the_tour_can_be_left(page: Page, runtime):
+    """Tab reaches "Next step →", Enter opens step 2 (address and title follow); "Leave the tour here"
+    opens that step's view with the same settings."""
+    runtime.open(page, step_query(1))
+    button = page.get_by_role("button", name="Next step →")
+    for _ in range(200):   # Tab through the page until the button has focus
+        page.keyboard.press("Tab")
+        if page.evaluate("() => { let a = document.activeElement; while (a && a.shadowRoot && a.shadowRoot.activeElement)"
+                         " a = a.shadowRoot.activeElement; return a ? a.textContent : ''; }").strip() == "Next step →":
+            break
+    else:
+        pytest.fail("Tab never reached the Next step button")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => location.search.includes('step=2')", timeout=30_000)
+    expect(page.get_by_text(f"Guided tour · step 2 of {len(STEPS)}")).to_be_visible()
+    expect(button).to_be_visible()
+    page.get_by_role("button", name=re.compile("Leave the tour here")).click()
+    page.wait_for_function("() => location.search.startsWith('?view=variance') && location.search.includes('d_k=256')",
+                           timeout=30_000)
+
+
+@pytest.mark.parametrize("size", [(640, 480), (390, 640)])
+def test_embed_mode_shows_one_view_without_the_page_chrome(page: Page, runtime, screenshot_dir, size):
+    """``?embed=1`` hides the header bar, the sidebar, the intro and the navigation, keeps the view and a link
+    out, and nothing scrolls sideways; the Share button shows the link and an <iframe> snippet."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    runtime.open(page, "?view=dial&embed=1&s=4")
+    expect(page.get_by_text("The logit dial: one number decides how peaked attention is")).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("link", name="Open in SDPA Lab ↗")).to_be_visible(timeout=30_000)
+    for chrome in ("#header", "#sidebar"):
+        expect(page.locator(chrome)).to_be_hidden()
+    expect(page.get_by_text("Views", exact=True)).to_be_hidden()
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= size[0] + 2
+    page.get_by_role("button", name="Share").last.click()
+    snippet = page.get_by_label("Link and embed code (copied)").last
+    expect(snippet).to_have_value(re.compile(r"<iframe src=\"[^\"]*embed=true[^\"]*\""), timeout=30_000)
+    value = snippet.input_value()
+    assert "view=dial" in value and value.split("\n")[0].find("embed") == -1   # the link opens the full page
+    page.screenshot(path=str(screenshot_dir / f"embed-{size[0]}x{size[1]}-{runtime.name}.png"))
