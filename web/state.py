@@ -94,10 +94,11 @@ class LabState(param.Parameterized):
 
     _playground_deps = ["d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "causal", "dtype"]
 
+    # what each lazily computed result was computed for (instance attributes once set)
+    _sweep_key = _dots_key = _precision_key = _gradients_key = _dial_key = _alignment_key = _model_key = None
+
     def __init__(self, **params):
         super().__init__(**params)
-        self._sweep_key = self._dots_key = self._precision_key = self._gradients_key = None
-        self._dial_key = self._alignment_key = self._model_key = None
         self._refresh_lazy()
 
     # ---- playground -------------------------------------------------------------------------

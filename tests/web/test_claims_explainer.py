@@ -1,0 +1,199 @@
+"""The explainer's sentences (logit dial, real models, alignment, outputs) against computations made here:
+torch softmax and autograd, numpy draws written independently of sdpa_core, over many states."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import sdpa_core as sc
+from web import claims
+from web.options import D_K_OPTIONS
+from web.state import LabState
+
+PCT = r"(<1%|>99%|\d+%)"
+NUM = r"(\d+(?:\.\d+)?(?:e[+-]\d+)?)"
+
+
+def pct_ok(text: str, x: float) -> bool:
+    lo, hi = {"<1%": (0, 0.005), ">99%": (0.995, 1)}.get(text, (None, None))
+    if lo is None:
+        lo, hi = float(text[:-1]) / 100 - 0.005, float(text[:-1]) / 100 + 0.005
+    return lo - 1e-9 <= x <= hi + 1e-9
+
+
+# ---- the logit dial -------------------------------------------------------------------------------------
+@pytest.mark.usefixtures("torch")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(s=st.sampled_from([0.0, 0.3, 1.0, 2.0, 4.5, 8.0, 15.0, 30.0]), n=st.integers(2, 64), seed=st.integers(0, 500))
+def test_dial_sentence_against_torch(s, n, seed):
+    """The dial's sentence: top weight, tokens attended, saturated rows and the gradient spread of
+    softmax(s G), recomputed with torch (softmax and autograd for ∂L/∂z)."""
+    import torch
+    lab = LabState(view="dial", dial_s=s, n=n, seed=seed)
+    text = claims.dial_summary(lab.dial, s=s, n=n)
+    g = np.random.default_rng(seed).standard_normal((n, n))
+    u = np.random.default_rng([seed, 1]).standard_normal((n, n))
+
+    def softmax_and_grad(scale):
+        z = torch.tensor(scale * g, requires_grad=True)
+        p = torch.softmax(z, dim=-1)
+        (p * torch.tensor(u)).sum().backward()
+        return p.detach().numpy(), z.grad.norm(dim=-1).numpy()
+
+    p, norms = softmax_and_grad(s)
+    _, ref = softmax_and_grad(1.0)
+    top = p.max(axis=-1)
+    ent = -(p * np.log(np.where(p > 0, p, 1))).sum(axis=-1)
+    m = re.search(r"the top key takes " + PCT + r" on average, about " + NUM + r" tokens are attended \(of (\d+)\), "
+                  + PCT + " of rows saturated", text)
+    assert m, text
+    assert pct_ok(m[1], top.mean()) and abs(float(m[2]) - np.exp(ent).mean()) <= 0.051 and int(m[3]) == n
+    assert pct_ok(m[4], (top > sc.SATURATION).mean())
+    starved = re.search(PCT + r" of rows get less than 1/1000 of it", text)[1]
+    assert pct_ok(starved, (norms < 1e-3 * np.median(ref)).mean())
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d_k=st.sampled_from([d for d in D_K_OPTIONS if d >= 8]), sigma=st.sampled_from([0.3, 0.7, 1.0, 2.0]),
+       rho=st.sampled_from([0.0, 0.25, 0.5, 0.9]), rule=st.sampled_from(sc.RULE_NAMES), seed=st.integers(0, 99))
+def test_the_s_the_page_reports_is_the_std_of_the_logits_it_computes(d_k, sigma, rho, rule, seed):
+    """"These settings put you at s = …": the reported s against the std of the unmatched (i ≠ j) logits the
+    page computes (sdpa_core.rule_attention) over many draws, and m against the matched ones' mean, within
+    Monte-Carlo error (4 standard errors; QK-norm's m is a large-d_k limit, checked from d_k = 64)."""
+    lab = LabState(view="dial", d_k=d_k, sigma=sigma, rho=rho, rule=rule, seed=seed)
+    moments = lab.settings_moments[rule]
+    off, diag = [], []
+    for draw in range(24):
+        q, k, v = sc.draw_qkv(16, d_k, sigma=sigma, rho=rho, seed=seed * 100 + draw)
+        z = sc.rule_attention(q, k, v, rule, alpha=lab.alpha, temperature=lab.temperature)[2]
+        off.append(z[~np.eye(16, dtype=bool)])
+        diag.append(np.diag(z))
+    off, diag = np.concatenate(off), np.concatenate(diag)
+    est = math.sqrt(np.mean(off ** 2))
+    # the std of a sample rms from ~5760 draws with dependent rows: a few percent; 4 "errors" of 3%
+    assert abs(est - moments["s"]) <= 0.12 * moments["s"] + 1e-12, (est, moments)
+    if not (sc.RULES[rule].normalizes and d_k < 64):
+        se = diag.std() / math.sqrt(len(diag)) * 3   # rows share q's norm: effective samples about a third
+        assert abs(diag.mean() - moments["m"]) <= 4 * se + 0.02 * abs(moments["m"]) + 1e-9, (diag.mean(), moments)
+
+
+@pytest.mark.parametrize("pair", [((64, 1.0, "none"), (1024, 0.5, "none")),
+                                  ((256, 1.0, "sqrt"), (1024, 1.0, "sqrt")),
+                                  ((64, 1.0, "sqrt"), (4096, 8.0, "linear"))])
+def test_two_settings_with_the_same_s_give_the_same_entropy(pair):
+    """At ρ = 0 and d_k ≥ 64, settings with the same s have the same mean entropy as each other and as the
+    dial at that s, within Monte-Carlo error (numpy draws written here, 200 heads each)."""
+    ent, s_values = [], []
+    rng = np.random.default_rng(5)
+    for d_k, sigma, rule in pair:
+        lab = LabState(view="dial", d_k=d_k, sigma=sigma, rule=rule)
+        s_values.append(lab.settings_moments[rule]["s"])
+        scale = sc.logit_scale(d_k, rule)
+        h = []
+        for _ in range(200):
+            q, k = rng.normal(0, sigma, (2, 16, d_k))
+            z = q @ k.T * scale
+            p = np.exp(z - z.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            h.append(-(p * np.log(np.where(p > 0, p, 1))).sum(axis=1).mean())
+        ent.append((np.mean(h), np.std(h) / math.sqrt(len(h))))
+    assert math.isclose(*s_values, rel_tol=1e-9)
+    dial = np.mean([sc.dial_attention(s_values[0], 16, seed=seed)["mean_entropy"] for seed in range(200)])
+    (a, sa), (b, sb) = ent
+    assert abs(a - b) <= 4 * math.hypot(sa, sb) + 0.01, ent
+    assert abs(a - dial) <= 4 * sa + 0.02, (a, dial)
+
+
+def test_settings_sentence_says_when_one_number_is_not_enough():
+    lab = LabState(view="dial", d_k=1024, rho=0.5)
+    text = claims.settings_sentence(lab.settings_moments, d_k=1024, sigma=1.0, rho=0.5, rule="sqrt")
+    assert "m = 512 unscaled" in text and "16 with 1/√d_k" in text and "leaves out" in text
+    lab = LabState(view="dial", d_k=4, rule="qknorm")
+    text = claims.settings_sentence(lab.settings_moments, d_k=4, sigma=1.0, rho=0.0, rule="qknorm")
+    assert "cosines, bounded by 10" in text and "spread 71% more or less" not in text
+    assert "query to query" in text   # unscaled rows at d_k = 4 differ by about 35%
+
+
+# ---- real models --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("preset", list(sc.real_models.PRESETS))
+def test_model_sentences_against_a_direct_draw(preset):
+    """The calculator's sentences for each preset: the closed-form std and the √d_model factor against a
+    direct numpy draw of one head of that exact shape (LayerNorm'd tokens, Gaussian W_q, W_k)."""
+    lab = LabState(view="models", preset=preset)
+    m = lab.real_model
+    p = m["preset"]
+    text, bug = claims.model_summary(m), claims.bug_sentence(m)
+    assert f"d_model {p.d_model}, {p.heads} heads, d_k {p.d_model // p.heads}" in text
+    assert f"{math.sqrt(p.heads):.3g} = √heads" in bug and f"{math.sqrt(1 / p.heads):.3g}" in bug
+    if p.qk_norm != "none":
+        return   # normalised heads are checked in tests/core/test_real_models.py
+    rng = np.random.default_rng(0)
+    d_k = p.d_model // p.heads
+    x = rng.standard_normal((64, p.d_model))
+    x = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)   # LayerNorm at gain 1
+    z = []
+    for _ in range(4):
+        wq = rng.normal(0, p.q_std, (p.d_model, d_k))
+        wk = rng.normal(0, p.k_std, (p.d_model, d_k))
+        dots = (x @ wq) @ (x @ wk).T
+        z.append(dots[~np.eye(64, dtype=bool)] * (1 / math.sqrt(d_k) if p.scale == "sqrt" else 1.0))
+    std = float(np.sqrt(np.mean(np.concatenate(z) ** 2)))
+    shown = float(re.search(r"the logits' std is " + NUM, text)[1])
+    assert abs(shown - std) <= 0.15 * std, (shown, std)
+
+
+def test_a_head_count_that_does_not_divide_d_model_is_a_message_not_an_error():
+    lab = LabState(view="models", preset="custom", d_model=768, heads=7)
+    assert lab.real_model == {"error": "7 heads do not divide d_model = 768: d_k = d_model / heads must be a whole "
+                                       "number."}
+
+
+# ---- as q and k align ---------------------------------------------------------------------------------
+@pytest.mark.usefixtures("torch")
+@pytest.mark.parametrize("d_k", [64, 256, 1024])
+def test_alignment_sentence_against_torch(d_k):
+    """Tokens attended at ρ = 0 and 1 and the ρ from which half the rows saturate, per rule, against torch
+    softmax on this test's own draws (k = ρq + √(1 − ρ²)z)."""
+    import torch
+    lab = LabState(view="alignment", d_k=d_k)
+    text = claims.alignment_summary(lab.alignment, d_k=d_k, n=16, sigma=1.0, rho=0.0, temperature=0.1, alpha=0.5)
+    rng = np.random.default_rng(2)
+    for rule in ("sqrt", "linear"):
+        tokens = {}
+        for rho in (0.0, 1.0):
+            t = []
+            for _ in range(64):
+                q, z = rng.normal(0, 1, (2, 16, d_k))
+                k = rho * q + math.sqrt(1 - rho ** 2) * z
+                w = torch.softmax(torch.tensor(q @ k.T * sc.logit_scale(d_k, rule)), dim=-1).numpy()
+                t.append(np.exp(-(w * np.log(np.where(w > 0, w, 1))).sum(axis=-1)).mean())
+            tokens[rho] = np.mean(t)
+        shown = re.search(re.escape(claims.RULE_LABELS[rule]) + r" " + NUM + r" → " + NUM, text)
+        assert abs(float(shown[1]) - tokens[0.0]) <= 0.08 * tokens[0.0] + 0.1, (shown[0], tokens)
+        assert abs(float(shown[2]) - tokens[1.0]) <= 0.08 * tokens[1.0] + 0.1, (shown[0], tokens)
+    assert "With 1/d_k (muP), fewer than half the rows saturate up to ρ = 1" in text
+
+
+# ---- outputs ------------------------------------------------------------------------------------------
+@pytest.mark.usefixtures("torch")
+@pytest.mark.parametrize("search", [dict(d_k=64), dict(d_k=1024), dict(d_k=16, rho=0.5, rule="linear"),
+                                    dict(d_k=256, causal=True)])
+def test_output_readouts_against_torch(search):
+    """The playground's "output ~ one value" and "copied outputs" readouts: cos(o_i, nearest v_j) with torch."""
+    import torch
+    lab = LabState(view="playground", **search)
+    q, k, v = sc.draw_qkv(lab.n, lab.d_k, sigma=lab.sigma, rho=lab.rho, seed=lab.seed)
+    for side, rule in (("none", "none"), ("rule", lab.rule)):
+        scale = sc.logit_scale(lab.d_k, rule)
+        z = torch.tensor(q) @ torch.tensor(k).T * scale
+        if lab.causal:
+            z = z.masked_fill(~torch.ones(lab.n, lab.n, dtype=torch.bool).tril(), float("-inf"))
+        o = torch.softmax(z, dim=-1) @ torch.tensor(v)
+        cos = torch.nn.functional.cosine_similarity(o[:, None, :], torch.tensor(v)[None, :, :], dim=-1).max(dim=1).values
+        stats = lab.playground[side]["stats"]
+        assert math.isclose(stats["out_cosine"], float(cos.mean()), rel_tol=1e-9)
+        assert stats["out_copies"] == float((cos > claims.COPY).double().mean())
