@@ -9,7 +9,9 @@ each widget's visible title into ``aria-label``.
 Views are built on first visit, so the script labels again when the DOM changes: one
 MutationObserver watches the document and every shadow root it has seen (mutations inside a shadow
 root do not reach an observer of the document), and coalesces bursts of mutations into one pass in
-the browser's idle time, so it stays off the slider-to-plot path and costs nothing while nothing changes.
+the browser's idle time. A pass labels only the roots that changed and the shadow roots of added
+elements (rescanning the whole page and every shadow root after each readout update cost ~90 ms of
+main thread per slider step), so it stays off the slider-to-plot path and costs nothing while nothing changes.
 """
 from __future__ import annotations
 
@@ -22,70 +24,105 @@ function roots(node, out) {
   for (const el of all) { if (el.shadowRoot) roots(el.shadowRoot, out); }
   return out;
 }
-function label() {
-  for (const root of roots(document, [])) {
-    if (!root.querySelector) continue;
-    const title = root.querySelector('.bk-slider-title, .bk-input-group > label');
-    let name = title ? title.textContent.split(':')[0].trim() : '';
-    let shown = '';
-    if (!name && root.host) {
-      // Panel's DiscreteSlider: the title ("d_k: 64") is a separate Div just before the slider,
-      // and the handle's own aria-valuetext is the option's index; use the shown value instead
-      let prev = root.host.previousElementSibling;
-      while (prev && (prev.tagName === 'STYLE' || prev.tagName === 'LINK')) prev = prev.previousElementSibling;
-      let text = '';
-      if (prev && prev.shadowRoot) {
-        for (const c of prev.shadowRoot.children) if (c.tagName !== 'STYLE' && c.tagName !== 'LINK') text += c.textContent;
-      } else if (prev) { text = prev.textContent; }
-      const parts = (text || '').replace(/\s+/g, ' ').split(':');
-      name = parts[0].trim();
-      shown = parts.length > 1 ? parts.slice(1).join(':').trim() : '';
-    }
-    for (const h of root.querySelectorAll('.noUi-handle')) {
-      if (!h.getAttribute('aria-label') && name) h.setAttribute('aria-label', name);
-      if (shown && h.getAttribute('aria-valuetext') !== shown) h.setAttribute('aria-valuetext', shown);
-    }
-    for (const b of root.querySelectorAll('.bk-spin-btn-up')) {
-      if (!b.getAttribute('aria-label')) b.setAttribute('aria-label', 'Increase ' + name);
-    }
-    for (const b of root.querySelectorAll('.bk-spin-btn-down')) {
-      if (!b.getAttribute('aria-label')) b.setAttribute('aria-label', 'Decrease ' + name);
-    }
-    for (const box of root.querySelectorAll('input[type="checkbox"]')) {
-      const text = box.parentNode.querySelector('.bk-label');
-      if (!box.getAttribute('aria-label') && text) box.setAttribute('aria-label', text.textContent.trim());
-    }
-    // formulas wider than a phone scroll sideways: make them reachable by keyboard
-    for (const m of root.querySelectorAll('.bk-panel-models-katex-KaTeX')) {
-      if (!m.hasAttribute('tabindex')) { m.setAttribute('tabindex', '0'); m.setAttribute('role', 'math'); }
-    }
+function labelRoot(root) {
+  if (!root.querySelector) return;
+  const title = root.querySelector('.bk-slider-title, .bk-input-group > label');
+  let name = title ? title.textContent.split(':')[0].trim() : '';
+  // a slider's shown value (its title's value span, computed in the browser by the slider's formatter)
+  const value = title && title.querySelector('.bk-slider-value');
+  let shown = value && !value.textContent.includes('..') ? value.textContent.trim() : '';
+  if (!name && root.host) {
+    // Panel's DiscreteSlider: the title ("d_k: 64") is a separate Div just before the slider,
+    // and the handle's own aria-valuetext is the option's index; use the shown value instead
+    const prev = labelSource(root.host);
+    let text = '';
+    if (prev && prev.shadowRoot) {
+      for (const c of prev.shadowRoot.children) if (c.tagName !== 'STYLE' && c.tagName !== 'LINK') text += c.textContent;
+    } else if (prev) { text = prev.textContent; }
+    const parts = (text || '').replace(/\s+/g, ' ').split(':');
+    name = parts[0].trim();
+    shown = parts.length > 1 ? parts.slice(1).join(':').trim() : '';
   }
+  for (const h of root.querySelectorAll('.noUi-handle')) {
+    if (!h.getAttribute('aria-label') && name) h.setAttribute('aria-label', name);
+    if (shown && h.getAttribute('aria-valuetext') !== shown) h.setAttribute('aria-valuetext', shown);
+  }
+  for (const b of root.querySelectorAll('.bk-spin-btn-up')) {
+    if (!b.getAttribute('aria-label')) b.setAttribute('aria-label', 'Increase ' + name);
+  }
+  for (const b of root.querySelectorAll('.bk-spin-btn-down')) {
+    if (!b.getAttribute('aria-label')) b.setAttribute('aria-label', 'Decrease ' + name);
+  }
+  for (const box of root.querySelectorAll('input[type="checkbox"]')) {
+    const text = box.parentNode.querySelector('.bk-label');
+    if (!box.getAttribute('aria-label') && text) box.setAttribute('aria-label', text.textContent.trim());
+  }
+  // formulas wider than a phone scroll sideways: make them reachable by keyboard
+  for (const m of root.querySelectorAll('.bk-panel-models-katex-KaTeX')) {
+    if (!m.hasAttribute('tabindex')) { m.setAttribute('tabindex', '0'); m.setAttribute('role', 'math'); }
+  }
+}
+// The element whose text names the slider hosted by `host` (a DiscreteSlider's Div), if any.
+function labelSource(host) {
+  let prev = host.previousElementSibling;
+  while (prev && (prev.tagName === 'STYLE' || prev.tagName === 'LINK')) prev = prev.previousElementSibling;
+  return prev;
+}
+function labelPage() {
   for (const ul of document.querySelectorAll('#sidebar > ul')) ul.setAttribute('role', 'none');
   const main = document.getElementById('main');
   if (main && !main.getAttribute('role')) main.setAttribute('role', 'main');
 }
 if (!window.__sdpaA11y) {
+  // Only what changed is labelled again: each mutation names its root (the document or a shadow
+  // root); added elements bring their own shadow roots, which are observed and labelled; a changed
+  // DiscreteSlider label also relabels the slider beside it. Bursts of mutations are one pass, in
+  // the browser's idle time.
   const observed = new WeakSet();
+  const dirty = new Set();
   let pending = false;
-  const observer = new MutationObserver(schedule);
+  const observer = new MutationObserver(collect);
   const OPTIONS = {childList: true, subtree: true, characterData: true,
                    attributes: true, attributeFilter: ['aria-valuetext']};  // noUiSlider rewrites it on every step
-  function watch() {
-    for (const root of roots(document, [])) {
-      if (!observed.has(root)) { observed.add(root); observer.observe(root, OPTIONS); }
+  function watch(root) {
+    if (!observed.has(root)) { observed.add(root); observer.observe(root, OPTIONS); }
+    dirty.add(root);
+  }
+  function collect(records) {
+    for (const r of records) {
+      const root = r.target.getRootNode ? r.target.getRootNode() : document;
+      dirty.add(root);
+      if (root.host) {   // a DiscreteSlider's Div names the slider just after it
+        let next = root.host.nextElementSibling;
+        while (next && (next.tagName === 'STYLE' || next.tagName === 'LINK')) next = next.nextElementSibling;
+        if (next && next.shadowRoot) dirty.add(next.shadowRoot);
+      }
+      for (const node of r.addedNodes || []) {
+        if (node.nodeType !== 1) continue;
+        if (node.shadowRoot) for (const sr of roots(node.shadowRoot, [])) watch(sr);
+        for (const el of node.querySelectorAll('*')) {
+          if (el.shadowRoot) for (const sr of roots(el.shadowRoot, [])) watch(sr);
+        }
+      }
     }
+    schedule();
   }
   function run() {
     pending = false;
-    watch();   // shadow roots created since the last pass
-    label();   // only writes attributes that differ, so its own writes settle after one more pass
-    observer.takeRecords();
+    collect(observer.takeRecords());
+    pending = false;
+    const todo = [...dirty];
+    dirty.clear();
+    for (const root of todo) labelRoot(root);   // only writes attributes that differ
+    labelPage();
+    observer.takeRecords();                     // its own writes
   }
   function schedule() {
     if (pending) return;
     pending = true;
     if (window.requestIdleCallback) requestIdleCallback(run, {timeout: 300}); else setTimeout(run, 50);
   }
+  for (const root of roots(document, [])) watch(root);   // the first pass sees everything
   run();
   window.__sdpaA11y = true;
 }

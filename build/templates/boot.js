@@ -195,7 +195,7 @@
     if (lab.error) return;
     const prefix = `self.sdpaBoot = ${JSON.stringify({base: BASE, fresh})};\n`;
     worker = new Worker(URL.createObjectURL(new Blob([prefix, body], {type: "text/javascript"})));
-    worker.busy = false;
+    worker.busy = true;       // until Python is linked ("ready"): changes wait in the queue
     worker.queue = [];
     news();
     worker.onmessage = onWorkerMessage;
@@ -207,16 +207,76 @@
     worker.onmessageerror = () => fatal("a message from the Python worker could not be read");
   }
 
+  // Changes go to Python as one patch per event-loop task (a slider step sets `value` and
+  // `value_throttled`: one message), and while Python works on one patch the next ones wait and are
+  // merged (a property set twice is sent once, with its last value).
+  let flushing = false;
   function sendChange(jsdoc, event) {
     if ((event.setter_id != null && event.setter_id === "py") || patching > 0) return;
-    if (worker.busy && event.model && event.attr) {
+    if (event.model && event.attr) {
       worker.queue = worker.queue.filter((e) => !(e.model === event.model && e.attr === event.attr));
-      worker.queue.push(event);
-      return;
     }
+    worker.queue.push(event);
+    if (!worker.busy && !flushing) {
+      flushing = true;
+      queueMicrotask(() => {
+        flushing = false;
+        sendQueue();
+      });
+    }
+  }
+
+  function sendQueue() {
+    if (worker.busy || !worker.queue.length) return;
+    const patch = worker.jsdoc.create_json_patch(worker.queue);
+    worker.queue = [];
     worker.busy = true;
     sentAt = performance.now();
-    worker.postMessage({type: "patch", patch: jsdoc.create_json_patch([event])});
+    worker.postMessage({type: "patch", patch});
+  }
+
+  // Moves made on the pre-rendered page (before Python is live) are recorded and made again on the
+  // live page once it is linked. Models are matched by type, title or labels, and order: the
+  // pre-rendered and the live document are built by the same code, but their ids differ.
+  const WIDGET_ATTRS = ["value", "value_throttled", "active"];
+  const earlyMoves = new Map();      // key + attr -> {key, attr, value}, in the order they were made
+  function widgetKeys(doc) {
+    const keys = new Map();          // model -> key
+    const seen = new Map();
+    for (const m of doc.all_models) {
+      if (!WIDGET_ATTRS.some((a) => a in m.properties)) continue;
+      const name = m.title ?? m.label ?? (Array.isArray(m.labels) ? m.labels.join("|") : "");
+      const base = `${m.constructor.__qualified__ || m.constructor.__name__}|${name}`;
+      const n = seen.get(base) || 0;
+      seen.set(base, n + 1);
+      keys.set(m, `${base}#${n}`);
+    }
+    return keys;
+  }
+  let staticKeys = null;
+  const watchEarly = setInterval(() => {
+    const doc = window.Bokeh && Bokeh.documents && Bokeh.documents[0];
+    if (worker && worker.jsdoc) clearInterval(watchEarly);
+    if (!doc || staticKeys !== null || (worker && worker.jsdoc)) return;
+    clearInterval(watchEarly);
+    staticKeys = widgetKeys(doc);
+    doc.on_change((event) => {
+      if (worker && worker.jsdoc) return;       // the live page has taken over
+      const key = event.model && staticKeys.get(event.model);
+      if (!key || !WIDGET_ATTRS.includes(event.attr)) return;
+      earlyMoves.delete(`${key}.${event.attr}`);
+      earlyMoves.set(`${key}.${event.attr}`, {key, attr: event.attr, value: event.value});
+    }, false);
+  }, 50);
+  function replayEarlyMoves(jsdoc) {
+    if (!earlyMoves.size) return;
+    const models = new Map([...widgetKeys(jsdoc)].map(([m, k]) => [k, m]));
+    for (const {key, attr, value} of earlyMoves.values()) {
+      const model = models.get(key);
+      if (model && attr in model.properties) model.setv({[attr]: value});
+    }
+    lab.earlyMoves = earlyMoves.size;
+    earlyMoves.clear();
   }
 
   // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
@@ -252,14 +312,7 @@
     const msg = event.data;
     news();
     if (msg.type === "idle") {
-      if (worker.queue.length) {
-        const patch = worker.jsdoc.create_json_patch(worker.queue);
-        worker.queue = [];
-        sentAt = performance.now();
-        worker.postMessage({type: "patch", patch});
-      } else {
-        worker.busy = false;
-      }
+      idle();
     } else if (msg.type === "status") {
       mark(msg.step, msg.msg);
     } else if (msg.type === "progress") {
@@ -277,6 +330,9 @@
         fatal(`${err.message || err}`, {step: "render", detail: err.stack});
       }
     } else if (msg.type === "ready") {
+      worker.busy = false;
+      replayEarlyMoves(worker.jsdoc);
+      sendQueue();
       document.body.classList.remove("pn-loading", "pn-arc");
       lab.steps.interactive = performance.now();
       lab.ready = true;
@@ -295,7 +351,13 @@
         lab.latencies.push(performance.now() - sentAt);
         sentAt = null;
       }
+      if (msg.done) idle();       // Python's answer to our patch: it is ready for the next one
     }
+  }
+
+  function idle() {
+    worker.busy = false;
+    sendQueue();
   }
 
   // Offline after one visit. Registered once the app runs, so precaching never competes

@@ -149,8 +149,11 @@ async function loadScripts() {
   }
 }
 
-function sendPatch(patch, buffers) {
-  post({type: "patch", patch, buffers});
+// Python's changes go to the page as one message per event-loop task (see LINK); `done` says the
+// page's patch has been applied, so the answer and "idle" are one message.
+function sendPatch(patch, buffers, done) {
+  if (patch == null) post({type: "idle"});
+  else post({type: "patch", patch, buffers, done: !!done});
 }
 
 async function lockOptions() {
@@ -179,6 +182,8 @@ init_doc()
 _path = os.path.join(_web, "app.py")
 _ns = {"__name__": "bokeh_app_sdpa_lab", "__file__": _path}
 from panel.io.state import state
+# No busy indicator in the site (web/page.py): Panel's bookkeeping for one would still run on every change.
+state._add_busy_event = state._remove_busy_event = lambda *args, **kwargs: None
 # Each root the template adds makes Bokeh re-walk the whole model graph; walk it once, at the end.
 with state.curdoc.models.freeze():
     exec(compile(open(_path).read(), _path, "exec"), _ns)
@@ -194,6 +199,62 @@ _doc.unhold()
 _doc.hold()
 await write_doc()
 `;
+
+// Panel's _link_docs_worker sends one message per Bokeh change (about nine per slider step), each
+// serialized on its own. This outbox collects a task's changes (combined like a held document's)
+// and sends them as one patch: at the end of the page's patch (_sdpa_apply), else on the next tick
+// (changes made by timers, such as the training animation).
+const LINK = `
+import asyncio
+import functools
+import js
+import pyodide
+from bokeh.document.events import DocumentPatchedEvent
+from bokeh.events import DocumentReady
+from panel.io import pyodide as _pp
+from panel.io.state import state
+
+class _Outbox:
+    def __init__(self, doc, send):
+        self.doc, self.send, self.events, self.scheduled = doc, send, [], False
+
+    def __call__(self, event):
+        if getattr(event, "setter", None) == "js" or not isinstance(event, DocumentPatchedEvent):
+            return
+        if not (self.events and self.events[-1].combine(event)):
+            self.events.append(event)
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_event_loop().call_soon(self.flush)
+
+    def flush(self, done=False):
+        self.scheduled = False
+        if not self.events:
+            if done:
+                self.send(None, None, True)
+            return
+        events, self.events = self.events, []
+        patch, buffers = _pp._process_document_events(self.doc, events)
+        self.send(pyodide.ffi.to_js(patch, dict_converter=_pp._dict_converter),
+                  js.Map.new(js.Object.entries(pyodide.ffi.to_js(buffers))), done)
+
+_sdpa_outbox = _Outbox(state.curdoc, sendPatch)
+
+def _sdpa_apply(patch):
+    try:
+        state.curdoc.apply_json_patch(_pp._convert_json_patch(patch), setter="js")
+    finally:
+        _sdpa_outbox.flush(done=True)
+
+# as panel.io.pyodide._link_docs_worker, with the outbox
+_doc = state.curdoc
+_doc.on_change(_sdpa_outbox)
+_doc.unhold()
+_doc.on_event("document_ready", functools.partial(state._schedule_on_load, _doc))
+_doc.callbacks.trigger_event(DocumentReady())
+_sdpa_outbox.flush()
+`;
+let applyPatch = null;      // _sdpa_apply, looked up once
 
 async function start() {
   status("runtime", "Starting Python (Pyodide runtime)");
@@ -246,26 +307,15 @@ self.onmessage = async (event) => {
   const msg = event.data;
   if (msg.type === "rendered") {
     try {
-      await self.pyodide.runPythonAsync(`
-from panel.io.state import state
-from panel.io.pyodide import _link_docs_worker
-_link_docs_worker(state.curdoc, sendPatch, setter='js')
-`);
+      await self.pyodide.runPythonAsync(LINK);
+      applyPatch = self.pyodide.globals.get("_sdpa_apply");
       post({type: "ready"});
     } catch (err) {
       await fail(err);
     }
   } else if (msg.type === "patch") {
-    self.pyodide.globals.set("patch", msg.patch);
-    try {
-      await self.pyodide.runPythonAsync(`
-from panel.io.state import state
-from panel.io.pyodide import _convert_json_patch
-state.curdoc.apply_json_patch(_convert_json_patch(patch), setter='js')
-`);
-    } finally {
-      post({type: "idle"});
-    }
+    // the answer (one patch, or "idle" when nothing changed) is sent by _sdpa_apply, even on error
+    applyPatch(msg.patch);
   } else if (msg.type === "location") {
     self.pyodide.globals.set("location", msg.location);
     await self.pyodide.runPythonAsync(`

@@ -5,6 +5,8 @@ import functools
 import html
 
 import panel as pn
+import param
+from bokeh.models import CustomJSTickFormatter
 
 from ..options import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS
 from ..state import LabState
@@ -20,6 +22,56 @@ def held(method):
         with pn.io.hold():
             return method(*args, **kwargs)
     return wrapper
+
+
+def set_html(pane: pn.pane.HTML, text: str) -> None:
+    """Show new text in an HTML pane by setting it on the pane's Bokeh models directly.
+
+    Assigning ``pane.object`` makes Panel re-send every property of the pane (its stylesheets
+    included, which makes Bokeh re-walk the whole model graph) and recompute its theme; a readout
+    only changes its text. ``pane.object`` is kept in step, silently, so a view shown again later
+    is rendered with the current text."""
+    if pane.object == text:
+        return
+    models = [model for model, _ in pane._models.values()]
+    if not models:
+        pane.object = text
+        return
+    with param.discard_events(pane):
+        pane.object = text
+    escaped = pane._transform_object(text)["object"]
+    for model in models:
+        model.text = escaped
+
+
+def choice_slider(obj: param.Parameterized, name: str, options, label: str, **kwargs) -> pn.widgets.IntSlider:
+    """A slider over a list of values (``obj.<name>`` takes one of ``options``) whose shown value is
+    computed in the browser.
+
+    Panel's DiscreteSlider keeps its label in a separate text model that Python rewrites after every
+    move, and sends ``value_throttled`` back on a second trip: two round trips per arrow key. This is
+    one Bokeh slider over the options' positions whose label comes from a formatter in the browser,
+    so a step is one message each way."""
+    options = list(options)
+    shown = [f"{o:g}" if isinstance(o, float) else str(o) for o in options]
+    fmt = CustomJSTickFormatter(args={"options": shown},
+                                code="const i = Math.round(tick); return i in options ? options[i] : String(tick);")
+
+    def position(value) -> int:
+        return min(range(len(options)), key=lambda i: abs(options[i] - value))
+
+    slider = pn.widgets.IntSlider(name=label, start=0, end=len(options) - 1, value=position(getattr(obj, name)),
+                                  format=fmt, **kwargs)
+
+    def to_state(event):
+        setattr(obj, name, options[event.new])
+
+    def to_slider(event):
+        slider.value = position(event.new)
+
+    slider.param.watch(to_state, "value")
+    obj.param.watch(to_slider, name)
+    return slider
 
 
 def caption(text: str, **kw) -> pn.pane.Markdown:
@@ -70,8 +122,7 @@ def shared_controls(lab: LabState, train: TrainingState | None = None) -> pn.Col
     throttled value (on release); d_k follows the drag, since every view updates cheaply for it.
     A setting the current view does not use is disabled, and its caption says why."""
     w = {}
-    w["d_k"] = pn.widgets.DiscreteSlider.from_param(lab.param.d_k, options=D_K_OPTIONS, name="d_k (key/query dimension)",
-                                                   sizing_mode="stretch_width")
+    w["d_k"] = choice_slider(lab, "d_k", D_K_OPTIONS, "d_k (key/query dimension)", sizing_mode="stretch_width")
     w["n"] = pn.widgets.IntSlider.from_param(lab.param.n, name="n (sequence length)", throttled=True,
                                              sizing_mode="stretch_width")
     w["sigma"] = pn.widgets.FloatSlider.from_param(lab.param.sigma, name="σ (std of q, k entries)", step=0.1,

@@ -13,7 +13,7 @@ from ..claims import fmt, fmt_sci, pct, readout_rows, split_verdict
 from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
-from .common import caption, figure_row, heading, held, rule_color, swatch
+from .common import caption, figure_row, heading, held, rule_color, set_html, swatch
 
 
 def heatmap_data(weights: np.ndarray) -> dict:
@@ -86,14 +86,11 @@ class Playground(pn.viewable.Viewer):
         self.bar_rule.glyph.fill_color = self.bar_rule.glyph.line_color = rule_color(res["rule"]["rule"])
         self.bars.legend.items[1].label = {"value": RULE_LABELS[res["rule"]["rule"]]}
         self._update_bars()
-        table = self._table(res)
-        if table != self.readouts.object:  # Panel re-processes an HTML pane's text on every assignment
-            self.readouts.object = table
+        set_html(self.readouts, self._table(res))  # text only: no re-sent stylesheets, no model-graph walk
         weights, gradient = (html.escape(t, quote=False) for t in split_verdict(lab.verdict))  # "<1%" is text
         text = f"<div>{weights}</div>" + (f"<div style='font-weight:400;margin-top:4px'>{gradient}</div>"
                                           if gradient else "")
-        if text != self.verdict.object:
-            self.verdict.object = text
+        set_html(self.verdict, text)
 
     @held
     def _update_bars(self, *_):
@@ -150,7 +147,7 @@ def _cell(key: str, stats: dict, n: int) -> str:
     """One readout cell: shares as percentages, gradients with their magnitude down to their round-off
     size, counts as "k of n"."""
     value = stats[key]
-    if key == "saturated":
+    if key in ("saturated", "out_copies"):
         return pct(value)
     if key == "grad_starved":
         return "–" if value is None else f"{value} of {n}"

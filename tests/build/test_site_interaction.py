@@ -1,0 +1,156 @@
+"""The built site while a learner drags d_k: one message each way per step (counted from the
+patch protocol between the page and the Python worker, never timed), no busy indicator, the
+slider's shown value computed in the browser, accessible names on content built later, and moves
+made on the pre-rendered page kept until Python is live."""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from sitebuild import pyodide_dist
+from web.options import D_K_OPTIONS
+from web.state import LabState
+
+pytestmark = pytest.mark.ui
+
+BOOT_MS = 120_000
+HANDLE = '.noUi-handle[aria-label="d_k (key/query dimension)"]'
+# Models drawn as Panel's LoadingSpinner (the template's busy indicator) in the live document.
+BUSY_MODELS = """[...Bokeh.documents[Bokeh.documents.length - 1].all_models]
+  .filter((m) => (m.stylesheets || []).some((s) => String(s && s.url !== undefined ? s.url : s).includes("loadingspinner")))
+  .length"""
+
+# Before boot.js: log every message between the page and the worker (type, number of events, and
+# whether it answers the page's patch), and hold the worker's script until __releaseWorker() when
+# window.__holdWorker is set.
+LOG_MESSAGES = r"""
+(() => {
+  const log = window.__messages = [];
+  const Native = window.Worker;
+  window.Worker = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", (event) => {
+        const m = event.data || {};
+        if (m.type === "patch" || m.type === "idle") {
+          log.push({dir: "in", type: m.type, done: !!m.done,
+                    kinds: m.patch ? m.patch.events.map((e) => e.kind + ":" + (e.attr || "")) : []});
+        }
+      });
+    }
+    postMessage(m, ...rest) {
+      if (m && m.type === "patch") log.push({dir: "out", type: m.type, kinds: m.patch.events.map((e) => e.kind + ":" + (e.attr || ""))});
+      return super.postMessage(m, ...rest);
+    }
+  };
+  if (window.__holdWorker) {
+    let release;
+    const held = new Promise((resolve) => { release = resolve; });
+    window.__releaseWorker = release;
+    const nativeFetch = window.fetch.bind(window);
+    window.fetch = (input, init) => String(input.url || input).includes("worker.js")
+      ? held.then(() => nativeFetch(input, init)) : nativeFetch(input, init);
+  }
+})();
+"""
+
+
+@pytest.fixture
+def live_site(site, served):
+    if pyodide_dist() is None:
+        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json> "
+                    "(/work/shared/tools/pyodide-dist assembles one)")
+    return served + "?view=playground"
+
+
+def open_page(browser, url: str, hold_worker: bool = False):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    if hold_worker:
+        context.add_init_script("window.__holdWorker = true;")
+    context.add_init_script(LOG_MESSAGES)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
+    page.goto(url)
+    return context, page, errors
+
+
+def wait_ready(page):
+    page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=BOOT_MS)
+    assert page.evaluate("window.sdpaLab.error") is None, page.evaluate("window.sdpaLab.error")
+
+
+def step(page, key: str) -> list[dict]:
+    """Press `key` on the focused slider; the messages of that step once the worker has answered."""
+    n = page.evaluate("window.__messages.length")
+    page.keyboard.press(key)
+    # the answer to the page's patch closes the step; then make sure nothing else follows it
+    page.wait_for_function(f"window.__messages.slice({n}).some((m) => m.dir === 'in' && (m.done || m.type === 'idle'))",
+                           timeout=30_000)
+    page.wait_for_timeout(500)
+    return page.evaluate(f"window.__messages.slice({n})")
+
+
+def test_a_d_k_step_is_one_message_each_way(live_site, browser):
+    """Each arrow key on d_k sends one patch to the worker (the value and value_throttled together),
+    and the worker answers with one patch holding every change of the step (plots, readouts, address)
+    and saying the page's patch is done; the slider's shown value comes from the browser."""
+    context, page, errors = open_page(browser, live_site)
+    wait_ready(page)
+    handle = page.locator(HANDLE)
+    handle.focus()
+    at = D_K_OPTIONS.index(LabState.param.d_k.default)
+    for key, move in (("ArrowRight", 1), ("ArrowRight", 1), ("ArrowLeft", -1)):
+        messages = step(page, key)
+        at += move
+        out = [m for m in messages if m["dir"] == "out"]
+        back = [m for m in messages if m["dir"] == "in"]
+        assert len(out) == 1, messages
+        assert {"ModelChanged:value"} <= set(out[0]["kinds"]), out
+        assert len(back) == 1 and back[0]["type"] == "patch" and back[0]["done"], messages
+        assert "ColumnDataChanged:data" in back[0]["kinds"], back      # the heatmaps' weights
+        expect(handle).to_have_attribute("aria-valuetext", str(D_K_OPTIONS[at]))
+        assert f"d_k={D_K_OPTIONS[at]}" in page.url
+    # no busy indicator, and nothing about one in the messages
+    assert page.locator(".pn-busy-container").count() == 0
+    assert page.evaluate(BUSY_MODELS) == 0
+    assert errors == [], errors
+    context.close()
+
+
+def test_content_built_later_gets_accessible_names(live_site, browser):
+    """The labelling script relabels only what changed, and still names the slider handles of a view
+    built after the page went live, and follows the d_k slider's shown value."""
+    context, page, errors = open_page(browser, live_site)
+    wait_ready(page)
+    page.get_by_role("button", name="Saturation & gradients").click()
+    expect(page.locator('.noUi-handle[aria-label="Monte-Carlo samples per d_k"]')).to_have_attribute(
+        "aria-valuetext", str(LabState.param.samples.default), timeout=30_000)
+    handle = page.locator(HANDLE)
+    handle.focus()
+    step(page, "ArrowRight")
+    want = D_K_OPTIONS[D_K_OPTIONS.index(LabState.param.d_k.default) + 1]
+    expect(handle).to_have_attribute("aria-valuetext", str(want))
+    assert errors == [], errors
+    context.close()
+
+
+def test_moves_on_the_pre_rendered_page_are_kept(live_site, browser):
+    """d_k moved twice on the pre-rendered page, before Python runs, is d_k in Python once it is live:
+    the live slider, the address (written by Python) and the first message to the worker carry it."""
+    context, page, errors = open_page(browser, live_site, hold_worker=True)
+    handle = page.locator(".noUi-handle").first          # the sidebar's first slider is d_k
+    handle.wait_for(timeout=30_000)
+    handle.focus()
+    handle.press("ArrowRight")
+    handle.press("ArrowRight")
+    assert page.evaluate("window.sdpaLab.ready") is False
+    page.evaluate("window.__releaseWorker()")
+    wait_ready(page)
+    want = D_K_OPTIONS[D_K_OPTIONS.index(LabState.param.d_k.default) + 2]
+    page.wait_for_function(f"location.search.includes('d_k={want}')", timeout=30_000)
+    expect(page.locator(HANDLE)).to_have_attribute("aria-valuetext", str(want))
+    assert page.evaluate("window.sdpaLab.earlyMoves") >= 1
+    assert errors == [], errors
+    context.close()
