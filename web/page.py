@@ -12,6 +12,7 @@ from bokeh.models import CustomJS
 
 from . import a11y
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
+from .tour import STEPS
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS, WRAP_BUTTONS
 from .urlstate import KEYS, apply_query, bound_search, install_history, to_query
 from .views.common import caption, shared_controls
@@ -38,12 +39,12 @@ INTRO = """
 <p>Transformer attention computes <b>softmax(q·k / √d<sub>k</sub>)</b>. Why divide by √d<sub>k</sub>, the width of
 each query and key? This page answers it with live numbers: every plot is computed in your tab from random
 queries and keys, a small training run, or a floating-point experiment, and it changes as you move the settings.</p>
-<p>New here? The <b>Guided tour</b> takes eight steps: predict, then see the numbers. Or open any view:
+<p>New here? The <b>Guided tour</b> takes %(steps)d steps: predict, then see the numbers. Or open any view:
 the <b>Playground</b> and the <b>Logit dial</b> first, the <b>Questions</b> for short answers. Settings a view does not
 use are greyed out in the sidebar, with the reason. Every setting is kept in the page's address, so a copied link
 (or <b>Share</b>) opens exactly what you see.</p>
 </div>
-"""
+""" % {"steps": len(STEPS)}
 
 VIEW_CLASSES = {"tour": Tour, "playground": Playground, "dial": Dial, "variance": Variance, "saturation": Saturation,
                 "alignment": Alignment, "training": Training, "precision": Precision, "models": Models,
