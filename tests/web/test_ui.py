@@ -78,7 +78,7 @@ def test_moving_d_k_changes_the_plots_and_the_url(page: Page, app_url):
 
 def test_slider_moves_replace_history_and_view_changes_push(page: Page, app_url):
     """Moving d_k replaces the history entry; a view change adds one, and Back returns to the previous view."""
-    open_page(page, app_url)
+    open_page(page, f"{app_url}?view=playground")
     page.wait_for_function("() => window.__sdpaHistory === true")
     start = page.evaluate("() => history.length")
     handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
@@ -183,6 +183,8 @@ def test_screenshots_of_every_view(page: Page, app_url, screenshot_dir, width):
         open_page(page, f"{app_url}?view={view}")
         if view == "questions":
             page.wait_for_selector(".katex")
+        elif view == "models":   # a table, no plot
+            page.wait_for_selector("table.sdpa-readouts")
         else:
             page.wait_for_selector("canvas")
         if width < 500:  # nothing sticks out sideways on a phone
