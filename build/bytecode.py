@@ -180,6 +180,19 @@ def compile_stdlib(zip_path: Path, python: str, used: list[str]) -> tuple[int, i
     return len(sources), sum(a.endswith((".py", ".pyc")) for a in files)
 
 
+def drop_stdlib(zip_path: Path, drop: tuple[str, ...], used: list[str]) -> int:
+    """Remove `drop` (plan.STDLIB_DROP: `name.py` modules and `name/` packages) from Pyodide's stdlib zip,
+    in place; returns the number of files removed. Dropping a module the pre-render imported fails."""
+    imported = sorted(u for u in used if u.startswith(drop))
+    if imported:
+        raise SystemExit(f"make site: plan.STDLIB_DROP removes {', '.join(imported)}, which the page imports")
+    with zipfile.ZipFile(zip_path) as zf:
+        files = {i.filename: zf.read(i) for i in zf.infolist()}
+    kept = {n: data for n, data in files.items() if not n.startswith(drop)}
+    _write_zip(zip_path, kept)
+    return len(files) - len(kept)
+
+
 _FOUND: dict[str, str | None] = {}
 
 

@@ -8,7 +8,8 @@ A pipeline of named steps, each in its own module and tested on its own (tests/b
     plan          pure: which packages ship, from where, slimmed or stubbed, with or without sources
     wheels        produce each wheel (build, repack, slim, download, copy from Pyodide)
     bytecode      compile them (and the stdlib modules the page imports) for Pyodide's CPython 3.13
-    lock          the site's pyodide-lock.json, pre-solved, with every sha256
+    archive       all of them as one pyodide/packages.tar.gz, unpacked by the worker (archive.py)
+    lock          the site's pyodide-lock.json: Pyodide's, with no packages left for loadPackage
     assets        Panel's and Bokeh's static files the page references
     images        icons and the link-preview image (icons.py); notices.html (notices.py)
     render        index.html, worker.js, boot.js, boot.css, manifest (render.py)
@@ -39,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import archive  # noqa: E402
 import assets  # noqa: E402
 import bytecode  # noqa: E402
 import icons  # noqa: E402
@@ -52,7 +54,7 @@ import wheels  # noqa: E402
 
 WAYS_OUT = (f"set PYODIDE_DIST=<folder of a Pyodide {pyodide_files.VERSION} release> for a self-hosted site, "
             "or run `make dev` for `panel serve`")
-RUNTIME_FIRST = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+RUNTIME_FIRST = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip.gz", "pyodide-lock.json")
 PREVIEW = render.Preview("preview.png", *icons.PREVIEW_SIZE,
                          alt="A 4 by 4 attention-weight heat map next to the page's title")
 
@@ -78,11 +80,11 @@ def prerender(app: Path) -> dict:
         return json.loads(out.read_text())
 
 
-def prefetch_list(site: Path, lock: dict) -> list[list]:
+def prefetch_list(site: Path, lock: dict | None) -> list[list]:
     """What the worker requests before Pyodide asks, the first-needed first: [path, sha256, bytes] for
-    the runtime, the lock and every wheel. The worker checks each file against both as it arrives."""
-    paths = [f"pyodide/{name}" for name in RUNTIME_FIRST]
-    paths += [f"pyodide/{e['file_name']}" for _, e in sorted(lock["packages"].items())]
+    the runtime, the lock and the package archive. The worker checks each file against both as it arrives."""
+    paths = [f"pyodide/{name}" for name in RUNTIME_FIRST] if lock is not None else []
+    paths.append(archive.PATH)
     return [[p, wheels.sha256(site / p), (site / p).stat().st_size] for p in paths]
 
 
@@ -125,27 +127,42 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     log(f"pre-rendering {app.relative_to(ROOT) if app.is_relative_to(ROOT) else app} in CPython")
     pre = prerender(app)
     identity = render.Identity(**pre["identity"])
+    if not render.WEBGL and ("webgl" in pre["html"] or any("webgl" in f.read_text() for f in app.parent.rglob("*.py"))):
+        raise SystemExit("make site: the page draws with WebGL; set render.WEBGL = True so bokeh-gl.min.js ships")
     html = render.self_host(pre["html"])
 
     # plan -> wheels -> bytecode -> lock
     log("packages for the browser (pre-solved into pyodide/pyodide-lock.json):")
     the_plan = plan.make_plan(pre["distributions"], pyo.lock, self_hosted=pyo.self_hosted,
                               has_wheel=lambda name: pyo.wheel(name) is not None, meta=plan.InstalledMetadata())
-    built = wheels.produce(the_plan, out / "pyodide", cache, pyo.wheel, ROOT, app.parent)
+    # the wheels are build products: what ships is the archive of their files (archive.py)
+    work = Path(tempfile.mkdtemp(prefix="sdpa-wheels-"))
+    built = wheels.produce(the_plan, work, cache, pyo.wheel, ROOT, app.parent)
     bytecode.ship_wheels(built.values(), compiled, log)
     log_packages(the_plan, built)
-    lock = pyodide_lock.build(the_plan, built, pyo.lock, pyodide_files.VERSION)
-    pyodide_lock.write(out / "pyodide" / "pyodide-lock.json", lock)
+    lock = pyodide_lock.build(the_plan, built, pyo.lock, pyodide_files.VERSION)   # checks every package has a wheel
+    packed = archive.write(out, {n: w.path for n, w in built.items()}, {n: w.version for n, w in built.items()},
+                           {**plan.TRIM, "*": plan.ARCHIVE_DROP}, pre.get("modules", []))
+    log(f"archive: {len(built)} packages in {archive.PATH} ({packed['size'] / 1e6:.2f} MB, "
+        f"{len(packed['dynlibs'])} compiled libraries)")
     if pyo.self_hosted:
+        pyodide_lock.write(out / "pyodide" / "pyodide-lock.json", pyodide_lock.runtime_only(lock))
         pyo.copy_runtime(out / "pyodide")
+        gone = bytecode.drop_stdlib(out / "pyodide" / "python_stdlib.zip", plan.STDLIB_DROP,
+                                    pre.get("stdlib_files", []))
+        log(f"stdlib: {gone} files the page never imports left out (plan.STDLIB_DROP)")
         bytecode.ship_stdlib(out / "pyodide" / "python_stdlib.zip", pre.get("stdlib_files", []), compiled, log)
-        config = {"pyodideJs": "./pyodide/pyodide.js", "runtimeLock": None}
+        archive.pack_stdlib(out)
+        config = {"pyodideJs": "./pyodide/pyodide.js", "runtimeLock": None, "lock": "./pyodide/pyodide-lock.json",
+                  "stdlib": archive.STDLIB}
         extra_origins: tuple[str, ...] = ()
     else:
-        config = {"pyodideJs": pyo.cdn + "pyodide.js", "runtimeLock": pyo.cdn + "pyodide-lock.json"}
+        config = {"pyodideJs": pyo.cdn + "pyodide.js", "runtimeLock": pyo.cdn + "pyodide-lock.json", "lock": None,
+                  "stdlib": None}
         extra_origins = (re.match(r"https?://[^/]+", pyo.cdn).group(0),)
-    config.update(lock="./pyodide/pyodide-lock.json", packages=sorted(the_plan.packages),
-                  panelRoot="./static/panel/", prefetch=prefetch_list(out, lock) if pyo.self_hosted else [])
+    config.update(packages=sorted(the_plan.packages), runtimePackages=the_plan.at_runtime, archive=packed,
+                  panelRoot="./static/panel/", prefetch=prefetch_list(out, lock if pyo.self_hosted else None),
+                  offlineCache=offline.CACHE)
 
     # assets, images, notices
     static = assets.copy(html, out)
@@ -155,6 +172,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     for n in notices.write(out / "notices.html", third_party, static, render.PANEL_DIST, identity.short_name):
         if n.licence == "not stated" and not n.texts:
             log(f"notices: {n.name} {n.version} ships with neither licence metadata nor a licence file")
+    shutil.rmtree(work)
 
     # render
     worker = render.worker_js(config).encode()

@@ -1,6 +1,14 @@
-"""Measure the built site in headless Chromium: bytes, first paint, time to interactive, slider latency.
+"""Measure the built site in headless Chromium: bytes, first paint, time to interactive, layout shift, slider latency.
 
-    python build/measure_site.py [--dir _site] [--runs 15]
+    python build/measure_site.py [--dir _site] [--runs 15] [--baseline OTHER_SITE] [--boots 3]
+
+With --baseline, both sites are measured in the same run, their boots interleaved (cold then warm,
+one site then the other, --boots times), and printed side by side with the ratio new/baseline:
+build the commit to compare against into its own folder first, e.g.
+`git worktree add /tmp/wt-base <commit>` and `build/make_site.py --out /tmp/site-base` there.
+Layout shift: the sum of every layout-shift entry from navigation until the page is live (no input
+happens), at 1280x900, and once per site as Lighthouse's mobile run sees it (412x823 at 1.75x,
+CPU slowed 4x).
 
 Serves the folder with build/serve.py (gzip, ETag, like a static host) and counts the
 bytes of every response body it sends: what crossed the network, the browser's HTTP cache
@@ -27,7 +35,16 @@ TIMES = """() => ({
   paint: (performance.getEntriesByName("first-contentful-paint")[0] || {}).startTime,
   interactive: window.sdpaLab.steps.interactive,
   steps: window.sdpaLab.steps,
+  cls: (window.__sdpaShifts || []).reduce((a, b) => a + b, 0),
 })"""
+# Every layout shift from navigation on (an init script: it runs before the page's own scripts).
+SHIFTS = """
+window.__sdpaShifts = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) window.__sdpaShifts.push(e.value);
+}).observe({type: "layout-shift", buffered: true});
+"""
+SETTLE = "new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
 # Move d_k one step through its Bokeh model (what dragging does) and time the patch coming back.
 MOVE = """async (i) => {
   const doc = Bokeh.documents[Bokeh.documents.length - 1];
@@ -41,12 +58,92 @@ MOVE = """async (i) => {
 }"""
 
 
-def visit(page, url: str) -> dict:
-    page.goto(url)
+def visit(page, url: str, reload: bool = False) -> dict:
+    page.reload() if reload else page.goto(url)
     page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=BOOT_MS)
     if page.evaluate("window.sdpaLab.error"):
         raise SystemExit(f"measure: the page failed to boot: {page.evaluate('window.sdpaLab.error')}")
+    page.evaluate(SETTLE)
     return page.evaluate(TIMES)
+
+
+def boot_pair(browser, directory: Path) -> dict:
+    """One cold visit (fresh profile) and, once the service worker holds every file, one warm visit
+    with the network off; bytes are response bodies counted by build/serve.py."""
+    server, url = serve.start(directory)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(SHIFTS)
+    try:
+        page = context.new_page()
+        serve.SiteHandler.bytes_sent = 0
+        serve.SiteHandler.bodies.clear()
+        cold = visit(page, url)
+        boot_bytes = serve.SiteHandler.bytes_sent
+        page.wait_for_function("window.sdpaLab.offlineReady", timeout=BOOT_MS)
+        first_bytes = serve.SiteHandler.bytes_sent
+        context.set_offline(True)
+        warm = visit(page, url, reload=True)
+    finally:
+        context.close()
+        server.shutdown()
+    return {"cold": cold, "warm": warm, "boot_bytes": boot_bytes, "first_bytes": first_bytes}
+
+
+def mobile_shift(browser, directory: Path) -> float:
+    """Layout shift of one cold visit as Lighthouse's mobile run makes it: a phone viewport, CPU slowed 4x."""
+    server, url = serve.start(directory)
+    context = browser.new_context(viewport={"width": 412, "height": 823}, device_scale_factor=1.75,
+                                  is_mobile=True, has_touch=True, service_workers="block")
+    context.add_init_script(SHIFTS)
+    try:
+        page = context.new_page()
+        context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": 4})
+        return visit(page, url)["cls"]
+    finally:
+        context.close()
+        server.shutdown()
+
+
+def compare(args) -> int:
+    """--baseline: both sites, boots interleaved, side by side."""
+    from playwright.sync_api import sync_playwright
+    sites = {"baseline": args.baseline, "this": args.dir}
+    runs: dict[str, list[dict]] = {name: [] for name in sites}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
+        for _ in range(args.boots):
+            for name, directory in sites.items():
+                runs[name].append(boot_pair(browser, directory))
+        mobile = {name: mobile_shift(browser, directory) for name, directory in sites.items()}
+        browser.close()
+
+    def median(name, get):
+        return statistics.median(get(r) for r in runs[name])
+
+    rows = [
+        ("first visit incl. precache, MB (gzip)", lambda r: r["first_bytes"] / 1e6, "{:.2f}"),
+        ("bytes to interactive, MB", lambda r: r["boot_bytes"] / 1e6, "{:.2f}"),
+        ("first contentful paint (cold), s", lambda r: r["cold"]["paint"] / 1e3, "{:.2f}"),
+        ("time to interactive, cold, s", lambda r: r["cold"]["interactive"] / 1e3, "{:.2f}"),
+        ("time to interactive, warm (offline), s", lambda r: r["warm"]["interactive"] / 1e3, "{:.2f}"),
+        ("layout shift, cold, 1280x900", lambda r: r["cold"]["cls"], "{:.3f}"),
+    ]
+    print(f"{args.boots} boots each, interleaved; medians (min in brackets)")
+    print(f"{'':42s} {'baseline':>16s} {'this':>16s} {'ratio':>6s}")
+    for label, get, fmt in rows:
+        cells = []
+        for name in sites:
+            cells.append(f"{fmt.format(median(name, get))} ({fmt.format(min(get(r) for r in runs[name]))})")
+        base = median("baseline", get)
+        ratio = f"{median('this', get) / base:.2f}" if base else "-"
+        print(f"{label:42s} {cells[0]:>16s} {cells[1]:>16s} {ratio:>6s}")
+    print(f"{'layout shift, cold, mobile (412x823, 4x CPU)':42s} {mobile['baseline']:>16.3f} {mobile['this']:>16.3f}")
+    for name in sites:
+        for kind in ("cold", "warm"):
+            steps = runs[name][-1][kind]["steps"]
+            steps = {k: round(v / 1e3, 2) for k, v in sorted(steps.items(), key=lambda kv: kv[1])}
+            print(f"{name} {kind} boot steps, last run (s since navigation): {steps}")
+    return 0
 
 
 def main() -> int:
@@ -54,7 +151,11 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=HERE.parent / "_site")
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--baseline", type=Path, help="another built site to measure in the same run, side by side")
+    ap.add_argument("--boots", type=int, default=3, help="with --baseline: cold+warm boots per site")
     args = ap.parse_args()
+    if args.baseline:
+        return compare(args)
     from playwright.sync_api import sync_playwright
 
     server, url = serve.start(args.dir)

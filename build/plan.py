@@ -43,6 +43,34 @@ SLIM = {
     "bokeh": r"^bokeh/(server/static/|sampledata/|sphinxext/|_sri/(?!{version}\.json))|\.pyi$",
 }
 
+#: Files of a shipped package left out of the site's package archive (archive.py), by package name: tests,
+#: headers, static libraries, type stubs and tools the page never imports. Whatever the pre-render
+#: imported can never be left out: the build fails (archive.trimmed checks each left-out module).
+#: Every package also loses its .dist-info/RECORD (ARCHIVE_DROP): the list of installed files, read by
+#: pip, never by the page.
+TRIM = {
+    "tornado": r"^tornado/test/",
+    # numpy.fft and numpy.polynomial are imported on first use only (numpy's __getattr__); the page's
+    # maths never uses them. lapack_lite is numpy's own test shim (numpy.linalg uses _umath_linalg).
+    "numpy": r"^numpy/(f2py|testing|_pyinstaller|_core/include|_core/lib|random/lib|random/_examples|"
+             r"_core/tests|tests|fft|polynomial)/|^numpy/(conftest|linalg/lapack_lite)[.]|\.(pyi|pxd|a|h)$",
+    "bokeh": r"^bokeh/command/subcommands/",
+    "panel": r"^panel/(command/|compiler[.]|package-lock[.]json$)",   # package.json: read at import
+    "markdown": r"^markdown/(test_tools|__main__)[.]",
+    "pyviz-comms": r"^pyviz_comms/labextension/(?!package[.]json$)",   # it reads its version from that file
+}
+ARCHIVE_DROP = r"[.]dist-info/RECORD$"
+
+#: Standard-library modules removed from Pyodide's python_stdlib.zip (bytecode.py): debuggers, REPLs,
+#: documentation, mail and server protocols, none of which a page in a browser tab runs. A module the
+#: pre-render imported is never dropped (the build fails instead).
+STDLIB_DROP = ("_pyrepl/", "pdb.py", "bdb.py", "pydoc.py", "pydoc_data/", "doctest.py", "xmlrpc/", "wsgiref/",
+               "pickletools.py", "mailbox.py", "imaplib.py", "smtplib.py", "ftplib.py", "poplib.py",
+               "socketserver.py", "trace.py", "tabnanny.py", "pyclbr.py", "modulefinder.py", "zipapp.py",
+               "pty.py", "tty.py", "getpass.py", "netrc.py", "this.py", "antigravity.py", "__phello__/",
+               "__hello__.py", "turtle.py", "turtledemo/", "idlelib/", "tkinter/", "ensurepip/", "venv/",
+               "lib2to3/", "dbm/", "shelve.py", "wave.py", "sched.py")
+
 #: Stand-ins for packages the page imports but does not need: name -> (version, module file in build/stubs/).
 STUBS = {"nh3": ("0.0.0+sdpa.stub", "nh3.py")}
 

@@ -80,7 +80,8 @@ def main(app: str, out: str) -> None:
         if path.suffix == ".py" and path.is_relative_to(stdlib) and "site-packages" not in path.parts:
             used.add(path.relative_to(stdlib).as_posix())
     identity = {field: getattr(importlib.import_module(module), name) for field, (module, name) in IDENTITY.items()}
-    Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top),
+    modules = sorted(m for m, mod in sys.modules.items() if mod is not None)
+    Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top), "modules": modules,
                                      "sibling_modules": first_party, "stdlib_files": sorted(used),
                                      "identity": identity}))
 

@@ -1,7 +1,9 @@
-"""Step 4 of the build: the site's own pyodide-lock.json, every package the page loads pre-solved, with its sha256.
+"""Step 4 of the build: the lock of every package the page loads, pre-solved, with its sha256.
 
-Pyodide's `loadPackage` reads names, files, dependencies and hashes from here, so the page never
-asks PyPI or micropip's resolver anything at run time. Dependencies come from the plan (plan.py);
+It checks that every planned package got a wheel; the wheels then go into one archive (archive.py)
+that the worker unpacks itself, so the self-hosted site ships only Pyodide's `info` with no package
+entries (runtime_only): loadPyodide reads that file at start-up, and loadPackage is never called.
+The page never asks PyPI or micropip's resolver anything at run time. Dependencies come from the plan (plan.py);
 files, versions, imports and hashes from the wheels actually produced (wheels.py, after bytecode).
 """
 from __future__ import annotations
@@ -54,3 +56,9 @@ def build(plan: Plan, wheels: dict[str, Wheel], pyodide_lock: dict | None, pyodi
 
 def write(path: Path, lock: dict) -> None:
     path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+
+
+def runtime_only(lock: dict) -> dict:
+    """What the self-hosted site ships as pyodide/pyodide-lock.json: loadPyodide reads it at start-up, and
+    since every package arrives in the archive (archive.py), it lists none for loadPackage to fetch."""
+    return {"info": lock["info"], "packages": {}}

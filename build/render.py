@@ -32,6 +32,10 @@ BOKEH_DIR = f"static/bokeh/{BOKEH_VERSION}/"
 # shows such text as written (Bokeh's MathJax provider reports "failed", nothing is fetched).
 # Set to True if a pane ever needs MathJax ($...$ in Markdown/HTML without disable_math).
 MATHJAX = False
+# BokehJS's WebGL glyphs (bokeh-gl.min.js, parsed before first paint) serve only figures drawn with
+# output_backend="webgl"; none is, so the bundle stays out (make_site.py fails if web/ starts using it).
+# bokeh-tables stays: panel.min.js requires its module when it loads.
+WEBGL = False
 BOKEH_CDN = re.compile(r"https://cdn\.bokeh\.org/bokeh/release/(bokeh(?:-[a-z]+)?)-" + re.escape(BOKEH_VERSION)
                        + r"(\.min)?\.js")
 ESM_MODEL = re.compile(r'"name":"panel\.models\.esm\.')
@@ -49,6 +53,8 @@ def self_host(page: str) -> str:
     page = BOKEH_CDN.sub(lambda m: f"./{BOKEH_DIR}{m.group(1)}.min.js", page)
     if not MATHJAX:
         page = re.sub(r"""<script[^>]*src=["'][^"']*bokeh-mathjax[^"']*["'][^>]*>\s*</script>\s*""", "", page)
+    if not WEBGL:
+        page = re.sub(r"""<script[^>]*src=["'][^"']*bokeh-gl[.-][^"']*["'][^>]*>\s*</script>\s*""", "", page)
     # es-module-shims: Panel adds it for ReactiveESM/AnyWidget components, which this page does not
     # use. Its feature detection runs an inline script in a srcdoc iframe whose text depends on the
     # browser, so no hash in the CSP can allow it and every visit would log a violation. Kept (and

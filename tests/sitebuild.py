@@ -53,9 +53,17 @@ class Site:
         self.policy = render.embedded((root / offline.SW_FILE).read_text(), "POLICY")
         self.assets = self.policy["assets"]
         self.config = render.embedded((root / "worker.js").read_text(), "CONFIG")
-        self.lock = json.loads((root / "pyodide" / "pyodide-lock.json").read_text())
+        lock = root / "pyodide" / "pyodide-lock.json"      # self-hosted builds only
+        self.lock = json.loads(lock.read_text()) if lock.is_file() else None
         self.html = (root / "index.html").read_text()
 
     @property
     def self_hosted(self) -> bool:
         return self.config["runtimeLock"] is None
+
+    @property
+    def archive(self) -> dict[str, bytes]:
+        """{path under site-packages: bytes} of the package archive (build/archive.py)."""
+        if not hasattr(self, "_archive"):
+            self._archive = build_module("archive").members(self.root / self.config["archive"]["path"])
+        return self._archive

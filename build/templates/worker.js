@@ -32,7 +32,7 @@ async function sha256hex(buffer) {
 
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
-// Every file Pyodide will fetch (runtime, stdlib, lock, each wheel) is requested right now, so the
+// Every file the boot needs (runtime, stdlib, lock, the package archive) is requested right now, so the
 // downloads run alongside the runtime's start-up instead of after it; Pyodide's own fetches of those
 // URLs are handed these responses. Each file is checked against the sha256 and size the build wrote
 // into CONFIG.prefetch as it arrives (from a clone, so Pyodide still gets the real response: the
@@ -115,9 +115,25 @@ const failure = new Promise((resolve, reject) => checks.forEach((c) => c.catch(r
 failure.catch(() => {});
 const guard = (promise) => Promise.race([promise, failure]);
 
+// gzip bytes -> bytes, by the browser's own DecompressionStream.
+async function inflate(buffer, path) {
+  try {
+    return await new Response(new Blob([buffer]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+  } catch (err) {
+    throw new BootError(`${path} could not be unpacked (${err.message || err})`, path);
+  }
+}
+
+// Pyodide asks for python_stdlib.zip; the site ships it as one gzip stream (build/archive.py).
+const STDLIB_URL = CONFIG.stdlib ? here(CONFIG.stdlib.replace(/\.gz$/, "")) : null;
+
 const networkFetch = self.fetch.bind(self);
 self.fetch = (input, init) => {
   const url = new URL(input instanceof Request ? input.url : input, BOOT.base).href;
+  if (url === STDLIB_URL) {
+    return guard(downloads.get(here(CONFIG.stdlib)).checked).then((body) => inflate(body, CONFIG.stdlib))
+      .then((zip) => new Response(zip, {headers: {"Content-Type": "application/zip"}}));
+  }
   const got = downloads.get(url);
   if (got === undefined || got.script || got.used) return networkFetch(input, init);
   got.used = true;              // each response body can be read once
@@ -130,7 +146,7 @@ const nativeImportScripts = self.importScripts.bind(self);
 self.importScripts = (...urls) => nativeImportScripts(...urls.map((u) => checkedScripts.get(new URL(u, BOOT.base).href) || u));
 
 async function loadScripts() {
-  if (!CONFIG.prefetch.length) {      // Pyodide from its CDN (build without a distribution): nothing to check
+  if (CONFIG.runtimeLock) {      // Pyodide from its CDN (build without a distribution): nothing to check
     try {
       nativeImportScripts(CONFIG.pyodideJs);
     } catch (err) {
@@ -156,20 +172,63 @@ function sendPatch(patch, buffers, done) {
   else post({type: "patch", patch, buffers, done: !!done});
 }
 
-async function lockOptions() {
-  const ours = here(CONFIG.lock);
-  if (!CONFIG.runtimeLock) return {lockFileURL: ours};
-  // Pyodide from its CDN (build without a distribution): its lock plus our wheels by absolute URL.
-  const [theirs, mine] = await Promise.all([CONFIG.runtimeLock, ours].map(async (u) => {
-    const r = await fetch(u);
-    if (!r.ok) throw new BootError(`${u} could not be downloaded (HTTP ${r.status})`, u);
-    return r.json();
-  }));
-  for (const [name, entry] of Object.entries(mine.packages)) {
-    theirs.packages[name] = {...entry, file_name: new URL(entry.file_name, ours).href};
+// Pyodide's lock: ours lists no packages (they all come in the archive); a build without a Pyodide
+// distribution uses its CDN's, for the compiled packages loaded from there (CONFIG.runtimePackages).
+const lockOptions = () => ({lockFileURL: CONFIG.runtimeLock || here(CONFIG.lock)});
+
+// Every package in one archive (build/archive.py): checked like every other download, inflated by the
+// browser, its files written into site-packages, its compiled libraries loaded, as loadPackage would.
+async function installArchive() {
+  const {path, sitePackages, dynlibs} = CONFIG.archive;
+  const packed = await guard(downloads.has(here(path)) ? downloads.get(here(path)).checked
+    : fetch(here(path)).then((r) => {
+      if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status})`, path);
+      return r.arrayBuffer();
+    }));
+  const tar = new Uint8Array(await inflate(packed, path));
+  const FS = self.pyodide.FS;
+  const made = new Set();
+  const text = (at, n) => {
+    let end = at;
+    while (end < at + n && tar[end] !== 0) end += 1;
+    return new TextDecoder().decode(tar.subarray(at, end));
+  };
+  let files = 0;
+  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0;) {      // ustar: 512-byte headers
+    const prefix = text(at + 345, 155);
+    const name = (prefix ? prefix + "/" : "") + text(at, 100);
+    const size = parseInt(text(at + 124, 12).trim() || "0", 8);
+    const kind = String.fromCharCode(tar[at + 156] || 48);
+    const data = at + 512;
+    if (kind === "0") {
+      const file = `${sitePackages}/${name}`;
+      const dir = file.slice(0, file.lastIndexOf("/"));
+      if (!made.has(dir)) {
+        FS.mkdirTree(dir);
+        made.add(dir);
+      }
+      FS.writeFile(file, tar.subarray(data, data + size), {canOwn: false});
+      files += 1;
+    }
+    at = data + Math.ceil(size / 512) * 512;
   }
-  return {lockFileContents: JSON.stringify(theirs)};
+  if (files === 0) throw new BootError(`${path} holds no files`, path);
+  for (const lib of dynlibs) await self.pyodide._api.loadDynlib(`${sitePackages}/${lib}`);
+  self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
 }
+
+// Import-time work only documentation reads, skipped: param writes every Parameterized class's
+// signature and parameter table into its docstring, and Bokeh gives each of ~450 models an
+// __init__ signature built from every property's default (Model.__init_subclass__) and reads its
+// docs example. Help text and signatures are never shown in the page.
+const LEAN = `
+import param.parameterized as _pp
+_pp.docstring_signature = _pp.docstring_describe_params = False
+from bokeh.model import model as _bm
+assert "bokeh.models" not in __import__("sys").modules, "bokeh.models imported before its docs were skipped"
+_bm.Model.__init_subclass__ = classmethod(lambda cls, _base=_bm.Model: super(_base, cls).__init_subclass__())
+del _pp, _bm
+`;
 
 const APP = `
 import os, sys
@@ -262,19 +321,42 @@ async function start() {
   const indexURL = CONFIG.pyodideJs.replace(/pyodide\.js$/, "");
   self.pyodide = await guard(loadPyodide({
     indexURL: indexURL.startsWith("http") ? indexURL : here(indexURL),
+    ...(STDLIB_URL ? {stdLibURL: STDLIB_URL} : {}),
     ...(await lockOptions()),
   }));
   status("packages", `Loading packages: ${CONFIG.packages.join(", ")}`);
-  await guard(self.pyodide.loadPackage(CONFIG.packages, {messageCallback: () => {}, checkIntegrity: true}));
+  if (CONFIG.runtimePackages.length) {        // a build without a Pyodide distribution: from its CDN
+    await guard(self.pyodide.loadPackage(CONFIG.runtimePackages, {messageCallback: () => {}, checkIntegrity: true}));
+  }
+  await installArchive();
   await guard(Promise.all(checks));      // every file arrived whole, including any Pyodide did not ask for
   status("import", "Importing Panel and Bokeh");
   self.pyodide.globals.set("sendPatch", sendPatch);
   // Panel's asset URLs point at this site's copy (read when panel.io.resources is imported).
-  self.pyodide.runPython(`import os\nos.environ["PANEL_CDN_ROOT"] = ${JSON.stringify(here(CONFIG.panelRoot))}\nimport panel, bokeh`);
+  self.pyodide.runPython(`import os\nos.environ["PANEL_CDN_ROOT"] = ${JSON.stringify(here(CONFIG.panelRoot))}\n${LEAN}\nimport panel, bokeh`);
   status("app", "Running the app");
   const [docs_json, render_items, root_ids] = await self.pyodide.runPythonAsync(APP);
   status("render", "Drawing the live page");
   post({type: "render", docs_json, render_items, root_ids});
+  keepOffline().catch((err) => console.warn("SDPA Lab: offline copy not stored:", err))
+    .finally(() => post({type: "kept"}));
+}
+
+// What this boot downloaded and checked goes straight into the service worker's cache, under the key
+// sw.js uses (path?sha256=...), so its precache finds these files there instead of downloading them
+// again: a browser's HTTP cache may not keep files this large (Chromium's in-memory cache does not).
+// The page registers the service worker only after "kept".
+async function keepOffline() {
+  if (!CONFIG.offlineCache || !self.caches) return;
+  const cache = await caches.open(CONFIG.offlineCache);
+  for (const [path, sha256] of CONFIG.prefetch) {
+    const key = here(`${path}?sha256=${sha256}`);
+    const got = downloads.get(here(path));
+    if (await cache.match(key)) continue;
+    const [response, body] = await Promise.all([got.response, got.checked]);
+    const type = response.headers.get("Content-Type") || "application/octet-stream";
+    await cache.put(key, new Response(body, {headers: {"Content-Type": type}}));
+  }
 }
 
 function describe(err) {

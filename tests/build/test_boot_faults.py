@@ -70,19 +70,19 @@ def faulty(request, browser):
         context.close()
 
 
-def wheel(site, name: str) -> str:
-    return "pyodide/" + site.lock["packages"][name]["file_name"]
+def packages(site) -> str:
+    return site.config["archive"]["path"]
 
 
 CASES = {
     "wasm truncated": (lambda s: "pyodide/pyodide.asm.wasm", truncate),
     "wasm bit-flipped": (lambda s: "pyodide/pyodide.asm.wasm", flip),
     "pyodide.js truncated": (lambda s: "pyodide/pyodide.js", truncate),
-    "stdlib truncated": (lambda s: "pyodide/python_stdlib.zip", truncate),
+    "stdlib truncated": (lambda s: "pyodide/python_stdlib.zip.gz", truncate),
     "worker.js truncated": (lambda s: "worker.js", truncate),
     "worker.js missing": (lambda s: "worker.js", None),
-    "wheel corrupt": (lambda s: wheel(s, "numpy"), flip),
-    "wheel missing": (lambda s: wheel(s, "panel"), None),
+    "package archive corrupt": (packages, flip),
+    "package archive missing": (packages, None),
     "bokeh.min.js truncated": (lambda s: build_module("render").BOKEH_DIR + "bokeh.min.js", truncate),
 }
 
@@ -125,7 +125,7 @@ def test_stalled_download_is_named(faulty):
 
 def test_reload_from_the_network_recovers(faulty, site):
     """After a damaged download, "Reload from the network" boots the page."""
-    path = wheel(site, "panel")
+    path = packages(site)
     page, _ = faulty(path, "once")
     page.wait_for_function("window.sdpaLab && window.sdpaLab.error", timeout=LIMIT_MS)
     with page.expect_navigation(timeout=LIMIT_MS):

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import html
+import io
 import json
 import re
 import struct
@@ -74,45 +76,63 @@ def test_scripts_and_stylesheets_carry_integrity(site):
 
 
 def test_worker_checks_every_file_it_loads(site):
-    """A self-hosted worker checks the runtime, stdlib, lock and every wheel against the sha256 and size
-    the build recorded (a fallback build loads Pyodide from its CDN and has nothing to check)."""
+    """A self-hosted worker checks the runtime, stdlib, lock and the package archive against the sha256 and
+    size the build recorded (a fallback build loads Pyodide from its CDN and checks the archive only)."""
     prefetch = {path: (digest, size) for path, digest, size in site.config["prefetch"]}
-    if not site.self_hosted:
-        assert prefetch == {}
-        return
-    expected = {f"pyodide/{f}" for f in ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
-                                         "pyodide-lock.json")}
-    expected |= {f"pyodide/{e['file_name']}" for e in site.lock["packages"].values()}
+    expected = {site.config["archive"]["path"]}
+    if site.self_hosted:
+        expected |= {f"pyodide/{f}" for f in ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm",
+                                              "python_stdlib.zip.gz", "pyodide-lock.json")}
     assert set(prefetch) == expected
     for path, (digest, size) in prefetch.items():
         assert (sha256(site.root / path), (site.root / path).stat().st_size) == (digest, size), path
+    packed = site.config["archive"]
+    assert (packed["sha256"], packed["size"]) == prefetch[packed["path"]]
 
 
-def test_lock_is_pre_solved_and_hashes_match(site):
-    """Every package the worker loads is in the site's lock, with its file and sha256, dependencies closed."""
-    packages = site.lock["packages"]
-    for name in site.config["packages"]:
-        if not site.self_hosted and name not in packages:
-            continue   # from the CDN's lock at run time (fallback build only)
-        entry = packages[name]
-        wheel = site.root / "pyodide" / entry["file_name"]
-        assert wheel.is_file(), name
-        assert sha256(wheel) == entry["sha256"], name
-        if site.self_hosted:
-            assert set(entry["depends"]) <= set(packages), f"{name} depends on {entry['depends']}"
-    assert set(packages) <= set(site.config["packages"]), "the worker loads every locked package up front"
+def info_folder(files, name: str, version: str) -> str | None:
+    """A package's .dist-info folder in the archive (spelt as its wheel spells it: MarkupSafe, pyviz_comms)."""
+    want = plan.norm(f"{name}-{version}")
+    return next((n.split("/")[0] for n in files if n.split("/")[0].endswith(".dist-info")
+                 and plan.norm(n.split("/")[0].removesuffix(".dist-info")) == want), None)
+
+
+def test_one_archive_holds_every_package(site):
+    """Every shipped package is in pyodide/packages.tar.gz (its .dist-info included), no wheel ships, the
+    worker loads exactly the archive's compiled libraries, and a self-hosted lock leaves loadPackage
+    nothing to fetch (a fallback build loads only the compiled packages from Pyodide's CDN)."""
+    packed, files = site.config["archive"], site.archive
+    assert not list(site.root.rglob("*.whl"))
+    shipped = set(site.config["packages"]) - set(site.config["runtimePackages"])
+    assert set(packed["packages"]) == shipped
+    infos = {n.split("/")[0] for n in files if ".dist-info/" in n}
+    for name, version in packed["packages"].items():
+        assert info_folder(files, name, version) in infos, name
+    assert packed["dynlibs"] == sorted(n for n in files if n.endswith(".so"))
+    assert not any(n.endswith(".dist-info/RECORD") for n in files)
+    if site.self_hosted:
+        assert site.config["runtimePackages"] == [] and site.lock["packages"] == {}
+        assert any(n.startswith("numpy/") for n in files)
 
 
 def test_lean_no_unused_heavy_packages(site):
-    """Pandas, Pillow, requests, tqdm and a real sanitiser never ship; Panel and Bokeh come as slim wheels."""
-    packages = site.lock["packages"]
+    """Pandas, Pillow, requests, tqdm and a real sanitiser never ship; Panel and Bokeh come without their
+    bundled JS, tornado without its tests, numpy without headers, static libraries and f2py; the archive
+    stays under 8 MB; BokehJS's WebGL bundle is not loaded (no plot uses WebGL)."""
+    packages = site.config["archive"]["packages"]
     assert not set(plan.NEVER_SHIP) & set(packages)
     if "nh3" in packages:
-        assert "stub" in packages["nh3"]["version"]
-    for name, limit in (("panel", 3e6), ("bokeh", 2e6)):
-        size = (site.root / "pyodide" / packages[name]["file_name"]).stat().st_size
-        assert size < limit, f"{name} wheel is {size / 1e6:.1f} MB: bundled JS not stripped?"
+        assert "stub" in packages["nh3"]
+    files = site.archive
+    bundled = [n for n in files if n.endswith((".min.js", ".js.map")) and n.startswith(("panel/", "bokeh/"))]
+    assert bundled == [], f"bundled JS not stripped: {bundled[:5]}"
+    for gone in ("tornado/test/", "numpy/f2py/", "numpy/_core/include/", "numpy/_core/lib/"):
+        assert not any(n.startswith(gone) for n in files), gone
+    size = (site.root / site.config["archive"]["path"]).stat().st_size
+    assert size < 8e6, f"the package archive is {size / 1e6:.1f} MB"
     assert not any(site.root.rglob("*.map")), "source maps are not needed by the page"
+    if not render.WEBGL:
+        assert "bokeh-gl" not in site.html and not any(site.root.rglob("bokeh-gl*"))
     if not render.MATHJAX:   # formulas are KaTeX; Panel's "just in case" MathJax bundle stays out
         assert "mathjax" not in site.html.lower() and not any(site.root.rglob("*mathjax*"))
 
@@ -168,13 +188,12 @@ def test_notices_name_every_third_party_package_with_its_licence(site):
     the slimmed Panel and Bokeh wheels and the repacked tornado still carry theirs."""
     text = html.unescape((site.root / "notices.html").read_text())
     ours = {n for n, p in plan.OWN.items()} | set(plan.STUBS)
-    for name, entry in site.lock["packages"].items():
-        wheel = site.root / "pyodide" / entry["file_name"]
-        with zipfile.ZipFile(wheel) as zf:
-            licences = [n for n in zf.namelist() if ".dist-info/" in n and re.search(r"/(licenses/|LICEN[CS]E)", n)]
+    for name, version in site.config["archive"]["packages"].items():
+        info = info_folder(site.archive, name, version)
+        licences = [n for n in site.archive if n.startswith(info + "/") and re.search(r"/(licenses/|LICEN[CS]E)", n)]
         if name in ours:
             continue
-        assert f"<td>{entry['version']}</td>" in text, name
+        assert f"<td>{version}</td>" in text, name
         if name in ("panel", "bokeh", "tornado"):
             assert licences, f"{name}'s wheel lost its licence file"
         for path in licences:
@@ -225,38 +244,35 @@ def needs_python313(site):
                     "to compile the shipped bytecode")
 
 
-def test_wheels_ship_bytecode_for_pyodide(site):
-    """With a CPython 3.13 at build time, every pure wheel carries 3.13 bytecode in unchecked-hash mode
-    (valid after unpacking whatever the mtimes): ours next to their sources, the others sourceless."""
+def test_packages_ship_bytecode_for_pyodide(site):
+    """With a CPython 3.13 at build time, every package in the archive carries 3.13 bytecode in
+    unchecked-hash mode (valid whatever the mtimes): ours next to their sources, the others sourceless."""
     needs_python313(site)
-    magic = None
-    for name, entry in site.lock["packages"].items():
-        with zipfile.ZipFile(site.root / "pyodide" / entry["file_name"]) as zf:
-            names = [n for n in zf.namelist() if ".dist-info/" not in n]
-            pycs = [n for n in names if n.endswith(".pyc")]
-            if name in ("sdpa-core", "sdpa-lab-web"):
-                assert "__pycache__/" in pycs[0] and ".cpython-313.pyc" in pycs[0]
-                assert len([n for n in names if n.endswith(".py")]) == len(pycs), name
-            else:
-                assert not [n for n in names if n.endswith(".py")], f"{name} ships sources"
-            if pycs:
-                header = zf.read(pycs[0])[:8]
-                if entry["file_name"].endswith("-none-any.whl"):   # compiled by us (Pyodide's own: checked-hash)
-                    assert int.from_bytes(header[4:8], "little") == 0b01, f"{name}: not unchecked-hash"
-                magic = magic or header[:4]
-                assert header[:4] == magic
-    assert magic == (3571).to_bytes(2, "little") + b"\r\n", "not CPython 3.13 bytecode"
+    files = site.archive
+    ours = ("sdpa_core/", "web/")
+    code = [n for n in files if n.endswith((".py", ".pyc")) and ".dist-info/" not in n]
+    for top in ours:
+        sources = [n for n in code if n.startswith(top) and n.endswith(".py")]
+        pycs = [n for n in code if n.startswith(top) and n.endswith(".cpython-313.pyc") and "/__pycache__/" in n]
+        assert sources and len(sources) == len(pycs), top
+    others = [n for n in code if not n.startswith(ours)]
+    assert not [n for n in others if n.endswith(".py")], "third-party packages ship sources"
+    headers = {files[n][:8] for n in code if n.endswith(".pyc") and n.startswith(("panel/", "bokeh/", "param/"))}
+    assert headers == {(3571).to_bytes(2, "little") + b"\r\n" + (0b01).to_bytes(4, "little")}, \
+        "not CPython 3.13 unchecked-hash bytecode"
 
 
 def test_stdlib_ships_bytecode_for_pyodide(site):
     """In a self-hosted build, the stdlib modules the page imports are 3.13 bytecode (not sources) in
-    pyodide/python_stdlib.zip."""
+    pyodide/python_stdlib.zip.gz, and the modules plan.STDLIB_DROP names are gone."""
     if not site.self_hosted:
         pytest.skip("needs a self-hosted build, which ships pyodide/python_stdlib.zip: set PYODIDE_DIST=<folder "
                     "with pyodide-lock.json> (or let the build download from PYODIDE_CDN); this build loads "
                     f"Pyodide from {site.config['pyodideJs'].rsplit('/', 1)[0]}/ at run time")
     needs_python313(site)
-    with zipfile.ZipFile(site.root / "pyodide" / "python_stdlib.zip") as zf:
+    with zipfile.ZipFile(io.BytesIO(gzip.decompress((site.root / "pyodide" / "python_stdlib.zip.gz").read_bytes()))) as zf:
         names = set(zf.namelist())
+        assert {i.compress_type for i in zf.infolist()} == {zipfile.ZIP_STORED}, "one gzip stream, members stored"
+    assert not any(n.startswith(plan.STDLIB_DROP) for n in names)
     for module in ("asyncio/base_events", "json/decoder", "_pyodide/_base", "pyodide/webloop"):
         assert f"{module}.pyc" in names and f"{module}.py" not in names, module

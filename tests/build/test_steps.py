@@ -22,6 +22,7 @@ offline = build_module("offline")
 icons = build_module("icons")
 notices = build_module("notices")
 bytecode = build_module("bytecode")
+archive = build_module("archive")
 
 
 # ---- plan -----------------------------------------------------------------------------------------
@@ -221,6 +222,53 @@ def test_lock_entries_come_from_the_plan_and_the_produced_files(tmp_path):
     del made["param"]
     with pytest.raises(SystemExit, match="param"):
         pyodide_lock.build(p, made, PYODIDE_LOCK, "0.29.3")
+
+
+def test_self_hosted_lock_leaves_nothing_to_load_package():
+    """The shipped lock keeps Pyodide's info for loadPyodide and no packages: they come in the archive."""
+    assert pyodide_lock.runtime_only({"info": {"version": "0.29.3"}, "packages": {"x": {}}}) == \
+        {"info": {"version": "0.29.3"}, "packages": {}}
+
+
+# ---- archive --------------------------------------------------------------------------------------
+
+def test_archive_is_reproducible_installed_layout_with_its_libraries(tmp_path):
+    """Wheels become one tar.gz of their installed layout (data folders mapped to site-packages or left
+    out), the same bytes for the same wheels, listing the .so files the worker must load."""
+    a = wheels.write_wheel(tmp_path, "a", "1", {"a/__init__.py": b"", "a/_x.cpython-313-wasm32-emscripten.so": b"\0asm",
+                                                "a-1.data/purelib/a_extra.py": b"y = 2\n",
+                                                "a-1.data/data/share/jupyter/x.json": b"{}"})
+    b = wheels.write_wheel(tmp_path, "b", "2", {"b.py": b"z = 3\n", "b/tests/_t.so": b"\0asm"})
+    packed, dynlibs = archive.build({"a": a, "b": b})
+    assert archive.build({"b": b, "a": a})[0] == packed
+    (tmp_path / "p.tar.gz").write_bytes(packed)
+    files = archive.members(tmp_path / "p.tar.gz")
+    assert {"a/__init__.py", "a_extra.py", "b.py", "a-1.dist-info/METADATA", "b-2.dist-info/RECORD"} <= set(files)
+    assert not any("share/jupyter" in n for n in files)
+    assert dynlibs == ["a/_x.cpython-313-wasm32-emscripten.so"]     # tests' libraries are never loaded
+
+
+def test_archive_trim_refuses_to_leave_out_an_imported_module(tmp_path):
+    """plan.TRIM leaves files out, but never a module the pre-render imported (the build fails instead)."""
+    w = wheels.write_wheel(tmp_path, "numpy", "2", {"numpy/__init__.py": b"", "numpy/f2py/__init__.py": b"",
+                                                    "numpy/__init__.pyi": b""})
+    packed, _ = archive.build({"numpy": w}, {"numpy": plan.TRIM["numpy"]}, ["numpy"])
+    (tmp_path / "p.tar.gz").write_bytes(packed)
+    assert [n for n in archive.members(tmp_path / "p.tar.gz") if not n.startswith("numpy-")] == ["numpy/__init__.py"]
+    with pytest.raises(SystemExit, match="numpy.f2py"):
+        archive.build({"numpy": w}, {"numpy": plan.TRIM["numpy"]}, ["numpy", "numpy.f2py"])
+    assert archive.module_of("numpy/f2py/__pycache__/x.cpython-313.pyc") == "numpy.f2py.x"
+    assert archive.module_of("numpy/_core/_m.cpython-313-wasm32-emscripten.so") == "numpy._core._m"
+
+
+def test_stdlib_drop_refuses_an_imported_module(tmp_path):
+    """plan.STDLIB_DROP removes debuggers, REPLs and protocols from the stdlib zip, never what the page imports."""
+    z = tmp_path / "python_stdlib.zip"
+    bytecode._write_zip(z, {"pdb.py": b"", "json/__init__.py": b"", "xmlrpc/client.py": b""})
+    assert bytecode.drop_stdlib(z, plan.STDLIB_DROP, ["json/__init__.py"]) == 2
+    assert zipfile.ZipFile(z).namelist() == ["json/__init__.py"]
+    with pytest.raises(SystemExit, match="pdb.py"):
+        bytecode.drop_stdlib(z, plan.STDLIB_DROP, ["pdb.py"])
 
 
 # ---- images ---------------------------------------------------------------------------------------
