@@ -13,6 +13,7 @@ Per build, each round boots the page in a fresh browser profile and then:
   and the messages each way.
 - fast drag: 8 presses 16 ms apart (a held key or a mouse drag), up then down; "settled" is from the
   last press until the last message from the worker is applied and no long task runs.
+`--profile N` prints a cProfile of the worker's Python over one step drag per build instead.
 Timings are printed, never asserted (tests count messages instead: tests/build/test_site_interaction.py).
 """
 from __future__ import annotations
@@ -51,6 +52,12 @@ WORKER_PREFIX = r"""
       self.postMessage({type: "bench-busy", busy: busy.splice(0)});
       return;
     }
+    if (event.data && event.data.type === "bench-py") {      // --profile: run Python, answer its result
+      let result;
+      try { result = String(await self.pyodide.runPythonAsync(event.data.code)); } catch (err) { result = String(err); }
+      self.postMessage({type: "bench-py", result});
+      return;
+    }
     if (!handler) return;
     const t0 = now();
     try { await handler.call(self, event); } finally { busy.push([t0, now(), event.data && event.data.type]); }
@@ -83,6 +90,7 @@ PAGE_INIT = r"""
       this.addEventListener("message", async (event) => {
         const msg = event.data || {};
         if (msg.type === "bench-busy") { log.lastBusy = msg.busy; return; }
+        if (msg.type === "bench-py") { log.pyResult = msg.result; return; }
         const t0 = now();
         const events = msg.type === "patch" && msg.patch && msg.patch.events ? msg.patch.events : [];
         const data = events.some((e) => e.kind === "ColumnDataChanged" || e.kind === "ColumnsStreamed" ||
@@ -122,6 +130,23 @@ BUSY = """async () => {
   while (log.lastBusy === null) await new Promise((r) => setTimeout(r, 10));
   return log.lastBusy;
 }"""
+
+
+PY = """async (code) => {
+  const log = window.__bench;
+  log.pyResult = null;
+  log.workers[log.workers.length - 1].postMessage({type: "bench-py", code});
+  while (log.pyResult === null) await new Promise((r) => setTimeout(r, 10));
+  return log.pyResult;
+}"""
+PROFILE_ON = "import cProfile\n_bench_profile = cProfile.Profile()\n_bench_profile.enable()"
+PROFILE_OFF = """
+_bench_profile.disable()
+import io, pstats
+_out = io.StringIO()
+pstats.Stats(_bench_profile, stream=_out).sort_stats("cumulative").print_stats(%d)
+_out.getvalue()
+"""
 
 
 def overlap(intervals, start, end) -> float:
@@ -173,7 +198,7 @@ def fast_drag(page, key: str, steps: int) -> float:
     return max(ends, default=last) - last
 
 
-def run_site(browser, url: str, steps: int) -> dict:
+def run_site(browser, url: str, steps: int, profile: int = 0) -> dict:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
     context.add_init_script(PAGE_INIT % json.dumps(WORKER_PREFIX))
     page = context.new_page()
@@ -185,6 +210,12 @@ def run_site(browser, url: str, steps: int) -> dict:
     handle.wait_for(timeout=30_000)
     page.wait_for_timeout(1500)
     handle.focus()
+    if profile:
+        page.evaluate(PY, PROFILE_ON)
+        step_drag(page, "ArrowRight", steps)
+        print(page.evaluate(PY, PROFILE_OFF % profile))
+        context.close()
+        return {}
     steps_out = step_drag(page, "ArrowRight", steps) + step_drag(page, "ArrowLeft", steps)
     settled = [fast_drag(page, "ArrowRight", steps), fast_drag(page, "ArrowLeft", steps)]
     context.close()
@@ -203,10 +234,23 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--query", default="?view=playground", help="the page's address query (the view dragged in)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="instead: print the N top lines of a cProfile of the worker during one step drag, per build")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     args = ap.parse_args()
     sites = [s.split("=", 1) for s in args.site]
     from playwright.sync_api import sync_playwright
+
+    if args.profile:
+        for name, d in sites:
+            server, url = serve.start(Path(d))
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
+                print(f"== {name}: cProfile of the worker over {args.steps} d_k steps (Python inside Pyodide)")
+                run_site(browser, url + args.query, args.steps, profile=args.profile)
+                browser.close()
+            server.shutdown()
+        return 0
 
     servers = {name: serve.start(Path(d)) for name, d in sites}
     results = {name: {"steps": [], "settled": []} for name, _ in sites}
