@@ -81,8 +81,19 @@ def wait_ready(page):
     assert page.evaluate("window.sdpaLab.error") is None, page.evaluate("window.sdpaLab.error")
 
 
+def settle(page):
+    """Wait until no message has passed for half a second (the page's address, sent to Python once it
+    is live, comes back as a patch of its own)."""
+    page.wait_for_function("""() => {
+      const log = window.__messages, now = performance.now();
+      if (log.length !== log.seen) { log.seen = log.length; log.since = now; }
+      return now - log.since >= 500;
+    }""", polling=100, timeout=30_000)
+
+
 def step(page, key: str) -> list[dict]:
     """Press `key` on the focused slider; the messages of that step once the worker has answered."""
+    settle(page)
     n = page.evaluate("window.__messages.length")
     page.keyboard.press(key)
     # the answer to the page's patch closes the step; then make sure nothing else follows it
