@@ -23,8 +23,11 @@ def state_of(search: str) -> tuple[LabState, TrainingState]:
     return lab, train
 
 
-def feedback_text(page: Page) -> str:
-    return page.locator("[role=status][aria-live=polite]").last.inner_text()
+# every drawn figure's plotting frame (width, height): a figure laid out at 0 x 0 shows only its legend
+FRAMES_JS = """() => { const views = []; const visit = (v) => { views.push(v); for (const c of (v.child_views || [])) visit(c); };
+  for (const r of Bokeh.index.roots || []) visit(r);
+  return views.filter((v) => v.model.type === 'Figure' && v.frame).map((v) => [v.model.title.text, v.frame.bbox.width,
+                                                                             v.frame.bbox.height]); }"""
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -49,6 +52,9 @@ def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page,
             expect(page.get_by_text(re.compile(r"^✗ Not quite"))).to_be_visible(timeout=60_000)
             page.get_by_label(step.choices[right]).check()
             expect(page.get_by_text("✓ Right. " + sentence, exact=True)).to_be_visible(timeout=60_000)
+        # the step's view inside the tour lays its plots out as on its own (a bare figure next to a row of
+        # figures once collapsed that row to 0 x 0 there)
+        page.wait_for_function(f"() => ({FRAMES_JS})().every(([t, w, h]) => w > 50 && h > 50)", timeout=30_000)
         if width < 500:
             overflow = page.evaluate("() => document.documentElement.scrollWidth")
             assert overflow <= width + 2, f"step {i} is {overflow}px wide at {width}px"

@@ -141,7 +141,7 @@ class Saturation(pn.viewable.Viewer):
             caption("Lines are Monte-Carlo means, bands ±1 standard deviation across samples; the chosen rule is drawn "
                     "thicker and the dashed vertical line marks the current d_k. Click a legend entry to hide a rule."),
             self.grad_note,
-            self.grad_fig,
+            figure_row(self.grad_fig),   # a bare figure here collapses the row above inside the tour
 caption("‖∂L/∂qᵢ‖ of about 128 query rows (several draws at the current n) for one fixed random upstream "
                     "gradient, sorted from largest to smallest, on a log axis. A saturated row passes almost no "
                     "gradient (its softmax Jacobian is nearly 0). For independent q and k at large d_k that is most "

@@ -205,7 +205,7 @@ class Training(pn.viewable.Viewer):
             figs,
             caption("Loss and accuracy of each batch before its update; dotted lines are chance (log 8 and 1/8). "
                     "Run B is dashed."),
-            self.example_fig,
+            figure_row(self.example_fig),   # a bare figure here collapses the row above inside the tour
             caption("The attention weights of one fixed example as training goes on; the triangle marks the key that "
                     "holds the answer. A healthy run moves its weight there."),
             sizing_mode="stretch_width")

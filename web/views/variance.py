@@ -131,7 +131,7 @@ class Variance(pn.viewable.Viewer):
             caption("Histograms of 20 000 exact samples of one query-key pair at the "
                     "current d_k (left: raw q·k, right: after the chosen rule), with the normal curve theory predicts "
                     "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit)."),
-            self.loglog,
+            figure_row(self.loglog),   # a bare figure here collapses the row above inside the tour
             self.slopes,
             caption("Spread of all n×n logits against d_k on log-log axes. At ρ = 0 the unscaled line has slope ½, "
                     "1/√d_k makes it flat and 1/d_k (muP) gives slope −½. At ρ > 0 the n matched pairs add a mean "
