@@ -100,3 +100,16 @@ def test_embed_mode_shows_one_view_without_the_page_chrome(page: Page, runtime, 
     value = snippet.input_value()
     assert "view=dial" in value and value.split("\n")[0].find("embed") == -1   # the link opens the full page
     page.screenshot(path=str(screenshot_dir / f"embed-{size[0]}x{size[1]}-{runtime.name}.png"))
+
+
+def test_play_sweeps_rho_as_q_and_k_align(page: Page, runtime):
+    """The alignment view's Play moves ρ up step by step (the address follows) and its sentence with it;
+    Pause stops it."""
+    runtime.open(page, "?view=alignment&d_k=256")
+    expect(page.get_by_text(re.compile(r"^At d_k = 256, σ = 1, n = 16, tokens attended from ρ = 0 to 1"))).to_be_visible(
+        timeout=60_000)
+    page.get_by_role("button", name=re.compile("Play: sweep ρ")).click()
+    page.wait_for_function("() => /rho=0\\.[1-9]/.test(location.search)", timeout=30_000)
+    expect(page.get_by_text(re.compile(r"Now, at ρ = 0\.[1-9]"))).to_be_visible(timeout=30_000)
+    page.get_by_role("button", name=re.compile("Pause")).click()
+    expect(page.get_by_role("button", name=re.compile("Play: sweep ρ"))).to_be_visible(timeout=30_000)
