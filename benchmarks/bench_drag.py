@@ -72,6 +72,15 @@ PAGE_INIT = r"""
   const now = () => performance.timeOrigin + performance.now();
   const log = window.__bench = {keys: [], out: [], in: [], redraws: [], longtasks: [], workers: []};
   window.addEventListener("keydown", () => log.keys.push(now()), true);
+  // idle-time work (the a11y script labels in requestIdleCallback): its main-thread time
+  log.idle = [];
+  if (window.requestIdleCallback) {
+    const nativeIdle = window.requestIdleCallback.bind(window);
+    window.requestIdleCallback = (fn, opts) => nativeIdle((deadline) => {
+      const t0 = now();
+      try { return fn(deadline); } finally { log.idle.push([t0, now()]); }
+    }, opts);
+  }
   try {
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) log.longtasks.push([performance.timeOrigin + e.startTime, e.duration]);
@@ -166,7 +175,7 @@ def step_drag(page, key: str, steps: int) -> list[dict]:
         marks.append(page.evaluate(f"window.__bench.keys[{n}]"))
     end = page.evaluate("performance.timeOrigin + performance.now()")
     busy = page.evaluate(BUSY)
-    log = page.evaluate("({out: __bench.out, in: __bench.in, redraws: __bench.redraws})")
+    log = page.evaluate("({out: __bench.out, in: __bench.in, redraws: __bench.redraws, idle: __bench.idle})")
     out = []
     for i, t in enumerate(marks):
         nxt = marks[i + 1] if i + 1 < len(marks) else end
@@ -175,6 +184,7 @@ def step_drag(page, key: str, steps: int) -> list[dict]:
         got = [m for m in log["in"] if t <= m["t0"] < nxt and m["data"]]
         out.append({
             "busy": overlap(busy, t, nxt),
+            "idle": overlap(log["idle"], t, nxt),
             "sent": sent[0] - t if sent else None,             # key press to patch posted
             "received": got[0]["t0"] - t if got else None,     # ... to the plot data's message received
             "applied": got[0]["t1"] - t if got else None,      # ... to it applied
@@ -194,7 +204,7 @@ def fast_drag(page, key: str, steps: int) -> float:
     last = page.evaluate("window.__bench.keys[window.__bench.keys.length - 1]")
     page.evaluate(QUIET, 400)
     log = page.evaluate("({in: __bench.in, longtasks: __bench.longtasks})")
-    ends = [e["t1"] for e in log["in"] if e["t0"] >= last] + [s + d for s, d in log["longtasks"] if s + d >= last]
+    ends = [e["t1"] for e in log["in"] if e["t1"] >= last] + [s + d for s, d in log["longtasks"] if s + d >= last]
     return max(ends, default=last) - last
 
 
@@ -276,6 +286,8 @@ def main() -> int:
         ("  of which: key press to patch sent (ms)", lambda r: f"{med([s['sent'] for s in r['steps']]):.0f}"),
         ("  key press to plot data received (ms)", lambda r: f"{med([s['received'] for s in r['steps']]):.0f}"),
         ("  key press to plot data applied (ms)", lambda r: f"{med([s['applied'] for s in r['steps']]):.0f}"),
+        ("page's idle-time work per step (a11y labels), median (ms)",
+         lambda r: f"{med([s['idle'] for s in r['steps']]):.1f}"),
         ("messages page -> worker per step, median", lambda r: f"{med([s['to_worker'] for s in r['steps']]):g}"),
         ("messages worker -> page per step, median", lambda r: f"{med([s['from_worker'] for s in r['steps']]):g}"),
     ]
