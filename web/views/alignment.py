@@ -15,7 +15,7 @@ from ..claims import alignment_summary
 from ..options import ALIGN_MAP_RULES, RULE_LABELS
 from ..state import LabState
 from ..theme import HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import caption, figure_row, heading, held, rule_color, rule_dash
+from .common import caption, figure_row, heading, held, rule_color, rule_dash, set_html
 from .playground import heatmap_data
 
 TICK_MS = 400
@@ -131,8 +131,7 @@ class Alignment(pn.viewable.Viewer):
         if lab.alignment is not None:
             text = html.escape(alignment_summary(lab.alignment, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho,
                                                  temperature=lab.temperature, alpha=lab.alpha), quote=False)
-            if text != self.summary.object:
-                self.summary.object = text
+            set_html(self.summary, text)
 
     def __panel__(self):
         return pn.Column(

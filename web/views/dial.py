@@ -16,7 +16,7 @@ from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, make_figure,
                      style_legend)
-from .common import caption, figure_row, heading, held, rule_color
+from .common import caption, figure_row, heading, held, rule_color, set_html
 from .playground import heatmap_data
 
 X_MAX = 12.0
@@ -106,9 +106,7 @@ class Dial(pn.viewable.Viewer):
         self.grad_source.data = {"query": np.arange(n), "norm": np.maximum(norms, floor)}
         self.reference.location = d["grad_reference"]
         self.starved.location = 1e-3 * d["grad_reference"]
-        text = html.escape(dial_summary(d, s=lab.dial_s, n=n), quote=False)
-        if text != self.summary.object:
-            self.summary.object = text
+        set_html(self.summary, html.escape(dial_summary(d, s=lab.dial_s, n=n), quote=False))
 
     @held
     def _update_settings(self, *_):
@@ -127,8 +125,7 @@ class Dial(pn.viewable.Viewer):
                  f"<p style='font-size:14px;margin:4px 0'>"
                  f"{html.escape(settings_sentence(moments, d_k=lab.d_k, sigma=lab.sigma, rho=lab.rho, rule=lab.rule))}"
                  f"</p>")
-        if table != self.settings.object:
-            self.settings.object = table
+        set_html(self.settings, table)
 
     def __panel__(self):
         return pn.Column(

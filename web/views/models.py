@@ -12,7 +12,7 @@ from sdpa_core import real_models
 from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_summary, pct
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from .common import caption, heading, held
+from .common import caption, heading, held, set_html
 
 QK_NORM_LABELS = {"none": "none", "head": "per head (ViT-22B)", "all": "over all heads (OLMo 2)"}
 SCALE_LABELS = {"sqrt": "1/√d_k", "none": "none (T5)"}
@@ -65,8 +65,8 @@ class Models(pn.viewable.Viewer):
             f": d_k = {m['d_k']}, over {m['n']} tokens, mean of {m['samples']} random heads</caption>"
             f"<tr><th scope='col'>scaling</th><th scope='col'>logit std (theory)</th><th scope='col'>top weight</th>"
             f"<th scope='col'>tokens attended</th><th scope='col'>saturated rows</th></tr>{rows}</table></div>")
-        self.summary.object = html.escape(model_summary(m), quote=False)
-        self.bug.object = html.escape(bug_sentence(m), quote=False)
+        set_html(self.summary, html.escape(model_summary(m), quote=False))
+        set_html(self.bug, html.escape(bug_sentence(m), quote=False))
         self.source.object = ("Source: " + m["preset"].source) if "preset" in m else (
             "Custom head: W_q and W_k entries ~ N(0, init std²), tokens LayerNorm'd (rms 1 per feature) or with "
             "i.i.d. entries of std 1; QK-norm normalises q and k to rms 1 per entry before the scale.")

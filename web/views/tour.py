@@ -12,7 +12,7 @@ from ..theme import CSS, VERDICT_STYLES
 from ..tour import STEPS, answer, feedback
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import caption
+from .common import caption, set_html
 
 CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "#f7f9fc", "padding": "4px 4px 8px 4px"}
 
@@ -92,8 +92,7 @@ class Tour(pn.viewable.Viewer):
         right, _ = answer(step, self.lab, self.train) if picked else (None, "")
         mark = "" if not picked or right is None else ("✓ " if right == self.choices.value else "✗ ")
         out = f"<div role='status' aria-live='polite'>{html.escape(mark + text, quote=False)}</div>"
-        if out != self.feedback.object:
-            self.feedback.object = out
+        set_html(self.feedback, out)
 
     def __panel__(self):
         nav = pn.FlexBox(self.prev, self.next, self.jump, sizing_mode="stretch_width", align_items="end")
