@@ -94,9 +94,15 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
     context.close()
 
 
+# What a first visit may transfer, page and offline precache together (gzip where the server compresses):
+# the issue's target is 14 MB; measured 13.8 MB (README, Performance). The margin is for the page's growth.
+FIRST_VISIT_BYTES = 14.5e6
+
+
 def test_first_visit_downloads_each_file_once(offline_site, browser):
     """A first visit, with the browser's HTTP cache working as for a user (no request routing), transfers
-    each URL once: the service worker's precache takes what the page just fetched from that cache."""
+    each URL once (the service worker's precache takes what the page just fetched from that cache, or what
+    the worker stored in its cache), and transfers less than FIRST_VISIT_BYTES in all."""
     serve = build_module("serve")
     server, url = serve.start(offline_site.root)       # its own server: a clean record of bodies sent
     serve.SiteHandler.bodies.clear()
@@ -113,7 +119,8 @@ def test_first_visit_downloads_each_file_once(offline_site, browser):
     counts = Counter(path for path, _ in bodies)
     assert [p for p, n in counts.items() if n > 1] == [], "downloaded more than once"
     total = sum(size for _, size in bodies)
-    assert total <= 20e6, f"first visit transfers {total / 1e6:.1f} MB"
+    print(f"\nfirst visit: {total / 1e6:.2f} MB in {len(counts)} URLs")
+    assert total <= FIRST_VISIT_BYTES, f"first visit transfers {total / 1e6:.1f} MB"
 
 
 def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, browser):
@@ -176,14 +183,19 @@ new PerformanceObserver((list) => {
 """
 
 
-@pytest.mark.parametrize("width", [390, 1280])
-def test_no_layout_shift_until_the_page_is_live(offline_site, served, browser, width):
+@pytest.mark.parametrize("width, slowdown", [(390, 1), (1280, 1), (412, 4)])
+def test_no_layout_shift_until_the_page_is_live(offline_site, served, browser, width, slowdown):
     """From navigation until the live page has replaced the pre-rendered one, nothing on the page moves:
-    the layout shifts add up to less than 0.01 (Lighthouse's limit for a good page is 0.1)."""
-    context = browser.new_context(viewport={"width": width, "height": 844}, service_workers="block")
+    the layout shifts add up to less than 0.01 (Lighthouse's limit for a good page is 0.1), on a phone and
+    a desktop, and on a phone as Lighthouse's mobile run makes it (412 px at 1.75x, CPU slowed 4x: frames
+    are painted between the steps of swapping in the live page)."""
+    phone = {"device_scale_factor": 1.75, "is_mobile": True, "has_touch": True} if slowdown > 1 else {}
+    context = browser.new_context(viewport={"width": width, "height": 844}, service_workers="block", **phone)
     context.add_init_script(SHIFTS)
     try:
         page = context.new_page()
+        if slowdown > 1:
+            context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": slowdown})
         page.goto(served)
         wait_ready(page)
         page.evaluate("new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
