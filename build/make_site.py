@@ -178,6 +178,9 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     if pyo.self_hosted:
         pyodide_lock.write(out / "pyodide" / "pyodide-lock.json", pyodide_lock.runtime_only(lock))
         pyo.copy_runtime(out / "pyodide")
+        if b"API.loadDynlib=" not in (out / "pyodide" / "pyodide.asm.js").read_bytes():
+            raise SystemExit("make site: this Pyodide's pyodide.asm.js has no API.loadDynlib, which the worker uses "
+                             "to load the package archive's compiled libraries (templates/worker.js installArchive)")
         gone = bytecode.drop_stdlib(out / "pyodide" / "python_stdlib.zip", plan.STDLIB_DROP,
                                     pre.get("stdlib_files", []))
         log(f"stdlib: {gone} files the page never imports left out (plan.STDLIB_DROP)")

@@ -38,7 +38,6 @@
   let sentAt = null;
   let lastNews = performance.now();
   let waiting = [];
-  let kept = false;        // the worker has stored what it downloaded in the offline cache (worker.js keepOffline)
 
   // Progress panel: one line per step, the current one announced to screen readers.
   const panel = document.createElement("div");
@@ -340,10 +339,10 @@
       lab.stalled = null;
       document.documentElement.dataset.sdpaReady = "true";
       panel.remove();
-      if (kept) registerServiceWorker();
+      worker.postMessage({type: "keep-offline"});   // then "kept", then the service worker
     } else if (msg.type === "kept") {
-      kept = true;       // the worker's downloads are in the offline cache: precaching will not repeat them
-      if (lab.ready) registerServiceWorker();
+      // the worker's downloads are in the offline cache: precaching will not download them again
+      registerServiceWorker();
     } else if (msg.type === "patch") {
       try {
         patching += 1;

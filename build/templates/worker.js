@@ -187,11 +187,16 @@ async function installArchive() {
     }));
   const tar = new Uint8Array(await inflate(packed, path));
   const FS = self.pyodide.FS;
+  const api = self.pyodide._api;      // loadDynlib: what loadPackage uses (build/make_site.py checks it is there)
+  if (dynlibs.length && !(api && typeof api.loadDynlib === "function")) {
+    throw new BootError("this Pyodide cannot load compiled libraries from an archive (no _api.loadDynlib)", path);
+  }
   const made = new Set();
+  const decoder = new TextDecoder();
   const text = (at, n) => {
     let end = at;
     while (end < at + n && tar[end] !== 0) end += 1;
-    return new TextDecoder().decode(tar.subarray(at, end));
+    return decoder.decode(tar.subarray(at, end));
   };
   let files = 0;
   for (let at = 0; at + 512 <= tar.length && tar[at] !== 0;) {      // ustar: 512-byte headers
@@ -213,7 +218,7 @@ async function installArchive() {
     at = data + Math.ceil(size / 512) * 512;
   }
   if (files === 0) throw new BootError(`${path} holds no files`, path);
-  for (const lib of dynlibs) await self.pyodide._api.loadDynlib(`${sitePackages}/${lib}`);
+  for (const lib of dynlibs) await api.loadDynlib(`${sitePackages}/${lib}`);
   self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
 }
 
@@ -338,14 +343,19 @@ async function start() {
   const [docs_json, render_items, root_ids] = await self.pyodide.runPythonAsync(APP);
   status("render", "Drawing the live page");
   post({type: "render", docs_json, render_items, root_ids});
-  keepOffline().catch((err) => console.warn("SDPA Lab: offline copy not stored:", err))
-    .finally(() => post({type: "kept"}));
 }
 
 // What this boot downloaded and checked goes straight into the service worker's cache, under the key
 // sw.js uses (path?sha256=...), so its precache finds these files there instead of downloading them
 // again: a browser's HTTP cache may not keep files this large (Chromium's in-memory cache does not).
-// The page registers the service worker only after "kept".
+// The page asks once it is live (so this never competes with drawing it), and registers the service
+// worker after "kept".
+self.addEventListener("message", (event) => {
+  if (!event.data || event.data.type !== "keep-offline") return;
+  keepOffline().catch((err) => console.warn("SDPA Lab: offline copy not stored:", err))
+    .finally(() => post({type: "kept"}));
+});
+
 async function keepOffline() {
   if (!CONFIG.offlineCache || !self.caches) return;
   const cache = await caches.open(CONFIG.offlineCache);
