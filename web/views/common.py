@@ -60,7 +60,7 @@ def choice_slider(obj: param.Parameterized, name: str, options, label: str, **kw
     def position(value) -> int:
         return min(range(len(options)), key=lambda i: abs(options[i] - value))
 
-    slider = pn.widgets.IntSlider(name=label, start=0, end=len(options) - 1, value=position(getattr(obj, name)),
+    slider = pn.widgets.IntSlider(label=label, start=0, end=len(options) - 1, value=position(getattr(obj, name)),
                                   format=fmt, **kwargs)
 
     def to_state(event):

@@ -16,7 +16,7 @@ from ..claims import gradient_summary, saturation_summary
 from ..options import RULE_LABELS, SAMPLES_OPTIONS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import caption, figure_row, heading, held, rule_color, rule_dash
+from .common import caption, choice_slider, figure_row, heading, held, rule_color, rule_dash
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
@@ -65,8 +65,8 @@ class Saturation(pn.viewable.Viewer):
         style_legend(p, below=True, ncols=3)
         self.grad_fig = p
         self.grad_note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
-        self.samples = pn.widgets.DiscreteSlider.from_param(self.lab.param.samples, options=SAMPLES_OPTIONS,
-                                                            name="Monte-Carlo samples per d_k", sizing_mode="stretch_width")
+        self.samples = choice_slider(self.lab, "samples", SAMPLES_OPTIONS, "Monte-Carlo samples per d_k",
+                                     sizing_mode="stretch_width")
         self.download = pn.widgets.FileDownload(callback=self._csv, filename="sdpa_sweep.csv",
                                                 label="Download the sweep as CSV", color="primary",
                                                 variant="outline", sizing_mode="stretch_width", embed=False)

@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 from ..options import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS
 from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
-from .common import caption, figure_row, heading, held, rule_color, rule_options
+from .common import caption, choice_slider, figure_row, heading, held, rule_color, rule_options
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
@@ -70,10 +70,8 @@ class Training(pn.viewable.Viewer):
                                              sizing_mode="stretch_width")
         self.rule_b = pn.widgets.Select.from_param(tr.param.rule_b, name="Run B: scaling rule", options=rule_options(),
                                              sizing_mode="stretch_width")
-        self.lr = pn.widgets.DiscreteSlider.from_param(tr.param.lr, name="Learning rate (Adam)", options=LR_OPTIONS,
-                                                     sizing_mode="stretch_width")
-        self.d_k = pn.widgets.DiscreteSlider.from_param(tr.param.d_k, name="d_k of the trained head",
-                                                        options=TRAIN_D_K_OPTIONS, sizing_mode="stretch_width")
+        self.lr = choice_slider(tr, "lr", LR_OPTIONS, "Learning rate (Adam)", sizing_mode="stretch_width")
+        self.d_k = choice_slider(tr, "d_k", TRAIN_D_K_OPTIONS, "d_k of the trained head", sizing_mode="stretch_width")
         self.play = pn.widgets.Button(label="▶ Play", color="primary", width=110)
         self.step_btn = pn.widgets.Button(label="Step ×10", color="default", width=110)
         self.reset_btn = pn.widgets.Button(label="Reset", color="default", width=110)
