@@ -177,47 +177,62 @@ function sendPatch(patch, buffers, done) {
 const lockOptions = () => ({lockFileURL: CONFIG.runtimeLock || here(CONFIG.lock)});
 
 // Every package in one archive (build/archive.py): checked like every other download, inflated by the
-// browser, its files written into site-packages, its compiled libraries loaded, as loadPackage would.
-async function installArchive() {
-  const {path, sitePackages, dynlibs} = CONFIG.archive;
-  const packed = await guard(downloads.has(here(path)) ? downloads.get(here(path)).checked
-    : fetch(here(path)).then((r) => {
-      if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status})`, path);
-      return r.arrayBuffer();
-    }));
-  const tar = new Uint8Array(await inflate(packed, path));
-  const FS = self.pyodide.FS;
-  const api = self.pyodide._api;      // loadDynlib: what loadPackage uses (build/make_site.py checks it is there)
-  if (dynlibs.length && !(api && typeof api.loadDynlib === "function")) {
-    throw new BootError("this Pyodide cannot load compiled libraries from an archive (no _api.loadDynlib)", path);
+// browser and read as soon as it has arrived (while Pyodide starts: none of that needs Python), then
+// its files written into site-packages and its compiled libraries loaded, as loadPackage would.
+let archiveFiles = null;
+function readArchive() {
+  if (archiveFiles === null) {
+    const {path} = CONFIG.archive;
+    const packed = downloads.has(here(path)) ? downloads.get(here(path)).checked
+      : fetch(here(path)).then((r) => {
+        if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status})`, path);
+        return r.arrayBuffer();
+      });
+    archiveFiles = packed.then((body) => inflate(body, path)).then((body) => untar(new Uint8Array(body), path));
+    archiveFiles.catch(() => {});     // surfaced where the boot awaits it
   }
-  const made = new Set();
+  return archiveFiles;
+}
+
+// A ustar archive's regular files: [[name, bytes], ...] (512-byte headers, the build writes no others).
+function untar(tar, path) {
   const decoder = new TextDecoder();
   const text = (at, n) => {
     let end = at;
     while (end < at + n && tar[end] !== 0) end += 1;
     return decoder.decode(tar.subarray(at, end));
   };
-  let files = 0;
-  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0;) {      // ustar: 512-byte headers
+  const files = [];
+  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0;) {
     const prefix = text(at + 345, 155);
     const name = (prefix ? prefix + "/" : "") + text(at, 100);
     const size = parseInt(text(at + 124, 12).trim() || "0", 8);
-    const kind = String.fromCharCode(tar[at + 156] || 48);
     const data = at + 512;
-    if (kind === "0") {
-      const file = `${sitePackages}/${name}`;
-      const dir = file.slice(0, file.lastIndexOf("/"));
-      if (!made.has(dir)) {
-        FS.mkdirTree(dir);
-        made.add(dir);
-      }
-      FS.writeFile(file, tar.subarray(data, data + size), {canOwn: false});
-      files += 1;
-    }
+    if (String.fromCharCode(tar[at + 156] || 48) === "0") files.push([name, tar.subarray(data, data + size)]);
     at = data + Math.ceil(size / 512) * 512;
   }
-  if (files === 0) throw new BootError(`${path} holds no files`, path);
+  if (files.length === 0) throw new BootError(`${path} holds no files`, path);
+  return files;
+}
+
+async function installArchive() {
+  const {path, sitePackages, dynlibs} = CONFIG.archive;
+  const files = await guard(readArchive());
+  const FS = self.pyodide.FS;
+  const api = self.pyodide._api;      // loadDynlib: what loadPackage uses (build/make_site.py checks it is there)
+  if (dynlibs.length && !(api && typeof api.loadDynlib === "function")) {
+    throw new BootError("this Pyodide cannot load compiled libraries from an archive (no _api.loadDynlib)", path);
+  }
+  const made = new Set();
+  for (const [name, data] of files) {
+    const file = `${sitePackages}/${name}`;
+    const dir = file.slice(0, file.lastIndexOf("/"));
+    if (!made.has(dir)) {
+      FS.mkdirTree(dir);
+      made.add(dir);
+    }
+    FS.writeFile(file, data, {canOwn: false});
+  }
   for (const lib of dynlibs) await api.loadDynlib(`${sitePackages}/${lib}`);
   self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
 }
@@ -322,6 +337,7 @@ let applyPatch = null;      // _sdpa_apply, looked up once
 
 async function start() {
   status("runtime", "Starting Python (Pyodide runtime)");
+  readArchive();
   await loadScripts();
   const indexURL = CONFIG.pyodideJs.replace(/pyodide\.js$/, "");
   self.pyodide = await guard(loadPyodide({
