@@ -266,7 +266,7 @@ def test_stdlib_ships_bytecode_for_pyodide(site):
     """In a self-hosted build, the stdlib modules the page imports are 3.13 bytecode (not sources) in
     pyodide/python_stdlib.zip.gz, and the modules plan.STDLIB_DROP names are gone."""
     if not site.self_hosted:
-        pytest.skip("needs a self-hosted build, which ships pyodide/python_stdlib.zip: set PYODIDE_DIST=<folder "
+        pytest.skip("needs a self-hosted build, which ships pyodide/python_stdlib.zip.gz: set PYODIDE_DIST=<folder "
                     "with pyodide-lock.json> (or let the build download from PYODIDE_CDN); this build loads "
                     f"Pyodide from {site.config['pyodideJs'].rsplit('/', 1)[0]}/ at run time")
     needs_python313(site)
