@@ -222,3 +222,14 @@ def test_bug_step_is_the_square_root_of_the_heads(extra):
     assert right == claims.bucket(want, step.edges)
     assert f"{want:.2f}" in sentence or f"{want:.3g}" in sentence
 
+
+
+def test_the_sidebar_follows_the_view_a_step_shows():
+    """Moving between steps greys out the settings the step's view ignores, with the reason."""
+    from web.views.common import shared_controls
+    lab, train = at(step_index("attention"))       # the Playground uses the causal mask
+    sidebar = shared_controls(lab, train)
+    assert not sidebar.widgets["causal"].disabled
+    apply_query(step_query(step_index("softmax")), lab, train)   # the logit dial does not
+    assert sidebar.widgets["causal"].disabled
+    assert sidebar.notes["causal"].object.startswith("*Not used in this view.*")

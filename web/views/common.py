@@ -171,7 +171,7 @@ def shared_controls(lab: LabState, train: TrainingState | None = None) -> pn.Col
             if notes[key].object != text:
                 notes[key].object = text
 
-    lab.param.watch(follow_view, ["view", "rule"])
+    lab.param.watch(follow_view, ["view", "step", "rule"])   # a tour step shows another view
     if train is not None:
         train.param.watch(follow_view, ["rule_a", "rule_b"])
     follow_view()
