@@ -421,6 +421,9 @@ def head_words(m: dict) -> str:
 def bug_sentence(m: dict) -> str:
     """What dividing by √d_model instead of √d_k does to this head (``sdpa_core.head_at_init``)."""
     right, bug = m["mc"]["sqrt_d_k"], m["mc"]["sqrt_d_model"]
+    if m["heads"] == 1:
+        return (f"{head_words(m)}: with one head d_k = d_model, so dividing by √d_model is dividing by √d_k: "
+                f"the bug changes nothing.")
     return (f"{head_words(m)}: dividing by √{m['d_model']} instead of √{m['d_k']} multiplies every logit by "
             f"√(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divides them by {m['bug_temperature']:.3g} = √heads "
             f"(the softmax's temperature × {m['bug_temperature']:.3g}); at initialisation over {m['n']} tokens the "

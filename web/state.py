@@ -192,7 +192,7 @@ class LabState(param.Parameterized):
         view = self.shown
         used = VIEW_SETTINGS[view]
         rules = {train.rule_a, train.rule_b} if (view == "training" and train is not None) else {self.rule}
-        if view == "saturation":
+        if view in ("saturation", "alignment"):
             rules = set(sc.RULE_NAMES)   # every rule is plotted there
         out = {}
         for name in SHARED_SETTINGS:

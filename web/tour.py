@@ -44,15 +44,51 @@ def answer(step: Step, lab, train) -> tuple[int | None, str]:
     return claims.bucket(value, step.edges), sentence
 
 
+def step_state(step: Step):
+    """``(lab, train)`` at the step's own settings, as its link opens it: a prediction's question names
+    those settings, so it is graded there, whatever the learner has moved since. Computed once per step
+    (read only; shared by every session)."""
+    i = STEPS.index(step) + 1
+    if i not in _STEP_STATES:
+        from .state import LabState                 # the state and the link parser import this module
+        from .training_state import TrainingState
+        from .urlstate import apply_query, step_query
+        lab = LabState()
+        train = TrainingState(lab)
+        apply_query(step_query(i), lab, train)
+        _STEP_STATES[i] = (lab, train)
+    return _STEP_STATES[i]
+
+
+_STEP_STATES: dict = {}
+
+
+def _runs_are_the_steps(step: Step, train) -> bool:
+    """The training step's runs cannot be recomputed (they are the learner's): graded only while they
+    have the step's settings."""
+    ref = step_state(step)[1]
+    return all(getattr(train, k) == getattr(ref, k) for k in ("d_k", "rule_a", "rule_b", "lr"))
+
+
 def feedback(step: Step, picked: int | None, lab, train) -> str:
-    """What the page says once the learner has picked a choice: right or not, and the number why."""
+    """What the page says once the learner has picked a choice: right or not at the step's own settings
+    (the ones its question names), the number why, and the same number at the current settings when the
+    learner has moved them ("Now try")."""
     if picked is None:
         return "Pick an answer to see what the numbers say."
-    right, sentence = answer(step, lab, train)
+    _, now = answer(step, lab, train)
+    if step.measure is _training:
+        if not _runs_are_the_steps(step, train):
+            return (f"You picked “{step.choices[picked]}”. The question is about the step's own runs; yours now "
+                    f"have other settings (open this step again from the list to get them back). {now}")
+        right, sentence = answer(step, lab, train)
+    else:
+        right, sentence = answer(step, *step_state(step))
     if right is None:
         return f"You picked “{step.choices[picked]}”. {step.waiting} {sentence}".strip()
     verdict = "Right." if picked == right else f"Not quite: the numbers say “{step.choices[right]}”."
-    return f"{verdict} {sentence}"
+    moved = f" Now, at your settings: {now}" if now and now != sentence else ""
+    return f"{verdict} {sentence}{moved}"
 
 
 # ---- what each step measures ------------------------------------------------------------------------
@@ -124,10 +160,15 @@ def _first_overflow(lab, train):
         return None, ""
     first = claims.first_broken(ps, "float16", lab.order)
     if first is None:
-        return math.inf, (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, no row breaks up to d_k = "
-                          f"{int(ps.d_k[-1])} (σ = {lab.sigma:g}, ρ = {lab.rho:g}).")
-    return first, (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, rows first contain inf or NaN at "
-                   f"d_k = {first} (σ = {lab.sigma:g}, ρ = {lab.rho:g}): |q·k| passes 65504 there.")
+        return math.inf, (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, no row of the stable "
+                          f"softmax breaks up to d_k = {int(ps.d_k[-1])} (σ = {lab.sigma:g}, ρ = {lab.rho:g}).")
+    naive = claims.first_broken(ps, "float16", lab.order, "naive")
+    text = (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, rows of the stable softmax first "
+            f"contain inf or NaN at d_k = {first} (σ = {lab.sigma:g}, ρ = {lab.rho:g}): |q·k| passes 65504 there.")
+    if naive is not None and naive < first:
+        text += (f" The naive softmax (exp without subtracting the row's maximum) breaks earlier, from d_k = "
+                 f"{naive}: exp(x) overflows float16 from x ≈ 11.1.")
+    return first, text
 
 
 def _bug_factor(lab, train):
@@ -141,7 +182,8 @@ def _bug_factor(lab, train):
 
 STEPS = (
     Step("What attention computes",
-         "Each query spreads one unit of attention over the keys, by softmax(q·k). How spread out is it?",
+         "Each query q spreads one unit of attention over the keys k: the scores q·k (the logits) go through a "
+         "softmax, which turns them into weights that sum to 1. How spread out are they?",
          "playground", {"d_k": 64},
          "Without any scaling, at d_k = 64, how much of a query's attention goes to its top key?",
          ("less than 20%", "20% to 60%", "more than 60%"), (0.2, 0.6), _top_weight,
@@ -167,7 +209,8 @@ STEPS = (
          "At d_k = 1024, without scaling, what share of queries get less than 1/1000 of the gradient a query "
          "gets with 1/√d_k?",
          ("almost none (under 10%)", "some (10% to 40%)", "many (more than 40%)"), (0.1, 0.4), _starved,
-         "Now try: lower d_k to 64 in the Settings panel and compare the two spreads of dots.", key="gradients"),
+         "Now try: lower d_k to 64 in the Settings panel and compare the sorted curves in the gradient plot at the "
+         "bottom.", key="gradients"),
     Step("What training shows",
          "Two copies of one tiny attention model, identical but for the scaling, learn the same task.",
          "training", {},
@@ -176,15 +219,18 @@ STEPS = (
          "Now try: press Play next to the plots, then change d_k next to them to 16 and train again.",
          waiting=f"Press Play: the answer comes at step {TRAIN_CHECK}.", key="training"),
     Step("The alternatives, and why the question is still alive",
-         "At initialisation q and k are independent; training aligns them (ρ grows). What do the rules do then?",
+         "At initialisation q and k are independent; training aligns them (ρ grows). Besides 1/√d_k there are "
+         "muP's 1/d_k and QK-norm (q and k scaled to length 1, logits cos(q, k) / τ). What do they do then?",
          "alignment", {"d_k": 256},
          "At d_k = 256, as ρ goes from 0 to 1, how many tokens does 1/√d_k end up attending to (of 16)?",
          ("fewer than 2 (one token)", "2 to 8", "more than 8 (still spread)"), (2.0, 8.0), _aligned_tokens,
          "Now try: press Play to sweep ρ from 0 to 1, and watch which heatmaps collapse.", key="alignment"),
     Step("Half precision",
-         "float16 stops at 65504. Where does an unscaled q·k pass it?",
+         "float16 stops at 65504. A kernel that computes q·kᵀ in float16 and divides by √d_k afterwards: where "
+         "does the product pass it?",
          "precision", {"sigma": 4.0, "rho": 1.0, "order": "after"},
-         "With σ = 4 and aligned q and k (ρ = 1), scaling after the matmul: from which d_k do float16 rows break?",
+         "With σ = 4 and aligned q and k (ρ = 1), scaling after the matmul: from which d_k do rows of the (stable) "
+         "softmax contain inf or NaN?",
          ("d_k ≤ 256", "d_k = 512 to 2048", "d_k = 4096 or never"), (300.0, 3000.0), _first_overflow,
          "Now try: switch “Where the 1/√d_k scaling happens” to before the matmul.", key="precision"),
     Step("The √d_model bug",
@@ -192,5 +238,6 @@ STEPS = (
          "models", {"preset": "gpt2"},
          "GPT-2 small is 768 wide with 12 heads (d_k = 64). Dividing by √768 instead of √64 shrinks the logits by…",
          ("about 1.4×", "about 3.5×", "about 12×"), (2.2, 6.5), _bug_factor,
-         "Now try: pick LLaMA-2-7B, or set the heads to 1, where the bug disappears.", key="bug"),
+         "Now try: set the heads to 1 (then d_k = d_model and the bug disappears), or pick LLaMA-2-7B, whose "
+         "32 heads make it larger.", key="bug"),
 )

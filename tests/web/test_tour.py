@@ -208,7 +208,7 @@ def test_precision_step_against_a_float16_matmul(extra):
     step = STEPS[lab.step - 1]
     right, sentence = answer(step, lab, train)
     if first is None:
-        assert "no row breaks" in sentence and right == len(step.edges)
+        assert "no row of the stable softmax breaks" in sentence and right == len(step.edges)
     else:
         assert f"at d_k = {first}" in sentence and right == claims.bucket(first, step.edges)
 
@@ -233,3 +233,25 @@ def test_the_sidebar_follows_the_view_a_step_shows():
     apply_query(step_query(step_index("softmax")), lab, train)   # the logit dial does not
     assert sidebar.widgets["causal"].disabled
     assert sidebar.notes["causal"].object.startswith("*Not used in this view.*")
+
+
+def test_following_now_try_keeps_the_graded_answer_and_adds_the_new_number():
+    """A prediction is graded at the settings its question names; after "Now try" moves them the feedback
+    keeps its verdict and adds the number at the learner's settings (it used to flip to "Not quite")."""
+    for key, move in (("gradients", {"d_k": 64}), ("bug", {"heads": 1}), ("precision", {"order": "before"}),
+                      ("attention", {"d_k": 1024})):
+        lab, train = at(step_index(key))
+        step = STEPS[lab.step - 1]
+        right, sentence = answer(step, lab, train)
+        lab.param.update(**move)
+        text = feedback(step, right, lab, train)
+        assert text.startswith("Right. " + sentence + " Now, at your settings: "), (key, text)
+        _, now = answer(step, lab, train)
+        assert text.endswith(now)
+
+
+def test_the_training_step_is_graded_only_on_its_own_runs():
+    lab, train = at(step_index("training"))
+    step = STEPS[lab.step - 1]
+    train.d_k = 16
+    assert "The question is about the step's own runs" in feedback(step, 0, lab, train)

@@ -119,9 +119,10 @@ class Dial(pn.viewable.Viewer):
             f"<tr><th scope='row'><span class='sdpa-swatch' style='background:{rule_color(r)}'></span>"
             f"{html.escape(RULE_LABELS[r])}</th><td>{m['s']:.3g}</td><td>{m['m']:.3g}</td></tr>"
             for r, m in moments.items())
-        table = (f"<table class='sdpa-readouts'><caption>Where the sidebar's settings put the logits</caption>"
+        table = (f"<div style='overflow-x:auto'><table class='sdpa-readouts'>"   # a phone scrolls the table
+                 f"<caption>Where the sidebar's settings put the logits</caption>"
                  f"<tr><th scope='col'>rule</th><th scope='col'>s (unmatched pairs)</th>"
-                 f"<th scope='col'>m (own key's mean)</th></tr>{rows}</table>"
+                 f"<th scope='col'>m (own key's mean)</th></tr>{rows}</table></div>"
                  f"<p style='font-size:14px;margin:4px 0'>"
                  f"{html.escape(settings_sentence(moments, d_k=lab.d_k, sigma=lab.sigma, rho=lab.rho, rule=lab.rule))}"
                  f"</p>")
@@ -137,10 +138,11 @@ class Dial(pn.viewable.Viewer):
             self.slider,
             self.summary,
             figure_row(self.curve_fig, self.map_fig, self.grad_fig, basis=320),
-            caption("Left: two keys with logits x and 0. Past x ≈ 5 the first key's weight is above 99% and the slope "
-                    "p(1 − p), which every gradient through this softmax is multiplied by, is near 0; the dots mark a "
-                    "typical row's gap between its top two logits. Right: each query's gradient ‖∂L/∂zᵢ‖ for one fixed "
-                    "random ∂L/∂p (log scale); dashed: the median at s = 1, dotted: 1/1000 of it."),
+            caption("Two keys (first plot): logits x and 0. Past x ≈ 5 the first key's weight is above 99% and the "
+                    "slope p(1 − p), which every gradient through this softmax is multiplied by, is near 0; the dots "
+                    "mark a typical row's gap between its top two logits. The gradient plot: each query's ‖∂L/∂zᵢ‖ for "
+                    "one fixed random ∂L/∂p (log scale); dashed: the median at s = 1, dotted (when in range): 1/1000 "
+                    "of it."),
             heading("Where do d_k, σ and the rule put you?", level=3),
             self.settings,
             pn.FlexBox(self.to_none, self.to_rule, sizing_mode="stretch_width"),

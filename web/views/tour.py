@@ -9,11 +9,13 @@ import param
 from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from ..tour import STEPS, answer, feedback
+from ..tour import STEPS, feedback
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
 from .common import caption, set_html
 
+END = ("  \n**That was the last step.** The Questions view answers the common questions in short, each with a "
+       "button into the view that shows it; every view keeps the settings you leave it with.")
 CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "#f7f9fc", "padding": "4px 4px 8px 4px"}
 
 
@@ -74,7 +76,7 @@ class Tour(pn.viewable.Viewer):
             self.predict.object = (f"<p style='margin:4px 0;font-size:15px'><b>Predict first:</b> "
                                    f"{html.escape(step.predict)}</p>")
             self.choices.param.update(options={c: k for k, c in enumerate(step.choices)}, value=None)
-            self.now_try.object = step.now_try
+            self.now_try.object = step.now_try + (END if i == len(STEPS) else "")
             self.leave.name = self.leave.label = f"Leave the tour here: the {VIEW_LABELS[step.view]} view →"
             self.prev.disabled = i == 1
             self.next.disabled = i == len(STEPS)
@@ -88,9 +90,7 @@ class Tour(pn.viewable.Viewer):
             return
         step = STEPS[self.lab.step - 1]
         text = feedback(step, self.choices.value, self.lab, self.train)
-        picked = self.choices.value is not None
-        right, _ = answer(step, self.lab, self.train) if picked else (None, "")
-        mark = "" if not picked or right is None else ("✓ " if right == self.choices.value else "✗ ")
+        mark = "✓ " if text.startswith("Right.") else "✗ " if text.startswith("Not quite") else ""
         out = f"<div role='status' aria-live='polite'>{html.escape(mark + text, quote=False)}</div>"
         set_html(self.feedback, out)
 
