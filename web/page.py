@@ -229,10 +229,11 @@ if (sidebar && !sidebar.classList.contains('sdpa-phone-ready')) {
 
 
 #: ``?embed=1``: mark the document so TEMPLATE_CSS hides the header bar and the sidebar (the template's own
-#: HTML, outside Panel's components). The static site's boot script does the same before the first paint.
+#: HTML, outside Panel's components). In the static site the pre-rendered document carries it too, so the
+#: chrome goes as soon as BokehJS draws the first paint, before Python is live.
 EMBED_JS = """
-if (new URLSearchParams(window.location.search).get('embed') && /^(1|true|yes|on)$/i.test(
-    new URLSearchParams(window.location.search).get('embed'))) document.documentElement.classList.add('sdpa-embed');
+const embed = new URLSearchParams(window.location.search).get('embed');
+if (embed && /^(1|true|yes|on)$/i.test(embed)) document.documentElement.classList.add('sdpa-embed');
 """
 
 #: The Share button: the current address (Panel mirrors every setting into it) without embed, copied, and

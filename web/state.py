@@ -155,7 +155,6 @@ class LabState(param.Parameterized):
             if (self.d_model, self.heads, self.init_std, self.layernorm, self.qk_norm, self.model_scale) != (
                     p.d_model, p.heads, p.q_std, p.layernorm, p.qk_norm, p.scale):
                 self.preset = "custom"
-        self._refresh_lazy()
 
     def _compute_real_model(self):
         key = (self.preset, *(getattr(self, f) for f in self._model_fields), self.seed)
@@ -207,7 +206,7 @@ class LabState(param.Parameterized):
 
     # ---- lazily computed sweeps: only for the view that shows them -----------------------------
     @param.depends("view", "step", "d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "samples",
-                   "dial_s", "preset", watch=True)
+                   "dial_s", "preset", *_model_fields, watch=True)
     def _refresh_lazy(self):
         shown = self.shown
         if shown == "variance":

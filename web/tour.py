@@ -70,25 +70,30 @@ def _runs_are_the_steps(step: Step, train) -> bool:
     return all(getattr(train, k) == getattr(ref, k) for k in ("d_k", "rule_a", "rule_b", "lr"))
 
 
-def feedback(step: Step, picked: int | None, lab, train) -> str:
-    """What the page says once the learner has picked a choice: right or not at the step's own settings
-    (the ones its question names), the number why, and the same number at the current settings when the
-    learner has moved them ("Now try")."""
+def grade(step: Step, picked: int | None, lab, train) -> tuple[bool | None, str]:
+    """``(whether the pick is right, or None when it cannot be told yet, what the page says)``: right or not
+    at the step's own settings (the ones its question names), the number why, and the same number at the
+    current settings when the learner has moved them ("Now try")."""
     if picked is None:
-        return "Pick an answer to see what the numbers say."
+        return None, "Pick an answer to see what the numbers say."
     _, now = answer(step, lab, train)
     if step.measure is _training:
         if not _runs_are_the_steps(step, train):
-            return (f"You picked “{step.choices[picked]}”. The question is about the step's own runs; yours now "
-                    f"have other settings (open this step again from the list to get them back). {now}")
+            return None, (f"You picked “{step.choices[picked]}”. The question is about the step's own runs; yours "
+                          f"now have other settings (open this step again from the list to get them back). {now}")
         right, sentence = answer(step, lab, train)
     else:
         right, sentence = answer(step, *step_state(step))
     if right is None:
-        return f"You picked “{step.choices[picked]}”. {step.waiting} {sentence}".strip()
+        return None, f"You picked “{step.choices[picked]}”. {step.waiting} {sentence}".strip()
     verdict = "Right." if picked == right else f"Not quite: the numbers say “{step.choices[right]}”."
     moved = f" Now, at your settings: {now}" if now and now != sentence else ""
-    return f"{verdict} {sentence}{moved}"
+    return picked == right, f"{verdict} {sentence}{moved}"
+
+
+def feedback(step: Step, picked: int | None, lab, train) -> str:
+    """What the page says once the learner has picked a choice (:func:`grade`'s text)."""
+    return grade(step, picked, lab, train)[1]
 
 
 # ---- what each step measures ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import param
 from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from ..tour import STEPS, feedback
+from ..tour import STEPS, grade
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
 from .common import caption, set_html
@@ -89,8 +89,8 @@ class Tour(pn.viewable.Viewer):
         if self.lab.view != "tour":
             return
         step = STEPS[self.lab.step - 1]
-        text = feedback(step, self.choices.value, self.lab, self.train)
-        mark = "✓ " if text.startswith("Right.") else "✗ " if text.startswith("Not quite") else ""
+        right, text = grade(step, self.choices.value, self.lab, self.train)
+        mark = {True: "✓ ", False: "✗ ", None: ""}[right]
         out = f"<div role='status' aria-live='polite'>{html.escape(mark + text, quote=False)}</div>"
         set_html(self.feedback, out)
 
