@@ -51,6 +51,7 @@ import pyodide_files  # noqa: E402
 import pyodide_lock  # noqa: E402
 import render  # noqa: E402
 import wheels  # noqa: E402
+from prerender import FIRST_ID  # noqa: E402
 
 WAYS_OUT = (f"set PYODIDE_DIST=<folder of a Pyodide {pyodide_files.VERSION} release> for a self-hosted site, "
             "or run `make dev` for `panel serve`")
@@ -195,7 +196,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
         extra_origins = (re.match(r"https?://[^/]+", pyo.cdn).group(0),)
     config.update(packages=sorted(the_plan.packages), runtimePackages=the_plan.at_runtime, archive=packed,
                   panelRoot="./static/panel/", prefetch=prefetch_list(out, lock if pyo.self_hosted else None),
-                  offlineCache=offline.CACHE)
+                  offlineCache=offline.CACHE, firstId=FIRST_ID)
 
     # assets, images, notices
     static = assets.copy(html, out)

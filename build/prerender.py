@@ -29,16 +29,41 @@ IDENTITY = {"title": ("web.page", "TITLE"), "short_name": ("web.page", "SHORT_TI
             "description": ("web.page", "DESCRIPTION"), "theme_color": ("web.theme", "HEADER_BG")}
 
 
+# The app's first model id. The worker starts Bokeh's id counter here too, just before it runs the
+# app (templates/worker.js, CONFIG.firstId): the same code then names the same models the same way in
+# CPython and in Pyodide, so the page can keep the pre-rendered views and link them to the live
+# document instead of drawing it again (templates/boot.js, adopt). BokehJS names its own models with
+# uuid4s, so these never collide with the browser's.
+FIRST_ID = 1_000_000
+
+
+def start_ids() -> None:
+    """Bokeh's simple ids from FIRST_ID on: p1000001, p1000002, ... (what the worker's APP does)."""
+    import bokeh.util.serialization as serialization
+    from bokeh.settings import settings
+    settings.simple_ids.set_value(True)
+    serialization._simple_id = FIRST_ID
+
+
 def deterministic_ids() -> None:
     """Two builds of one commit write the same page (so a redeploy without changes is no "new
-    version"). Bokeh's model ids are its counter (BOKEH_SIMPLE_IDS); documents, roots and elements
-    get uuid4s from Bokeh's make_globally_unique_id and Panel, drawn here from a seeded generator:
-    they only need to be unique within the page (the live document in the browser makes its own)."""
+    version"), and the app's models get the ids the worker will give them (FIRST_ID). Bokeh's model
+    ids are its counter (BOKEH_SIMPLE_IDS), restarted when the app starts; documents, roots and
+    elements get uuid4s from Bokeh's make_globally_unique_id and Panel, drawn here from a seeded
+    generator: they only need to be unique within the page."""
     import random
     import uuid
+
+    from bokeh.application import Application
     os.environ["BOKEH_SIMPLE_IDS"] = "yes"
     rng = random.Random("sdpa-lab prerender")
     uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)
+    run_app = Application.initialize_document
+
+    def initialize_document(self, doc):
+        start_ids()
+        return run_app(self, doc)
+    Application.initialize_document = initialize_document
 
 
 # Panel names template roots "<area>-<id(obj)>" and tags jslink callbacks [[id(link), ...]]: memory
@@ -55,9 +80,9 @@ def stable_addresses(html: str) -> str:
 def main(app: str, out: str) -> None:
     os.environ["PANEL_CDN_ROOT"] = SENTINEL
     os.environ["SDPA_LAB_STATIC_SITE"] = "1"     # web.page: the page as the static site shows it
-    deterministic_ids()
     for name in never_imports():
         sys.modules[name] = None      # find_spec() -> None: "not installed" to Bokeh and Panel
+    deterministic_ids()
     app_path = Path(app).resolve()
     # Like `panel serve web/app.py` next to the repository: both `web.x` and `x` import.
     sys.path[:0] = [str(app_path.parent), str(app_path.parent.parent)]

@@ -27,7 +27,7 @@
                                 render: 60}, window.sdpaLabLimits || {});
   // Timings in ms since navigation start (performance.now()), read by tests and build/measure_site.py.
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
-                                error: null, errorFile: null, stalled: null, offline: null};
+                                error: null, errorFile: null, stalled: null, offline: null, adopted: null};
   let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
   try {
     fresh = sessionStorage.getItem("sdpa-fresh") === "1";
@@ -239,7 +239,7 @@
   // live page once it is linked. Models are matched by type, title or labels, and order: the
   // pre-rendered and the live document are built by the same code, but their ids differ.
   const WIDGET_ATTRS = ["value", "value_throttled", "active"];
-  const earlyMoves = new Map();      // key + attr -> {key, attr, value}, in the order they were made
+  const earlyMoves = new Map();      // key + attr -> {key, attr, value, event}, in the order they were made
   function widgetKeys(doc) {
     const keys = new Map();          // model -> key
     const seen = new Map();
@@ -265,11 +265,17 @@
       const key = event.model && staticKeys.get(event.model);
       if (!key || !WIDGET_ATTRS.includes(event.attr)) return;
       earlyMoves.delete(`${key}.${event.attr}`);
-      earlyMoves.set(`${key}.${event.attr}`, {key, attr: event.attr, value: event.value});
+      earlyMoves.set(`${key}.${event.attr}`, {key, attr: event.attr, value: event.value, event});
     }, false);
   }, 50);
   function replayEarlyMoves(jsdoc) {
     if (!earlyMoves.size) return;
+    if (lab.adopted) {        // the moves are in this very document: send them to Python as they were made
+      for (const {event} of earlyMoves.values()) sendChange(jsdoc, event);
+      lab.earlyMoves = earlyMoves.size;
+      earlyMoves.clear();
+      return;
+    }
     const models = new Map([...widgetKeys(jsdoc)].map(([m, k]) => [k, m]));
     for (const {key, attr, value} of earlyMoves.values()) {
       const model = models.get(key);
@@ -282,11 +288,92 @@
   // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
   const local = (json) => json.replaceAll('"static/extensions/panel/', '"./@@PANEL_DIST@@');
 
+  // Draw the document once. The worker builds the app with the pre-render's model ids
+  // (build/prerender.py FIRST_ID), so when the live document has the same models as the one on the
+  // page, the page keeps its views: it takes the live values that differ (numbers computed by
+  // Pyodide's numpy, Panel's names), except those the reader has already changed, and links that
+  // document to Python. Anything else (a pre-render from another build, no pre-render) is drawn anew.
+  function modelsOf(docs_json) {
+    const models = new Map();       // id -> {name, attributes}, with nested definitions as references
+    const strip = (value) => {
+      if (Array.isArray(value)) return value.map(strip);
+      if (value === null || typeof value !== "object") return value;
+      if (value.type === "object" && typeof value.id === "string") {
+        if (!models.has(value.id)) {
+          const entry = {name: value.name, attributes: {}};
+          models.set(value.id, entry);
+          for (const [k, v] of Object.entries(value.attributes || {})) entry.attributes[k] = strip(v);
+        }
+        return {id: value.id};
+      }
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, strip(v)]));
+    };
+    for (const doc of Object.values(docs_json)) strip(doc.roots);
+    return models;
+  }
+
+  // The pre-rendered JSON is HTML-escaped inside its <script>; BokehJS reads it through this same
+  // unescaping (core/util/string unescape).
+  const ENTITIES = {amp: "&", lt: "<", gt: ">", quot: '"', "#x27": "'", "#x60": "`"};
+  const unescapeHtml = (text) => text.replace(/&(amp|lt|gt|quot|#x27|#x60);/g, (_, e) => ENTITIES[e]);
+
+  // The worker names Panel's stylesheets by absolute URL, the pre-render by relative URL with a
+  // version query: one file.
+  const sameFile = (a, b) => {
+    if (typeof a !== "string" || typeof b !== "string") return false;
+    const file = (u) => new URL(u, BASE).href.split("?")[0];
+    return file(a) === file(b);
+  };
+
+  function adopt(live) {
+    const jsdoc = window.Bokeh && Bokeh.documents && Bokeh.documents.length === 1 && Bokeh.documents[0];
+    const source = document.querySelector('script[type="application/json"]');
+    if (!jsdoc || !source) return null;
+    let drawn;
+    try {
+      drawn = modelsOf(JSON.parse(local(unescapeHtml(source.textContent))));
+    } catch (_) {
+      return null;
+    }
+    const ours = modelsOf(live);
+    if (drawn.size !== ours.size) return null;
+    const moved = new Set([...earlyMoves.values()].map(({event}) => `${event.model.id}.${event.attr}`));
+    const events = [];
+    for (const [id, model] of ours) {
+      const there = drawn.get(id);
+      if (!there || there.name !== model.name || !jsdoc.get_model_by_id(id)) return null;
+      for (const attr of Object.keys(there.attributes)) {
+        if (!(attr in model.attributes)) return null;    // back to its default: not expressible as a patch
+      }
+      for (const [attr, value] of Object.entries(model.attributes)) {
+        const drawnValue = there.attributes[attr];
+        if (moved.has(`${id}.${attr}`) || JSON.stringify(value) === JSON.stringify(drawnValue)) continue;
+        if (attr === "url" && sameFile(value, drawnValue)) continue;    // a stylesheet: do not load it again
+        events.push({kind: "ModelChanged", model: {id}, attr, new: value});
+      }
+    }
+    try {
+      patching += 1;
+      if (events.length) jsdoc.apply_json_patch({events}, new Map());
+    } finally {
+      patching -= 1;
+    }
+    const attrs = {};         // what differed, by attribute name (read by tests and measure_site.py)
+    for (const {attr} of events) attrs[attr] = (attrs[attr] || 0) + 1;
+    lab.adopted = {changed: events.length, models: ours.size, attrs};
+    return jsdoc;
+  }
+
   async function render(msg) {
     if (!window.Bokeh || !Bokeh.embed) {
       throw new Error("BokehJS is not loaded (@@BOKEH_DIR@@bokeh.min.js did not run)");
     }
     const docs_json = JSON.parse(local(msg.docs_json));
+    const adopted = adopt(docs_json);
+    if (adopted) {
+      link(adopted);
+      return;
+    }
     const render_items = JSON.parse(msg.render_items);
     const root_ids = JSON.parse(msg.root_ids);
     const data_roots = [];
@@ -302,7 +389,12 @@
     Bokeh.index.roots.map((v) => v.remove());
     for (const el of document.querySelectorAll("[data-root-id]")) el.innerHTML = "";
     const [views] = await Bokeh.embed.embed_items(docs_json, render_items);
-    worker.jsdoc = [...views.roots.values()][0].model.document;
+    lab.adopted = null;
+    link([...views.roots.values()][0].model.document);
+  }
+
+  function link(jsdoc) {
+    worker.jsdoc = jsdoc;
     worker.jsdoc.on_change(sendChange.bind(null, worker.jsdoc), false);
     worker.postMessage({type: "rendered"});
     worker.postMessage({type: "location", location: JSON.stringify(window.location)});

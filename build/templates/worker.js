@@ -263,6 +263,12 @@ _ns = {"__name__": "bokeh_app_sdpa_lab", "__file__": _path}
 from panel.io.state import state
 # No busy indicator in the site (web/page.py): Panel's bookkeeping for one would still run on every change.
 state._add_busy_event = state._remove_busy_event = lambda *args, **kwargs: None
+# The app's models get the ids the pre-render gave them (build/prerender.py start_ids), so the page
+# can keep the views it has drawn and link them to this document (boot.js adopt).
+from bokeh.settings import settings as _bk_settings
+import bokeh.util.serialization as _bk_serialization
+_bk_settings.simple_ids.set_value(True)
+_bk_serialization._simple_id = ${CONFIG.firstId}
 # Each root the template adds makes Bokeh re-walk the whole model graph; walk it once, at the end.
 with state.curdoc.models.freeze():
     exec(compile(open(_path).read(), _path, "exec"), _ns)

@@ -1,7 +1,8 @@
 """The built site while a learner drags d_k: one message each way per step (counted from the
 patch protocol between the page and the Python worker, never timed), no busy indicator, the
-slider's shown value computed in the browser, accessible names on content built later, and moves
-made on the pre-rendered page kept until Python is live."""
+slider's shown value computed in the browser, accessible names on content built later, moves
+made on the pre-rendered page kept until Python is live, and the document drawn once (the live
+document adopts the pre-rendered views; anything else is drawn anew)."""
 from __future__ import annotations
 
 import pytest
@@ -163,5 +164,68 @@ def test_moves_on_the_pre_rendered_page_are_kept(live_site, browser):
     page.wait_for_function(f"location.search.includes('d_k={want}')", timeout=30_000)
     expect(page.locator(HANDLE)).to_have_attribute("aria-valuetext", str(want))
     assert page.evaluate("window.sdpaLab.earlyMoves") >= 1
+    assert errors == [], errors
+    context.close()
+
+
+# Mark every root view BokehJS has drawn (the pre-rendered page), once there are any.
+MARK_DRAWN = """() => {
+  const roots = window.Bokeh && Bokeh.index && Bokeh.index.roots;
+  if (!roots || !roots.length) return false;
+  window.__drawn = new Set(roots);
+  return roots.length;
+}"""
+
+
+def test_the_live_document_adopts_the_pre_rendered_views(live_site, browser):
+    """The page is drawn once: the views BokehJS drew from the pre-rendered document are the live
+    page's views (the same objects, none removed), only a few attributes change (numbers from
+    Pyodide's numpy, Panel's names), and the page reacts to d_k afterwards."""
+    context, page, errors = open_page(browser, live_site, hold_worker=True)
+    page.wait_for_function(MARK_DRAWN, timeout=30_000)
+    drawn = page.evaluate("window.__drawn.size")
+    page.evaluate("window.__releaseWorker()")
+    wait_ready(page)
+    adopted = page.evaluate("window.sdpaLab.adopted")
+    assert adopted is not None, "the live document was drawn again instead of adopting the pre-rendered one"
+    assert adopted["models"] > 100
+    assert adopted["changed"] <= adopted["models"] // 10, adopted      # a few values, not a new page
+    assert page.evaluate("Bokeh.documents.length") == 1
+    assert page.evaluate("Bokeh.index.roots.every((v) => window.__drawn.has(v))") is True
+    assert page.evaluate("Bokeh.index.roots.length") == drawn
+    handle = page.locator(HANDLE)
+    handle.focus()
+    messages = step(page, "ArrowRight")
+    assert any(m["dir"] == "in" and m["type"] == "patch" for m in messages), messages
+    want = D_K_OPTIONS[D_K_OPTIONS.index(LabState.param.d_k.default) + 1]
+    expect(handle).to_have_attribute("aria-valuetext", str(want))
+    assert errors == [], errors
+    context.close()
+
+
+def test_a_pre_render_that_differs_is_drawn_anew(live_site, browser):
+    """When the pre-rendered document is not the live one (here one model renamed in the page's JSON,
+    as a page from another build would be), the page draws the live document instead, and it works."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    context.add_init_script(LOG_MESSAGES)
+
+    def rename_one_model(route):
+        html = route.fetch().text()
+        assert html.count('"id":"p1000002"') == 1, "the pre-render's ids changed: pick another model here"
+        route.fulfill(body=html.replace('"p1000002"', '"p1999999"'), content_type="text/html")
+
+    context.route(lambda url: url.split("?")[0].endswith("/"), rename_one_model)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
+    page.goto(live_site)
+    wait_ready(page)
+    assert page.evaluate("window.sdpaLab.adopted") is None
+    handle = page.locator(HANDLE)
+    handle.focus()
+    step(page, "ArrowRight")
+    want = D_K_OPTIONS[D_K_OPTIONS.index(LabState.param.d_k.default) + 1]
+    expect(handle).to_have_attribute("aria-valuetext", str(want))
     assert errors == [], errors
     context.close()

@@ -20,6 +20,7 @@ render = build_module("render")
 offline = build_module("offline")
 plan = build_module("plan")
 icons = build_module("icons")
+prerender = build_module("prerender")
 
 
 def sha256(path) -> str:
@@ -88,6 +89,20 @@ def test_worker_checks_every_file_it_loads(site):
         assert (sha256(site.root / path), (site.root / path).stat().st_size) == (digest, size), path
     packed = site.config["archive"]
     assert (packed["sha256"], packed["size"]) == prefetch[packed["path"]]
+
+
+def test_pre_render_and_worker_name_the_app_models_alike(site):
+    """The page can adopt its pre-rendered views only if the worker gives the app's models the ids the
+    pre-render gave them: both start Bokeh's counter at prerender.FIRST_ID when the app starts."""
+    page = (site.root / "index.html").read_text()
+    found = re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', page, re.S)
+    docs = json.loads(html.unescape(found.group(1)))
+    roots = [doc["roots"] for doc in docs.values()]
+    ids = {int(m) for m in re.findall(r'"id": ?"p(\d+)"', json.dumps(roots))}
+    assert min(ids) == prerender.FIRST_ID + 1, "the app's first model is not the counter's first id"
+    assert max(ids) < prerender.FIRST_ID + 10_000
+    assert site.config["firstId"] == prerender.FIRST_ID
+    assert "_simple_id = ${CONFIG.firstId}" in (site.root / "worker.js").read_text()
 
 
 def info_folder(files, name: str, version: str) -> str | None:
