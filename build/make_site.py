@@ -10,6 +10,7 @@ A pipeline of named steps, each in its own module and tested on its own (tests/b
     bytecode      compile them (and the stdlib modules the page imports) for Pyodide's CPython 3.13
     archive       all of them as one pyodide/packages.tar.gz, unpacked by the worker (archive.py)
     lock          the site's pyodide-lock.json: Pyodide's, with no packages left for loadPackage
+    patch         Pyodide's pyodide.asm.js, patched for the warm boot from a snapshot (pyodide_patch.py)
     assets        Panel's and Bokeh's static files the page references
     images        icons and the link-preview image (icons.py); notices.html (notices.py)
     render        index.html, worker.js, boot.js, boot.css, manifest (render.py)
@@ -49,6 +50,7 @@ import offline  # noqa: E402
 import plan  # noqa: E402
 import pyodide_files  # noqa: E402
 import pyodide_lock  # noqa: E402
+import pyodide_patch  # noqa: E402
 import render  # noqa: E402
 import wheels  # noqa: E402
 from prerender import FIRST_ID  # noqa: E402
@@ -179,6 +181,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     if pyo.self_hosted:
         pyodide_lock.write(out / "pyodide" / "pyodide-lock.json", pyodide_lock.runtime_only(lock))
         pyo.copy_runtime(out / "pyodide")
+        pyodide_patch.patch_file(out / "pyodide" / "pyodide.asm.js")      # fails the build if Pyodide changed
         if b"API.loadDynlib=" not in (out / "pyodide" / "pyodide.asm.js").read_bytes():
             raise SystemExit("make site: this Pyodide's pyodide.asm.js has no API.loadDynlib, which the worker uses "
                              "to load the package archive's compiled libraries (templates/worker.js installArchive)")
@@ -188,11 +191,12 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
         bytecode.ship_stdlib(out / "pyodide" / "python_stdlib.zip", pre.get("stdlib_files", []), compiled, log)
         archive.pack_stdlib(out)
         config = {"pyodideJs": "./pyodide/pyodide.js", "runtimeLock": None, "lock": "./pyodide/pyodide-lock.json",
-                  "stdlib": archive.STDLIB}
+                  "stdlib": archive.STDLIB, "snapshot": {"folder": offline.SNAPSHOT_FOLDER}}
         extra_origins: tuple[str, ...] = ()
     else:
+        # Pyodide from its CDN, unpatched: no memory snapshot (build/pyodide_patch.py)
         config = {"pyodideJs": pyo.cdn + "pyodide.js", "runtimeLock": pyo.cdn + "pyodide-lock.json", "lock": None,
-                  "stdlib": None}
+                  "stdlib": None, "snapshot": None}
         extra_origins = (re.match(r"https?://[^/]+", pyo.cdn).group(0),)
     config.update(packages=sorted(the_plan.packages), runtimePackages=the_plan.at_runtime, archive=packed,
                   panelRoot="./static/panel/", prefetch=prefetch_list(out, lock if pyo.self_hosted else None),

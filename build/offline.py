@@ -15,6 +15,10 @@ from pathlib import Path
 SW_FILE = "sw.js"
 REGISTRATION = {"url": f"./{SW_FILE}", "scope": "./"}     # relative: the site works under any sub-path
 CACHE = "sdpa-lab-assets"       # one cache for every version: entries are keyed by content, not by build
+# The worker's memory snapshot (templates/worker.js `snapshots`): a folder of the origin's private file
+# system, which sw.js never sees; it holds one snapshot, this version's, made in the browser after a
+# first visit.
+SNAPSHOT_FOLDER = "sdpa-lab-snapshot"
 # For the host (build/serve.py; any static host should do the same): always revalidate. The ETag
 # makes an unchanged file a 304, and the browser never holds a stale sw.js.
 CACHE_CONTROL = "no-cache"

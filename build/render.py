@@ -281,7 +281,8 @@ def embedded(text: str, name: str):
 
 
 def worker_js(config: dict) -> str:
-    return fill("worker.js", CONFIG=config)
+    """worker.js with its CONFIG and snapshot.js (saving and restoring Python's memory) inside."""
+    return fill("worker.js", CONFIG=config, SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text())
 
 
 def boot_js(worker: bytes, registration: dict) -> str:

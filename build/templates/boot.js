@@ -27,7 +27,8 @@
                                 render: 60}, window.sdpaLabLimits || {});
   // Timings in ms since navigation start (performance.now()), read by tests and build/measure_site.py.
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
-                                error: null, errorFile: null, stalled: null, offline: null, adopted: null};
+                                error: null, errorFile: null, stalled: null, offline: null, adopted: null,
+                                boot: null, snapshot: null, snapshotFailure: null};
   let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
   try {
     fresh = sessionStorage.getItem("sdpa-fresh") === "1";
@@ -167,7 +168,19 @@
     return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
   }
 
-  async function startWorker() {
+  // This site's memory snapshot in this browser is keyed by worker.js's bytes (which hold every file's
+  // sha256), the site's address (Panel's asset URLs are absolute in it) and the browser's
+  // WebAssembly features (Pyodide's runtime adapts to them). null: none (no secure context).
+  async function snapshotKey() {
+    if (typeof WebAssembly !== "object") return null;
+    const features = ["Suspending", "promising", "Tag", "Exception", "Function"].map((k) => (k in WebAssembly ? 1 : 0)).join("");
+    const digest = await sha256hex(new TextEncoder().encode([WORKER.sha256, BASE, features].join("\n")));
+    return digest && digest.slice(0, 32);
+  }
+
+  let workerBody = null;     // worker.js as checked, for the snapshot worker
+
+  async function startWorker({snapshot = true} = {}) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), LIMITS.worker * 1000);
     let body;
@@ -193,8 +206,8 @@
       return;
     }
     if (lab.error) return;
-    const prefix = `self.sdpaBoot = ${JSON.stringify({base: BASE, fresh})};\n`;
-    worker = new Worker(URL.createObjectURL(new Blob([prefix, body], {type: "text/javascript"})));
+    workerBody = body;
+    worker = newWorker("page", snapshot ? await snapshotKey() : null);
     worker.busy = true;       // until Python is linked ("ready"): changes wait in the queue
     worker.queue = [];
     news();
@@ -205,6 +218,38 @@
             (event.filename ? ` (${event.filename}:${event.lineno})` : ""));
     };
     worker.onmessageerror = () => fatal("a message from the Python worker could not be read");
+  }
+
+  function newWorker(mode, key) {
+    const prefix = `self.sdpaBoot = ${JSON.stringify({base: BASE, fresh, mode, snapshotKey: key})};\n`;
+    return new Worker(URL.createObjectURL(new Blob([prefix, workerBody], {type: "text/javascript"})));
+  }
+
+  // Once the page is live and its files are kept for offline use: a second worker builds the app
+  // again, in the background, and saves a memory snapshot of Python for the next visit.
+  async function makeSnapshot() {
+    if (lab.boot === "snapshot" || lab.snapshot !== null || !(navigator.storage && navigator.storage.getDirectory)) return;
+    const key = await snapshotKey();
+    if (!key) {
+      lab.snapshot = {state: "unavailable", why: "no WebCrypto (not a secure context)"};
+      return;
+    }
+    lab.snapshot = {state: "making"};
+    const maker = newWorker("snapshot", key);
+    const done = (state) => {
+      lab.snapshot = state;
+      maker.terminate();
+      if (state.state !== "stored") console.warn(`SDPA Lab: no snapshot for the next visit: ${state.msg}`);
+    };
+    maker.onmessage = (event) => {
+      const msg = event.data || {};
+      if (msg.type === "snapshot-stored") done({state: "stored", bytes: msg.bytes, ms: Math.round(msg.ms)});
+      else if (msg.type === "error") done({state: "failed", msg: msg.msg});
+    };
+    maker.onerror = (event) => {
+      event.preventDefault();
+      done({state: "failed", msg: event.message || "the snapshot worker stopped"});
+    };
   }
 
   // Changes go to Python as one patch per event-loop task (a slider step sets `value` and
@@ -415,6 +460,15 @@
       line.textContent = `Downloaded ${(msg.received / 1e6).toFixed(1)} of ${(msg.expected / 1e6).toFixed(1)} MB`;
     } else if (msg.type === "error") {
       fatal(msg.msg, {file: msg.file, step: msg.step, detail: msg.detail});
+    } else if (msg.type === "restored") {
+      lab.boot = "snapshot";
+    } else if (msg.type === "snapshot-failed") {
+      // the worker has dropped the snapshot; boot again without one
+      lab.snapshotFailure = msg.msg;
+      console.warn(`SDPA Lab: the saved snapshot did not restore (${msg.msg}); starting Python afresh\n${msg.detail}`);
+      worker.terminate();
+      worker = null;
+      startWorker({snapshot: false});
     } else if (msg.type === "render") {
       try {
         await render(msg);
@@ -427,6 +481,7 @@
       sendQueue();
       document.body.classList.remove("pn-loading", "pn-arc");
       lab.steps.interactive = performance.now();
+      lab.boot = lab.boot || "python";
       lab.ready = true;
       lab.stalled = null;
       document.documentElement.dataset.sdpaReady = "true";
@@ -435,6 +490,8 @@
     } else if (msg.type === "kept") {
       // the worker's downloads are in the offline cache: precaching will not download them again
       registerServiceWorker();
+      const later = window.requestIdleCallback || ((f) => setTimeout(f, 1000));
+      later(() => makeSnapshot(), {timeout: 5000});
     } else if (msg.type === "patch") {
       try {
         patching += 1;

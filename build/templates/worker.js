@@ -2,11 +2,15 @@
 // then Panel renders the document and talks to the page by JSON patches (Panel's protocol).
 //
 // boot.js checks this file's sha256 and starts it from a blob: URL, so the worker runs under the
-// page's Content-Security-Policy; it prepends `self.sdpaBoot = {base, fresh}`: the site's folder
-// (relative URLs cannot resolve against a blob: URL) and whether to bypass the caches.
+// page's Content-Security-Policy; it prepends `self.sdpaBoot = {base, fresh, mode, snapshotKey}`: the
+// site's folder (relative URLs cannot resolve against a blob: URL), whether to bypass the caches,
+// what this worker is for ("page": the page's Python; "snapshot": a second worker, started once the
+// page is live, that builds the app again only to save a memory snapshot of it) and the key of this
+// site's snapshot in this browser (null: no snapshot, e.g. after one failed to restore).
 "use strict";
+@@SNAPSHOT_JS@@
 const CONFIG = /*CONFIG*/{}/*END*/;
-const BOOT = self.sdpaBoot || {base: self.location.href, fresh: false};
+const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page", snapshotKey: null}, self.sdpaBoot || {});
 const here = (path) => new URL(path, BOOT.base).href;
 const post = (msg) => self.postMessage(msg);
 
@@ -70,11 +74,20 @@ async function readAll(body, path) {
   return all.buffer;
 }
 
+// The browser's fetch: self.fetch is replaced below, to hand Pyodide these downloads.
+const networkFetch = self.fetch.bind(self);
+
 function download(path, sha256, size, script) {
   const url = here(path);
   progress.expected += size;
   progress.waiting.add(path);
-  const response = fetch(url, BOOT.fresh ? {cache: "reload"} : {}).then((r) => {
+  // The offline copy first (keepOffline stored it under its sha256, which is this version's): a second
+  // worker, such as the one that makes the snapshot, then downloads nothing, even before the service
+  // worker controls the page.
+  const kept = !BOOT.fresh && CONFIG.offlineCache && self.caches
+    ? caches.open(CONFIG.offlineCache).then((c) => c.match(here(`${path}?sha256=${sha256}`))).catch(() => undefined)
+    : Promise.resolve(undefined);
+  const response = kept.then((hit) => hit || networkFetch(url, BOOT.fresh ? {cache: "reload"} : {})).then((r) => {
     if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status} ${r.statusText})`.trim(), path);
     return r;
   }, (err) => {
@@ -127,7 +140,6 @@ async function inflate(buffer, path) {
 // Pyodide asks for python_stdlib.zip; the site ships it as one gzip stream (build/archive.py).
 const STDLIB_URL = CONFIG.stdlib ? here(CONFIG.stdlib.replace(/\.gz$/, "")) : null;
 
-const networkFetch = self.fetch.bind(self);
 self.fetch = (input, init) => {
   const url = new URL(input instanceof Request ? input.url : input, BOOT.base).href;
   if (url === STDLIB_URL) {
@@ -194,23 +206,8 @@ function readArchive() {
   return archiveFiles;
 }
 
-// A ustar archive's regular files: [[name, bytes], ...] (512-byte headers, the build writes no others).
 function untar(tar, path) {
-  const decoder = new TextDecoder();
-  const text = (at, n) => {
-    let end = at;
-    while (end < at + n && tar[end] !== 0) end += 1;
-    return decoder.decode(tar.subarray(at, end));
-  };
-  const files = [];
-  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0;) {
-    const prefix = text(at + 345, 155);
-    const name = (prefix ? prefix + "/" : "") + text(at, 100);
-    const size = parseInt(text(at + 124, 12).trim() || "0", 8);
-    const data = at + 512;
-    if (String.fromCharCode(tar[at + 156] || 48) === "0") files.push([name, tar.subarray(data, data + size)]);
-    at = data + Math.ceil(size / 512) * 512;
-  }
+  const files = sdpaUntar(tar);      // snapshot.js
   if (files.length === 0) throw new BootError(`${path} holds no files`, path);
   return files;
 }
@@ -223,16 +220,7 @@ async function installArchive() {
   if (dynlibs.length && !(api && typeof api.loadDynlib === "function")) {
     throw new BootError("this Pyodide cannot load compiled libraries from an archive (no _api.loadDynlib)", path);
   }
-  const made = new Set();
-  for (const [name, data] of files) {
-    const file = `${sitePackages}/${name}`;
-    const dir = file.slice(0, file.lastIndexOf("/"));
-    if (!made.has(dir)) {
-      FS.mkdirTree(dir);
-      made.add(dir);
-    }
-    FS.writeFile(file, data, {canOwn: false});
-  }
+  sdpaWriteFiles(FS, sitePackages, files);
   for (const lib of dynlibs) await api.loadDynlib(`${sitePackages}/${lib}`);
   self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
 }
@@ -256,7 +244,7 @@ import web
 _web = os.path.dirname(web.__file__)
 if _web not in sys.path:
     sys.path.insert(0, _web)   # as under \`panel serve web/app.py\`: sibling modules import by name
-from panel.io.pyodide import init_doc, write_doc
+from panel.io.pyodide import init_doc
 init_doc()
 _path = os.path.join(_web, "app.py")
 _ns = {"__name__": "bokeh_app_sdpa_lab", "__file__": _path}
@@ -282,6 +270,10 @@ if _tmpl is not None and _doc not in _tmpl._documents:
     _tmpl.server_doc(title=_tmpl.title, location=True, doc=_doc)
 _doc.unhold()
 _doc.hold()
+`;
+// The document as JSON for the page (runs after APP, or after a restore from a snapshot taken there).
+const WRITE = `
+from panel.io.pyodide import write_doc
 await write_doc()
 `;
 
@@ -341,16 +333,19 @@ _sdpa_outbox.flush()
 `;
 let applyPatch = null;      // _sdpa_apply, looked up once
 
-async function start() {
-  status("runtime", "Starting Python (Pyodide runtime)");
-  readArchive();
-  await loadScripts();
+async function loadRuntime(options) {
   const indexURL = CONFIG.pyodideJs.replace(/pyodide\.js$/, "");
-  self.pyodide = await guard(loadPyodide({
+  return guard(loadPyodide({
     indexURL: indexURL.startsWith("http") ? indexURL : here(indexURL),
     ...(STDLIB_URL ? {stdLibURL: STDLIB_URL} : {}),
-    ...(await lockOptions()),
+    ...lockOptions(),
+    ...options,
   }));
+}
+
+// Python from scratch: runtime, packages, Panel, the app (what a snapshot saves the time of).
+async function bootPython(options) {
+  self.pyodide = await loadRuntime(options);
   status("packages", `Loading packages: ${CONFIG.packages.join(", ")}`);
   if (CONFIG.runtimePackages.length) {        // a build without a Pyodide distribution: from its CDN
     await guard(self.pyodide.loadPackage(CONFIG.runtimePackages, {messageCallback: () => {}, checkIntegrity: true}));
@@ -358,12 +353,150 @@ async function start() {
   await installArchive();
   await guard(Promise.all(checks));      // every file arrived whole, including any Pyodide did not ask for
   status("import", "Importing Panel and Bokeh");
-  self.pyodide.globals.set("sendPatch", sendPatch);
   // Panel's asset URLs point at this site's copy (read when panel.io.resources is imported).
   self.pyodide.runPython(`import os\nos.environ["PANEL_CDN_ROOT"] = ${JSON.stringify(here(CONFIG.panelRoot))}\n${LEAN}\nimport panel, bokeh`);
   status("app", "Running the app");
-  const [docs_json, render_items, root_ids] = await self.pyodide.runPythonAsync(APP);
+  await self.pyodide.runPythonAsync(APP);
+}
+
+// A memory snapshot of Python once the app is built, kept in this browser under BOOT.snapshotKey
+// (a hash of this worker's bytes, which hold every file's sha256, the site's address and the
+// browser's WebAssembly features; boot.js makes it). Made by a second worker after the page is live;
+// restored by the page's worker on later visits instead of starting Python, installing packages,
+// importing Panel and building the app. The details of saving and restoring Pyodide's state are in
+// snapshot.js (and build/pyodide_patch.py). Any failure to restore: the page boots without it.
+const RESTORE_SECONDS = 30;
+const snapshots = {
+  // In the origin's private file system (OPFS), read and written with a synchronous access handle
+  // (Cache Storage took 0.4-0.6 s to hand the 63 MB heap back, this about half as long).
+  // <key>.heap is the heap; <key>.json, written last, the rest: what snapshot.js puts back, the
+  // heap's size and sha256, and the document as the app wrote it (so a restore skips write_doc).
+  available: () => !!(CONFIG.snapshot && BOOT.snapshotKey && navigator.storage && navigator.storage.getDirectory &&
+                      self.FileSystemFileHandle && "createSyncAccessHandle" in FileSystemFileHandle.prototype),
+  folder: async () => (await navigator.storage.getDirectory()).getDirectoryHandle(CONFIG.snapshot.folder, {create: true}),
+
+  async read(folder, name) {
+    const handle = await (await folder.getFileHandle(name)).createSyncAccessHandle();
+    try {
+      const bytes = new Uint8Array(handle.getSize());
+      handle.read(bytes, {at: 0});
+      return bytes;
+    } finally {
+      handle.close();
+    }
+  },
+
+  async write(folder, name, bytes) {
+    const handle = await (await folder.getFileHandle(name, {create: true})).createSyncAccessHandle();
+    try {
+      handle.truncate(0);
+      if (handle.write(bytes, {at: 0}) !== bytes.byteLength) throw new Error(`${name}: the disk took only part of it`);
+      handle.flush();
+    } finally {
+      handle.close();
+    }
+  },
+
+  async find() {
+    if (!this.available() || BOOT.fresh) return null;
+    try {
+      const folder = await this.folder();
+      const saved = JSON.parse(new TextDecoder().decode(await this.read(folder, `${BOOT.snapshotKey}.json`)));
+      return {...saved, heap: await this.read(folder, `${BOOT.snapshotKey}.heap`)};
+    } catch (err) {
+      if (err.name !== "NotFoundError") console.warn("SDPA Lab: the saved snapshot could not be read:", err);
+      return null;
+    }
+  },
+
+  async restore({meta, heap, doc}) {
+    status("runtime", "Restoring Python as this browser saved it");
+    // A damaged heap can make Pyodide's start hang (a failed wasm instantiation never rejects):
+    // its size is checked first, its sha256 while Pyodide starts, and the restore has a time limit.
+    const saved = meta.heap || {};
+    if (heap.byteLength !== saved.bytes) throw new Error(`snapshot is ${heap.byteLength} bytes, ${saved.bytes} were saved`);
+    const checked = sha256hex(heap).then((digest) => {
+      if (digest !== null && digest !== saved.sha256) throw new Error(`snapshot's sha256 ${digest.slice(0, 12)}… differs from the one saved`);
+    });
+    checked.catch(() => {});
+    const files = await guard(readArchive());
+    const restore = sdpaSnapshotPrepareRestore(meta, files, CONFIG.archive.sitePackages);
+    let timer;
+    const limit = new Promise((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`Pyodide did not start from the snapshot within ${RESTORE_SECONDS} s`)),
+                         RESTORE_SECONDS * 1000);
+    });
+    try {
+      [self.pyodide] = await Promise.race([
+        Promise.all([loadRuntime({_loadSnapshot: heap, _snapshotDeserializer: restore.deserializer}), checked]), limit]);
+    } finally {
+      clearTimeout(timer);
+    }
+    restore.finish(self.pyodide);
+    await guard(Promise.all(checks));
+    self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
+    post({type: "restored", bytes: heap.byteLength});
+    return doc;
+  },
+
+  async make() {
+    const started = performance.now();
+    if (!this.available()) throw new Error("this browser cannot keep a snapshot (no synchronous file access in workers)");
+    await bootPython({_makeSnapshot: true});
+    const doc = await writeDoc();
+    const meta = await sdpaSnapshotRecord(self.pyodide);
+    const heap = self.pyodide.makeMemorySnapshot({serializer: sdpaSnapshotSerializer});
+    meta.heap = {bytes: heap.byteLength, sha256: await sha256hex(heap)};
+    const folder = await this.folder();
+    for await (const name of folder.keys()) {        // one snapshot: this version's
+      if (!name.startsWith(`${BOOT.snapshotKey}.`)) await folder.removeEntry(name);
+    }
+    await this.write(folder, `${BOOT.snapshotKey}.heap`, heap);
+    await this.write(folder, `${BOOT.snapshotKey}.json`, new TextEncoder().encode(JSON.stringify({meta, doc})));
+    post({type: "snapshot-stored", bytes: heap.byteLength, ms: performance.now() - started});
+  },
+
+  async drop() {
+    if (!this.available()) return;
+    const folder = await this.folder();
+    for (const ext of ["json", "heap"]) await folder.removeEntry(`${BOOT.snapshotKey}.${ext}`).catch(() => {});
+  },
+};
+
+// The document as JSON for the page: [docs_json, render_items, root_ids].
+async function writeDoc() {
+  const written = await self.pyodide.runPythonAsync(WRITE);
+  const doc = written.toJs();
+  written.destroy();
+  return doc;
+}
+
+async function start() {
+  status("runtime", "Starting Python (Pyodide runtime)");
+  readArchive();
+  const saved = BOOT.mode === "page" ? snapshots.find() : null;
+  await loadScripts();
+  if (BOOT.mode === "snapshot") {
+    await snapshots.make();
+    return;
+  }
+  let doc;
+  if (await saved) {
+    try {
+      doc = await snapshots.restore(await saved);
+    } catch (err) {
+      // the page starts a new worker without a snapshot; this one is dropped so it is not tried again
+      const {msg, detail} = describe(err);
+      await snapshots.drop().catch(() => {});
+      post({type: "snapshot-failed", msg, detail});
+      return;
+    }
+  } else {
+    await bootPython({});
+  }
+  self.pyodide.globals.set("sendPatch", sendPatch);
   status("render", "Drawing the live page");
+  const [docs_json, render_items, root_ids] = doc || await writeDoc();
   post({type: "render", docs_json, render_items, root_ids});
 }
 

@@ -105,6 +105,21 @@ def test_pre_render_and_worker_name_the_app_models_alike(site):
     assert "_simple_id = ${CONFIG.firstId}" in (site.root / "worker.js").read_text()
 
 
+def test_worker_can_save_and_restore_a_snapshot(site):
+    """The warm boot's pieces are in the site: snapshot.js inside worker.js, and (self-hosted) Pyodide's
+    pyodide.asm.js with build/pyodide_patch.py's patches; a site loading Pyodide from its CDN, which
+    cannot be patched, has no snapshot."""
+    worker = (site.root / "worker.js").read_text()
+    assert "function sdpaSnapshotRecord(" in worker and "@@SNAPSHOT_JS@@" not in worker
+    if not site.self_hosted:
+        assert site.config["snapshot"] is None
+        return
+    assert site.config["snapshot"] == {"folder": offline.SNAPSHOT_FOLDER}
+    runtime = (site.root / "pyodide" / "pyodide.asm.js").read_text()
+    for name, (anchor, replacement) in build_module("pyodide_patch").PATCHES.items():
+        assert runtime.count(replacement) == 1 and anchor not in runtime, name
+
+
 def info_folder(files, name: str, version: str) -> str | None:
     """A package's .dist-info folder in the archive (spelt as its wheel spells it: MarkupSafe, pyviz_comms)."""
     want = plan.norm(f"{name}-{version}")

@@ -1,0 +1,278 @@
+// Warm boot from a Pyodide memory snapshot (issue 9, item 3): plain functions, included in the
+// worker by text (no module syntax). Needs pyodide.asm.js patched by build/pyodide_patch.py.
+//
+// Taking a snapshot: a boot started with loadPyodide({_makeSnapshot: true}), the archive installed
+// (files + loadDynlib, as installArchive), LEAN + `import panel, bokeh`, the APP code up to (not
+// including) `await write_doc()`, and no JS function handed to Python yet (sendPatch: set it later):
+//     const meta = await sdpaSnapshotRecord(pyodide);                 // JSON-able, ~0.6 MB
+//     const heap = pyodide.makeMemorySnapshot({serializer: sdpaSnapshotSerializer});
+//     sdpaSnapshotResume(pyodide);                                    // only to go on with this instance
+// Restoring it, in the same browser engine that made it (the fresh runtime's table differs between
+// engines: Node 11803 slots, Chromium 11804; a mismatch throws before any Python runs):
+//     const restore = sdpaSnapshotPrepareRestore(meta, files, sitePackages);   // before loadPyodide
+//     const pyodide = await loadPyodide({..., _loadSnapshot: heap, _snapshotDeserializer: restore.deserializer});
+//     restore.finish(pyodide);                                         // first Python after the restore
+//     pyodide.globals.set("sendPatch", sendPatch);  then  await write_doc()  (no installArchive, LEAN, APP)
+// `files` are the archive's [[name, bytes]] (sdpaUntar or worker.js's untar). A failed restore
+// rejects loadPyodide; a second loadPyodide in the same worker is then a normal boot.
+//
+// Pyodide snapshots only the wasm heap and the hiwire table (JS values Python holds). The rest is
+// put back here: the package files (MEMFS is not in the heap), the compiled libraries at the memory
+// and table positions they had, the table slots dlsym / GOT.func gave out later, the GOT, dlopen's
+// handle -> library map, and the one JS value Python held that has no global access path (Panel's
+// _dict_converter).
+"use strict";
+
+// A ustar archive's regular files: [[name, bytes], ...] (same as worker.js's untar).
+function sdpaUntar(tar) {
+  const decoder = new TextDecoder();
+  const text = (at, n) => {
+    let end = at;
+    while (end < at + n && tar[end] !== 0) end += 1;
+    return decoder.decode(tar.subarray(at, end));
+  };
+  const files = [];
+  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0;) {
+    const prefix = text(at + 345, 155);
+    const name = (prefix ? prefix + "/" : "") + text(at, 100);
+    const size = parseInt(text(at + 124, 12).trim() || "0", 8);
+    const data = at + 512;
+    if (String.fromCharCode(tar[at + 156] || 48) === "0") files.push([name, tar.subarray(data, data + size)]);
+    at = data + Math.ceil(size / 512) * 512;
+  }
+  return files;
+}
+
+function sdpaWriteFiles(FS, sitePackages, files) {
+  const made = new Set();
+  for (const [name, data] of files) {
+    const file = `${sitePackages}/${name}`;
+    const dir = file.slice(0, file.lastIndexOf("/"));
+    if (!made.has(dir)) {
+      FS.mkdirTree(dir);
+      made.add(dir);
+    }
+    FS.writeFile(file, data, {canOwn: false});
+  }
+}
+
+// Python run just before the snapshot: let what the build scheduled run (call_soon callbacks), name
+// any asyncio task still pending (its timers are JS timers, which a restore does not have), and drop
+// the JS values Python holds that have no access path from globalThis (SDPA_SNAPSHOT_PY_AFTER makes
+// them again).
+const SDPA_SNAPSHOT_PY_BEFORE = `
+import asyncio, gc, json
+for _ in range(3):
+    await asyncio.sleep(0)
+from panel.io import pyodide as _sdpa_pp
+_sdpa_pp._dict_converter = None
+del _sdpa_pp
+gc.collect()
+json.dumps(sorted(repr(t.get_coro()) for t in asyncio.all_tasks() if not t.done() and t is not asyncio.current_task()))
+`;
+
+// Python run after a restore (and on the instance that made the snapshot, to go on with it).
+const SDPA_SNAPSHOT_PY_AFTER = `
+import sys
+while sys.path.count("") > 1:      # loadPyodide inserts "" again after a restore
+    sys.path.remove("")
+import pyodide.code
+from panel.io import pyodide as _sdpa_pp
+# as panel/io/pyodide.py makes it (undefined -> null, pyodide#3968)
+_sdpa_pp._dict_converter = pyodide.code.run_js("""
+((entries) => {
+  for (let entry of entries) {
+    if (entry[1] === undefined) {
+      entry[1] = null;
+    }
+  }
+  return Object.fromEntries(entries);
+})
+""")
+del _sdpa_pp
+`;
+
+// Go on after makeMemorySnapshot on the instance that made it, or first thing after a restore.
+function sdpaSnapshotResume(pyodide) {
+  pyodide.runPython(SDPA_SNAPSHOT_PY_AFTER);
+}
+
+const sdpaIsWasmFunction = (f) => typeof f === "function" && /\[native code\]/.test(Function.prototype.toString.call(f)) &&
+  /^function \d+\(/.test(Function.prototype.toString.call(f));
+
+// Held JS values without an access path from globalThis: none is expected once
+// SDPA_SNAPSHOT_PY_BEFORE has run (a JS function given to Python with pyodide.globals.set before
+// the snapshot, such as worker.js's sendPatch, would be one: set it after the restore instead).
+function sdpaSnapshotSerializer(value) {
+  let what;
+  try {
+    what = typeof value === "function" ? Function.prototype.toString.call(value).slice(0, 200) : Object.prototype.toString.call(value);
+  } catch (_) {
+    what = typeof value;
+  }
+  throw new Error(`snapshot: Python holds a JS value that a restore could not find again: ${what}`);
+}
+
+// What restore needs beyond the heap. Call (and await) after the app is built, just before
+// makeMemorySnapshot; after the snapshot, sdpaSnapshotResume(pyodide) to go on with this instance.
+async function sdpaSnapshotRecord(pyodide) {
+  const pending = JSON.parse(await pyodide.runPythonAsync(SDPA_SNAPSHOT_PY_BEFORE));
+  if (pending.length) throw new Error(`snapshot: asyncio tasks still pending, a restore would lose their timers: ${pending.join(", ")}`);
+  const M = pyodide._module;
+  const LDSO = M.LDSO;
+  const table = M.wasmTable;
+  const u32 = M.HEAPU32;
+  // dlopen's handle is a `struct dso` in the heap: +12 memory base, +16 memory size, +20 table base, +24 table size
+  const handles = {};
+  const libs = [];
+  for (const [handle, dso] of Object.entries(LDSO.loadedLibsByHandle)) {
+    const h = Number(handle);
+    if (!h) continue;
+    handles[h] = dso.name;
+    if (libs.some((l) => l.name === dso.name)) continue;
+    libs.push({name: dso.name, handle: h, global: !!dso.global, nodelete: dso.refcount === Infinity,
+               memoryBase: u32[(h + 12) >>> 2], memorySize: u32[(h + 16) >>> 2],
+               tableBase: u32[(h + 20) >>> 2], tableSize: u32[(h + 24) >>> 2]});
+  }
+  const loaded = Object.keys(LDSO.loadedLibsByName).filter((n) => n !== "__main__");
+  const missing = loaded.filter((n) => !libs.some((l) => l.name === n));
+  if (missing.length) throw new Error(`snapshot: libraries loaded without a dlopen handle: ${missing.join(", ")}`);
+  libs.sort((a, b) => a.tableBase - b.tableBase || a.memoryBase - b.memoryBase);
+  // function -> [library, export]; the table slots at and after the first library's, and any slot
+  // holding a JS function (addFunction wraps those)
+  const names = ["__main__", ...libs.map((l) => l.name)];
+  const byFn = new Map();
+  for (const [i, name] of names.entries()) {
+    for (const [sym, fn] of Object.entries(LDSO.loadedLibsByName[name].exports || {})) {
+      if (typeof fn === "function" && !byFn.has(fn)) byFn.set(fn, [i, sym]);
+    }
+  }
+  const first = libs.length ? libs[0].tableBase : table.length;
+  // the filled slots before the first library, as [start, end) ranges: restore checks that its fresh
+  // runtime has them all (a slot given out while Python started would be empty after a restore)
+  const filled = [];
+  for (let i = 0; i < first; i++) {
+    if (table.get(i) === null) continue;
+    const last = filled[filled.length - 1];
+    if (last && last[1] === i) last[1] = i + 1;
+    else filled.push([i, i + 1]);
+  }
+  const slots = [];
+  let unknown = 0;
+  for (let i = first; i < table.length; i++) {
+    const f = table.get(i);
+    if (f === null) continue;
+    const at = byFn.get(f);
+    if (at) slots.push([i, ...at]);
+    else unknown += 1;
+  }
+  for (const [sym, fn] of Object.entries(LDSO.loadedLibsByName.__main__.exports)) {
+    if (typeof fn !== "function" || sdpaIsWasmFunction(fn)) continue;
+    const i = M.getFunctionAddress(fn);
+    if (i) slots.push([i, 0, sym]);
+  }
+  const got = {};
+  for (const [sym, g] of Object.entries(M.GOT)) got[sym] = g.value;
+  return {version: 1, tableLength: table.length, filled, libs, handles, names, slots, unknownSlots: unknown, got};
+}
+
+// Call before loadPyodide({_loadSnapshot}). Wraps _createPyodideModule (defined by pyodide.asm.js,
+// now or when it runs): once the runtime exists and before the snapshot's heap is copied in, it
+// writes the package files and loads the libraries where they were. Pyodide then copies the heap
+// over whatever loading them wrote.
+function sdpaSnapshotPrepareRestore(meta, files, sitePackages) {
+  if (!meta || meta.version !== 1) throw new Error("snapshot: unknown meta version");
+  const log = [];
+  const wrappers = new WeakSet();
+  const wrap = (create) => {
+    if (wrappers.has(create)) return create;   // pyodide.asm.js assigns it twice (`var` + globalThis.)
+    let used = false;
+    const wrapped = async (settings) => {
+      if (used) return create(settings);      // once: a fallback boot after a failed restore is a normal one
+      used = true;
+      const M = await create(settings);
+      sdpaWriteFiles(M.FS, sitePackages, files);
+      await sdpaReloadLibs(M, meta, log);
+      return M;
+    };
+    wrappers.add(wrapped);
+    return wrapped;
+  };
+  const current = globalThis._createPyodideModule;
+  if (typeof current === "function") {
+    globalThis._createPyodideModule = wrap(current);
+  } else {
+    let wrapped;
+    Object.defineProperty(globalThis, "_createPyodideModule", {
+      configurable: true, enumerable: true,
+      get: () => wrapped,
+      set: (f) => { wrapped = typeof f === "function" ? wrap(f) : f; },
+    });
+  }
+  return {
+    log,
+    deserializer: (value) => {
+      throw new Error(`snapshot: cannot restore held JS value ${JSON.stringify(value)}`);
+    },
+    finish: sdpaSnapshotResume,
+  };
+}
+
+async function sdpaReloadLibs(M, meta, log) {
+  const table = M.wasmTable;
+  const byName = new Map(meta.libs.map((l) => [l.name, l]));
+  M.sdpaGetMemory = (size, libName) => {
+    const lib = byName.get(libName);
+    if (!lib) throw new Error(`snapshot: ${libName} was not loaded when the snapshot was taken`);
+    if (size < lib.memorySize) throw new Error(`snapshot: ${libName} needs ${size} bytes, had ${lib.memorySize}`);
+    return lib.memoryBase;
+  };
+  const needed = ["loadDynamicLibrary", "setWasmTableEntry", "convertJsFunctionToWasm", "updateTableMap", "getFunctionAddress"];
+  const absent = [...needed.filter((f) => typeof M[f] !== "function"), ...["LDSO", "GOT", "wasmTable"].filter((k) => !M[k])];
+  if (absent.length) throw new Error(`snapshot: this Pyodide does not export the dynamic linker's ${absent.join(", ")}`);
+  const before = table.length;
+  const lost = meta.filled.filter(([, end]) => end > before).map(([start, end]) => `${Math.max(start, before)}-${end - 1}`);
+  if (lost.length) throw new Error(`snapshot: table slots given out before the libraries cannot be restored: ${lost.join(", ")}`);
+  try {
+    for (const lib of meta.libs) {
+      if (lib.tableSize) {
+        if (table.length > lib.tableBase) {
+          throw new Error(`snapshot: table slot ${lib.tableBase} of ${lib.name} is taken (table has ${table.length})`);
+        }
+        if (table.length < lib.tableBase) table.grow(lib.tableBase - table.length);
+      }
+      await M.loadDynamicLibrary(lib.name, {global: lib.global, nodelete: lib.nodelete, loadAsync: true},
+                                 lib.global ? null : {}, undefined);
+    }
+  } finally {
+    delete M.sdpaGetMemory;
+  }
+  // dlopen's handles
+  for (const [handle, name] of Object.entries(meta.handles)) {
+    M.LDSO.loadedLibsByHandle[handle] = M.LDSO.loadedLibsByName[name];
+  }
+  // table slots given out after the libraries (dlsym, GOT.func)
+  let set = 0;
+  for (const [i, lib, sym] of meta.slots) {
+    const fn = M.LDSO.loadedLibsByName[meta.names[lib]].exports[sym];
+    if (typeof fn !== "function") throw new Error(`snapshot: ${meta.names[lib]} has no function ${sym}`);
+    if (table.length <= i) table.grow(i + 1 - table.length);
+    if (table.get(i) === fn) continue;
+    if (!sdpaIsWasmFunction(fn) && M.getFunctionAddress(fn) === i) continue;
+    M.setWasmTableEntry(i, sdpaIsWasmFunction(fn) ? fn : M.convertJsFunctionToWasm(fn, fn.sig));
+    M.updateTableMap(i, 1);
+    set += 1;
+  }
+  if (table.length < meta.tableLength) table.grow(meta.tableLength - table.length);
+  // GOT: the values the heap's code was linked against
+  let got = 0;
+  for (const [sym, value] of Object.entries(meta.got)) {
+    M.GOT[sym] ||= new WebAssembly.Global({value: "i32", mutable: true});
+    if (M.GOT[sym].value !== value) {
+      M.GOT[sym].value = value;
+      got += 1;
+    }
+  }
+  log.push(`libraries ${meta.libs.length}, table ${before} before them, ${table.length} after; ` +
+           `slots set ${set} of ${meta.slots.length} recorded; GOT values set ${got}`);
+}
