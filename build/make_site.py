@@ -215,7 +215,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     # render
     worker = render.worker_js(config).encode()
     (out / "worker.js").write_bytes(worker)
-    (out / "boot.js").write_text(render.boot_js(worker, offline.REGISTRATION))
+    (out / "boot.js").write_text(render.boot_js(worker, offline.REGISTRATION, snapshots=config["snapshot"] is not None))
     (out / "boot.css").write_text(render.boot_css(identity))
     (out / "manifest.webmanifest").write_text(render.manifest(identity, manifest_icons))
     html = render.finish(html, identity=identity, preview=PREVIEW, extra_origins=extra_origins, site_url=site_url)

@@ -285,11 +285,12 @@ def worker_js(config: dict) -> str:
     return fill("worker.js", CONFIG=config, SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text())
 
 
-def boot_js(worker: bytes, registration: dict) -> str:
-    """boot.js knows worker.js's sha256 and size (it checks the file before running it) and where the
-    service worker is registered (offline.REGISTRATION)."""
+def boot_js(worker: bytes, registration: dict, snapshots: bool = False) -> str:
+    """boot.js knows worker.js's sha256 and size (it checks the file before running it), whether the
+    worker can save a memory snapshot (a self-hosted, patched Pyodide) and where the service worker
+    is registered (offline.REGISTRATION)."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
-                                   "size": len(worker)},
+                                   "size": len(worker), "snapshots": snapshots},
                 SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR)
 
 

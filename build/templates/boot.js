@@ -26,6 +26,7 @@
   const LIMITS = Object.assign({worker: 30, download: 30, runtime: 60, packages: 60, import: 90, app: 90,
                                 render: 60}, window.sdpaLabLimits || {});
   // Timings in ms since navigation start (performance.now()), read by tests and build/measure_site.py.
+  const SNAPSHOT_SECONDS = 180;       // making one takes 3-5 s here; a stuck one is stopped
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
                                 error: null, errorFile: null, stalled: null, offline: null, adopted: null,
                                 boot: null, snapshot: null, snapshotFailure: null};
@@ -170,12 +171,14 @@
 
   // This site's memory snapshot in this browser is keyed by worker.js's bytes (which hold every file's
   // sha256), the site's address (Panel's asset URLs are absolute in it) and the browser's
-  // WebAssembly features (Pyodide's runtime adapts to them). null: none (no secure context).
+  // WebAssembly features (Pyodide's runtime adapts to them); it lives in a folder of this copy of the
+  // site (scope: its address). null: none (no secure context).
   async function snapshotKey() {
     if (typeof WebAssembly !== "object") return null;
     const features = ["Suspending", "promising", "Tag", "Exception", "Function"].map((k) => (k in WebAssembly ? 1 : 0)).join("");
-    const digest = await sha256hex(new TextEncoder().encode([WORKER.sha256, BASE, features].join("\n")));
-    return digest && digest.slice(0, 32);
+    const hash = (text) => sha256hex(new TextEncoder().encode(text));
+    const [key, scope] = await Promise.all([hash([WORKER.sha256, BASE, features].join("\n")), hash(BASE)]);
+    return key && {key: key.slice(0, 32), scope: scope.slice(0, 16)};
   }
 
   let workerBody = null;     // worker.js as checked, for the snapshot worker
@@ -207,7 +210,7 @@
     }
     if (lab.error) return;
     workerBody = body;
-    worker = newWorker("page", snapshot ? await snapshotKey() : null);
+    worker = await newWorker("page", {restore: snapshot});
     worker.busy = true;       // until Python is linked ("ready"): changes wait in the queue
     worker.queue = [];
     news();
@@ -220,27 +223,62 @@
     worker.onmessageerror = () => fatal("a message from the Python worker could not be read");
   }
 
-  function newWorker(mode, key) {
-    const prefix = `self.sdpaBoot = ${JSON.stringify({base: BASE, fresh, mode, snapshotKey: key})};\n`;
+  async function newWorker(mode, {restore = true} = {}) {
+    const keys = WORKER.snapshots ? await snapshotKey() : null;
+    const boot = {base: BASE, fresh: fresh && mode === "page", mode, restore,
+                  snapshotKey: keys && keys.key, snapshotScope: keys && keys.scope};
+    const prefix = `self.sdpaBoot = ${JSON.stringify(boot)};\n`;
     return new Worker(URL.createObjectURL(new Blob([prefix, workerBody], {type: "text/javascript"})));
+  }
+
+  // A restored Python that fails before the page is live: the worker has dropped its snapshot (or the
+  // next one drops it); boot again the usual way, and make no new snapshot for this version here.
+  function withoutSnapshot(msg, detail) {
+    lab.snapshotFailure = msg;
+    lab.boot = null;
+    console.warn(`SDPA Lab: the saved snapshot did not restore (${msg}); starting Python afresh\n${detail || ""}`);
+    try {
+      localStorage.setItem("sdpa-snapshot-failed", WORKER.sha256);
+    } catch (_) { /* storage disabled */ }
+    worker.terminate();
+    worker = null;
+    startWorker({snapshot: false});
   }
 
   // Once the page is live and its files are kept for offline use: a second worker builds the app
   // again, in the background, and saves a memory snapshot of Python for the next visit.
   async function makeSnapshot() {
-    if (lab.boot === "snapshot" || lab.snapshot !== null || !(navigator.storage && navigator.storage.getDirectory)) return;
-    const key = await snapshotKey();
-    if (!key) {
-      lab.snapshot = {state: "unavailable", why: "no WebCrypto (not a secure context)"};
+    if (lab.snapshot !== null) return;
+    if (lab.boot === "snapshot") {
+      lab.snapshot = {state: "used"};       // this visit was restored from it
+      return;
+    }
+    let failedHere = null;
+    try {
+      failedHere = localStorage.getItem("sdpa-snapshot-failed");
+    } catch (_) { /* storage disabled */ }
+    const connection = navigator.connection || {};
+    const why = !WORKER.snapshots ? "this build loads Pyodide from its CDN, unpatched"
+      : !(navigator.storage && navigator.storage.getDirectory) ? "no origin private file system"
+      : !(await snapshotKey()) ? "no WebCrypto (not a secure context)"
+      : failedHere === WORKER.sha256 ? "a snapshot of this version did not restore in this browser"
+      : connection.saveData ? "the browser asks to save data"
+      : navigator.deviceMemory && navigator.deviceMemory < 4 ? "less than 4 GB of memory: a second Python would not fit well"
+      : null;
+    if (why) {
+      lab.snapshot = {state: "unavailable", why};
       return;
     }
     lab.snapshot = {state: "making"};
-    const maker = newWorker("snapshot", key);
-    const done = (state) => {
+    const maker = await newWorker("snapshot");
+    const limit = setTimeout(() => done({state: "failed", msg: `not made within ${SNAPSHOT_SECONDS} s`}), SNAPSHOT_SECONDS * 1000);
+    function done(state) {
+      if (lab.snapshot.state !== "making") return;
+      clearTimeout(limit);
       lab.snapshot = state;
       maker.terminate();
       if (state.state !== "stored") console.warn(`SDPA Lab: no snapshot for the next visit: ${state.msg}`);
-    };
+    }
     maker.onmessage = (event) => {
       const msg = event.data || {};
       if (msg.type === "snapshot-stored") done({state: "stored", bytes: msg.bytes, ms: Math.round(msg.ms)});
@@ -257,7 +295,7 @@
   // merged (a property set twice is sent once, with its last value).
   let flushing = false;
   function sendChange(jsdoc, event) {
-    if ((event.setter_id != null && event.setter_id === "py") || patching > 0) return;
+    if ((event.setter_id != null && event.setter_id === "py") || patching > 0 || !worker || !worker.queue) return;
     if (event.model && event.attr) {
       worker.queue = worker.queue.filter((e) => !(e.model === event.model && e.attr === event.attr));
     }
@@ -281,8 +319,9 @@
   }
 
   // Moves made on the pre-rendered page (before Python is live) are recorded and made again on the
-  // live page once it is linked. Models are matched by type, title or labels, and order: the
-  // pre-rendered and the live document are built by the same code, but their ids differ.
+  // live page once it is linked: the very events, when the live document adopts the pre-rendered one
+  // (render/adopt); otherwise by matching models by type, title or labels, and order (both documents
+  // are built by the same code).
   const WIDGET_ATTRS = ["value", "value_throttled", "active"];
   const earlyMoves = new Map();      // key + attr -> {key, attr, value, event}, in the order they were made
   function widgetKeys(doc) {
@@ -306,7 +345,7 @@
     clearInterval(watchEarly);
     staticKeys = widgetKeys(doc);
     doc.on_change((event) => {
-      if (worker && worker.jsdoc) return;       // the live page has taken over
+      if ((worker && worker.jsdoc) || patching > 0) return;       // the live page has taken over
       const key = event.model && staticKeys.get(event.model);
       if (!key || !WIDGET_ATTRS.includes(event.attr)) return;
       earlyMoves.delete(`${key}.${event.attr}`);
@@ -409,6 +448,7 @@
     return jsdoc;
   }
 
+  const linked = new WeakSet();
   async function render(msg) {
     if (!window.Bokeh || !Bokeh.embed) {
       throw new Error("BokehJS is not loaded (@@BOKEH_DIR@@bokeh.min.js did not run)");
@@ -440,7 +480,10 @@
 
   function link(jsdoc) {
     worker.jsdoc = jsdoc;
-    worker.jsdoc.on_change(sendChange.bind(null, worker.jsdoc), false);
+    if (!linked.has(jsdoc)) {        // once: a worker started again after a failed restore links it again
+      linked.add(jsdoc);
+      jsdoc.on_change((event) => sendChange(jsdoc, event), false);
+    }
     worker.postMessage({type: "rendered"});
     worker.postMessage({type: "location", location: JSON.stringify(window.location)});
   }
@@ -463,17 +506,13 @@
     } else if (msg.type === "restored") {
       lab.boot = "snapshot";
     } else if (msg.type === "snapshot-failed") {
-      // the worker has dropped the snapshot; boot again without one
-      lab.snapshotFailure = msg.msg;
-      console.warn(`SDPA Lab: the saved snapshot did not restore (${msg.msg}); starting Python afresh\n${msg.detail}`);
-      worker.terminate();
-      worker = null;
-      startWorker({snapshot: false});
+      withoutSnapshot(msg.msg, msg.detail);
     } else if (msg.type === "render") {
       try {
         await render(msg);
       } catch (err) {
-        fatal(`${err.message || err}`, {step: "render", detail: err.stack});
+        if (lab.boot === "snapshot") withoutSnapshot(`the page could not draw its document: ${err.message || err}`, err.stack);
+        else fatal(`${err.message || err}`, {step: "render", detail: err.stack});
       }
     } else if (msg.type === "ready") {
       worker.busy = false;

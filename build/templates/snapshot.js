@@ -2,17 +2,20 @@
 // worker by text (no module syntax). Needs pyodide.asm.js patched by build/pyodide_patch.py.
 //
 // Taking a snapshot: a boot started with loadPyodide({_makeSnapshot: true}), the archive installed
-// (files + loadDynlib, as installArchive), LEAN + `import panel, bokeh`, the APP code up to (not
-// including) `await write_doc()`, and no JS function handed to Python yet (sendPatch: set it later):
+// (files + loadDynlib, as installArchive), LEAN + `import panel, bokeh`, the APP code (worker.js
+// also runs write_doc and keeps the document with the snapshot), and no JS function handed to
+// Python yet (sendPatch: set it later):
 //     const meta = await sdpaSnapshotRecord(pyodide);                 // JSON-able, ~0.6 MB
 //     const heap = pyodide.makeMemorySnapshot({serializer: sdpaSnapshotSerializer});
 //     sdpaSnapshotResume(pyodide);                                    // only to go on with this instance
 // Restoring it, in the same browser engine that made it (the fresh runtime's table differs between
 // engines: Node 11803 slots, Chromium 11804; a mismatch throws before any Python runs):
-//     const restore = sdpaSnapshotPrepareRestore(meta, files, sitePackages);   // before loadPyodide
+//     const restore = sdpaSnapshotPrepareRestore(meta, files, sitePackages);   // before loadPyodide;
+//                                 files: as sdpaUntar returns them, or a promise of them
 //     const pyodide = await loadPyodide({..., _loadSnapshot: heap, _snapshotDeserializer: restore.deserializer});
 //     restore.finish(pyodide);                                         // first Python after the restore
-//     pyodide.globals.set("sendPatch", sendPatch);  then  await write_doc()  (no installArchive, LEAN, APP)
+//     pyodide.globals.set("sendPatch", sendPatch); then the document (saved with the snapshot by
+//     worker.js, or write_doc again); no installArchive, LEAN or APP
 // `files` are the archive's [[name, bytes]] (sdpaUntar or worker.js's untar). A failed restore
 // rejects loadPyodide; a second loadPyodide in the same worker is then a normal boot.
 //
@@ -178,8 +181,9 @@ async function sdpaSnapshotRecord(pyodide) {
 
 // Call before loadPyodide({_loadSnapshot}). Wraps _createPyodideModule (defined by pyodide.asm.js,
 // now or when it runs): once the runtime exists and before the snapshot's heap is copied in, it
-// writes the package files and loads the libraries where they were. Pyodide then copies the heap
-// over whatever loading them wrote.
+// writes the package files (awaited there: the archive may still be inflating while the runtime
+// compiles) and loads the libraries where they were. Pyodide then copies the heap over whatever
+// loading them wrote.
 function sdpaSnapshotPrepareRestore(meta, files, sitePackages) {
   if (!meta || meta.version !== 1) throw new Error("snapshot: unknown meta version");
   const log = [];
@@ -191,7 +195,7 @@ function sdpaSnapshotPrepareRestore(meta, files, sitePackages) {
       if (used) return create(settings);      // once: a fallback boot after a failed restore is a normal one
       used = true;
       const M = await create(settings);
-      sdpaWriteFiles(M.FS, sitePackages, files);
+      sdpaWriteFiles(M.FS, sitePackages, await files);
       await sdpaReloadLibs(M, meta, log);
       return M;
     };

@@ -2,15 +2,17 @@
 // then Panel renders the document and talks to the page by JSON patches (Panel's protocol).
 //
 // boot.js checks this file's sha256 and starts it from a blob: URL, so the worker runs under the
-// page's Content-Security-Policy; it prepends `self.sdpaBoot = {base, fresh, mode, snapshotKey}`: the
-// site's folder (relative URLs cannot resolve against a blob: URL), whether to bypass the caches,
-// what this worker is for ("page": the page's Python; "snapshot": a second worker, started once the
-// page is live, that builds the app again only to save a memory snapshot of it) and the key of this
-// site's snapshot in this browser (null: no snapshot, e.g. after one failed to restore).
+// page's Content-Security-Policy; it prepends `self.sdpaBoot = {base, fresh, mode, snapshotKey,
+// snapshotScope, restore}`: the site's folder (relative URLs cannot resolve against a blob: URL),
+// whether to bypass the caches, what this worker is for ("page": the page's Python; "snapshot": a
+// second worker, started once the page is live, that builds the app again only to save a memory
+// snapshot of it), the key of this version's snapshot in this browser and the folder of this copy of
+// the site (null: no snapshot) and whether to restore it (false: drop it, e.g. after it failed).
 "use strict";
 @@SNAPSHOT_JS@@
 const CONFIG = /*CONFIG*/{}/*END*/;
-const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page", snapshotKey: null}, self.sdpaBoot || {});
+const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page", snapshotKey: null, snapshotScope: null,
+                            restore: true}, self.sdpaBoot || {});
 const here = (path) => new URL(path, BOOT.base).href;
 const post = (msg) => self.postMessage(msg);
 
@@ -271,7 +273,7 @@ if _tmpl is not None and _doc not in _tmpl._documents:
 _doc.unhold()
 _doc.hold()
 `;
-// The document as JSON for the page (runs after APP, or after a restore from a snapshot taken there).
+// The document as JSON for the page, after APP (a restore uses the one saved with the snapshot).
 const WRITE = `
 from panel.io.pyodide import write_doc
 await write_doc()
@@ -366,14 +368,18 @@ async function bootPython(options) {
 // importing Panel and building the app. The details of saving and restoring Pyodide's state are in
 // snapshot.js (and build/pyodide_patch.py). Any failure to restore: the page boots without it.
 const RESTORE_SECONDS = 30;
+let restored = false;      // Python came from a snapshot: until the page is live, any failure is the snapshot's
 const snapshots = {
   // In the origin's private file system (OPFS), read and written with a synchronous access handle
   // (Cache Storage took 0.4-0.6 s to hand the 63 MB heap back, this about half as long).
   // <key>.heap is the heap; <key>.json, written last, the rest: what snapshot.js puts back, the
   // heap's size and sha256, and the document as the app wrote it (so a restore skips write_doc).
-  available: () => !!(CONFIG.snapshot && BOOT.snapshotKey && navigator.storage && navigator.storage.getDirectory &&
-                      self.FileSystemFileHandle && "createSyncAccessHandle" in FileSystemFileHandle.prototype),
-  folder: async () => (await navigator.storage.getDirectory()).getDirectoryHandle(CONFIG.snapshot.folder, {create: true}),
+  available: () => !!(CONFIG.snapshot && BOOT.snapshotKey && BOOT.snapshotScope && navigator.storage &&
+                      navigator.storage.getDirectory && self.FileSystemFileHandle &&
+                      "createSyncAccessHandle" in FileSystemFileHandle.prototype),
+  // one folder per copy of the site on this origin (e.g. /lab/ and /staging/ on one github.io)
+  folder: async () => (await (await navigator.storage.getDirectory()).getDirectoryHandle(CONFIG.snapshot.folder, {create: true}))
+    .getDirectoryHandle(BOOT.snapshotScope, {create: true}),
 
   async read(folder, name) {
     const handle = await (await folder.getFileHandle(name)).createSyncAccessHandle();
@@ -398,7 +404,11 @@ const snapshots = {
   },
 
   async find() {
-    if (!this.available() || BOOT.fresh) return null;
+    if (!this.available()) return null;
+    if (BOOT.fresh || !BOOT.restore) {      // "Reload from the network", or the snapshot failed: drop it
+      await this.drop().catch(() => {});
+      return null;
+    }
     try {
       const folder = await this.folder();
       const saved = JSON.parse(new TextDecoder().decode(await this.read(folder, `${BOOT.snapshotKey}.json`)));
@@ -419,7 +429,8 @@ const snapshots = {
       if (digest !== null && digest !== saved.sha256) throw new Error(`snapshot's sha256 ${digest.slice(0, 12)}… differs from the one saved`);
     });
     checked.catch(() => {});
-    const files = await guard(readArchive());
+    const files = guard(readArchive());     // awaited once the runtime has compiled (snapshot.js)
+    files.catch(() => {});
     const restore = sdpaSnapshotPrepareRestore(meta, files, CONFIG.archive.sitePackages);
     let timer;
     const limit = new Promise((resolve, reject) => {
@@ -432,7 +443,9 @@ const snapshots = {
     } finally {
       clearTimeout(timer);
     }
+    delete self.pyodide._api.config._loadSnapshot;     // Pyodide keeps its options: a second 63 MB
     restore.finish(self.pyodide);
+    restored = true;
     await guard(Promise.all(checks));
     self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
     post({type: "restored", bytes: heap.byteLength});
@@ -451,8 +464,13 @@ const snapshots = {
     for await (const name of folder.keys()) {        // one snapshot: this version's
       if (!name.startsWith(`${BOOT.snapshotKey}.`)) await folder.removeEntry(name);
     }
-    await this.write(folder, `${BOOT.snapshotKey}.heap`, heap);
-    await this.write(folder, `${BOOT.snapshotKey}.json`, new TextEncoder().encode(JSON.stringify({meta, doc})));
+    try {
+      await this.write(folder, `${BOOT.snapshotKey}.heap`, heap);
+      await this.write(folder, `${BOOT.snapshotKey}.json`, new TextEncoder().encode(JSON.stringify({meta, doc})));
+    } catch (err) {
+      await this.drop().catch(() => {});      // no half-written snapshot (e.g. over the storage quota)
+      throw err;
+    }
     post({type: "snapshot-stored", bytes: heap.byteLength, ms: performance.now() - started});
   },
 
@@ -539,6 +557,12 @@ function describe(err) {
 }
 
 async function fail(err) {
+  if (restored && applyPatch === null) {     // restored, not yet live: boot again without the snapshot
+    const {msg, detail} = describe(err);
+    await snapshots.drop().catch(() => {});
+    post({type: "snapshot-failed", msg, detail});
+    return;
+  }
   if (!(err instanceof BootError) && checks.length) {
     // Pyodide's own error about a damaged file is vaguer than ours: give pending checks a moment.
     const settled = await Promise.race([Promise.allSettled(checks),

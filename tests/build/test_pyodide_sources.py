@@ -42,9 +42,11 @@ def test_download_from_cdn_into_cache(tmp_path, cache):
         cdn.shutdown()
     site = Site(tmp_path / "a", done.stdout + done.stderr)
     assert "(download)" in site.log and site.self_hosted
-    for name in ("pyodide.asm.wasm", "pyodide.asm.js"):
-        assert hashlib.sha256((site.root / "pyodide" / name).read_bytes()).digest() == \
-            hashlib.sha256((dist / name).read_bytes()).digest()
+    assert hashlib.sha256((site.root / "pyodide" / "pyodide.asm.wasm").read_bytes()).digest() == \
+        hashlib.sha256((dist / "pyodide.asm.wasm").read_bytes()).digest()
+    # the runtime's JS as downloaded, with the snapshot patches (pyodide_patch.py) and nothing else
+    patched = build_module("pyodide_patch").patch_pyodide_asm((dist / "pyodide.asm.js").read_text(encoding="utf-8"))
+    assert (site.root / "pyodide" / "pyodide.asm.js").read_text(encoding="utf-8") == patched
     # the stdlib: the same modules but those plan.STDLIB_DROP leaves out, some of them as bytecode
     stdlib = io.BytesIO(gzip.decompress((site.root / "pyodide" / "python_stdlib.zip.gz").read_bytes()))
     modules = [{n.removesuffix("c") for n in zipfile.ZipFile(z).namelist()} for z in (stdlib, dist / "python_stdlib.zip")]
