@@ -64,7 +64,13 @@ MOVE = """async (i) => {
 
 def visit(page, url: str, reload: bool = False) -> dict:
     page.reload() if reload else page.goto(url)
-    page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=BOOT_MS)
+    try:
+        page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=BOOT_MS)
+    except Exception as err:
+        state = page.evaluate("window.sdpaLab && {steps: sdpaLab.steps, stalled: sdpaLab.stalled, boot: sdpaLab.boot, "
+                              "snapshotFailure: sdpaLab.snapshotFailure}")
+        raise SystemExit(f"measure: {url} ({'warm' if reload else 'cold'}) not live within {BOOT_MS / 1e3:.0f} s: "
+                         f"{state}") from err
     if page.evaluate("window.sdpaLab.error"):
         raise SystemExit(f"measure: the page failed to boot: {page.evaluate('window.sdpaLab.error')}")
     page.evaluate(SETTLE)

@@ -368,6 +368,7 @@ async function bootPython(options) {
 // importing Panel and building the app. The details of saving and restoring Pyodide's state are in
 // snapshot.js (and build/pyodide_patch.py). Any failure to restore: the page boots without it.
 const RESTORE_SECONDS = 30;
+const FIND_SECONDS = 10;
 let restored = false;      // Python came from a snapshot: until the page is live, any failure is the snapshot's
 const snapshots = {
   // In the origin's private file system (OPFS), read and written with a synchronous access handle
@@ -410,9 +411,15 @@ const snapshots = {
       return null;
     }
     try {
-      const folder = await this.folder();
-      const saved = JSON.parse(new TextDecoder().decode(await this.read(folder, `${BOOT.snapshotKey}.json`)));
-      return {...saved, heap: await this.read(folder, `${BOOT.snapshotKey}.heap`)};
+      const reading = (async () => {
+        const folder = await this.folder();
+        const saved = JSON.parse(new TextDecoder().decode(await this.read(folder, `${BOOT.snapshotKey}.json`)));
+        return {...saved, heap: await this.read(folder, `${BOOT.snapshotKey}.heap`)};
+      })();
+      // a file held by another tab's worker, or a storage that does not answer: boot without it
+      const late = new Promise((resolve, reject) => setTimeout(() => reject(new Error(
+        `not read within ${FIND_SECONDS} s`)), FIND_SECONDS * 1000));
+      return await Promise.race([reading, late]);
     } catch (err) {
       if (err.name !== "NotFoundError") console.warn("SDPA Lab: the saved snapshot could not be read:", err);
       return null;
