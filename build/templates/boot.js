@@ -29,7 +29,8 @@
   const SNAPSHOT_SECONDS = 180;       // making one takes 3-5 s here; a stuck one is stopped
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
                                 error: null, errorFile: null, stalled: null, offline: null, adopted: null,
-                                boot: null, snapshot: null, snapshotFailure: null};
+                                boot: null, snapshot: null, snapshotFailure: null,
+                                snapshotUnreadable: null};
   let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
   try {
     fresh = sessionStorage.getItem("sdpa-fresh") === "1";
@@ -505,6 +506,8 @@
       fatal(msg.msg, {file: msg.file, step: msg.step, detail: msg.detail});
     } else if (msg.type === "restored") {
       lab.boot = "snapshot";
+    } else if (msg.type === "snapshot-unreadable") {
+      lab.snapshotUnreadable = msg.msg;      // not tried: booted the usual way (kept for the next visit)
     } else if (msg.type === "snapshot-failed") {
       withoutSnapshot(msg.msg, msg.detail);
     } else if (msg.type === "render") {

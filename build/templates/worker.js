@@ -421,7 +421,10 @@ const snapshots = {
         `not read within ${FIND_SECONDS} s`)), FIND_SECONDS * 1000));
       return await Promise.race([reading, late]);
     } catch (err) {
-      if (err.name !== "NotFoundError") console.warn("SDPA Lab: the saved snapshot could not be read:", err);
+      if (err.name !== "NotFoundError") {
+        console.warn("SDPA Lab: the saved snapshot could not be read:", err);
+        post({type: "snapshot-unreadable", msg: `${err.name || "Error"}: ${err.message || err}`});
+      }
       return null;
     }
   },
@@ -445,8 +448,10 @@ const snapshots = {
                          RESTORE_SECONDS * 1000);
     });
     try {
-      [self.pyodide] = await Promise.race([
-        Promise.all([loadRuntime({_loadSnapshot: heap, _snapshotDeserializer: restore.deserializer}), checked]), limit]);
+      // a damaged heap may also fail Pyodide's own checks first: its sha256 is the reason given
+      const loading = loadRuntime({_loadSnapshot: heap, _snapshotDeserializer: restore.deserializer})
+        .catch(async (err) => { await checked; throw err; });
+      [self.pyodide] = await Promise.race([Promise.all([loading, checked]), limit]);
     } finally {
       clearTimeout(timer);
     }

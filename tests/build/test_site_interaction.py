@@ -205,8 +205,10 @@ def test_the_live_document_adopts_the_pre_rendered_views(live_site, browser):
 
 def test_a_pre_render_that_differs_is_drawn_anew(live_site, browser):
     """When the pre-rendered document is not the live one (here one model renamed in the page's JSON,
-    as a page from another build would be), the page draws the live document instead, and it works."""
+    as a page from another build would be), the page draws the live document instead, keeps the moves
+    made before Python was live (matched by slider, not by id), and works."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    context.add_init_script("window.__holdWorker = true;")
     context.add_init_script(LOG_MESSAGES)
 
     def rename_one_model(route):
@@ -220,12 +222,20 @@ def test_a_pre_render_that_differs_is_drawn_anew(live_site, browser):
     page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
     page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
     page.goto(live_site)
+    handle = page.locator(".noUi-handle").first          # the sidebar's first slider is d_k
+    handle.wait_for(timeout=30_000)
+    handle.focus()
+    handle.press("ArrowRight")
+    handle.press("ArrowRight")
+    page.evaluate("window.__releaseWorker()")
     wait_ready(page)
     assert page.evaluate("window.sdpaLab.adopted") is None
+    assert page.evaluate("window.sdpaLab.earlyMoves") >= 1
+    at = D_K_OPTIONS.index(LabState.param.d_k.default)
+    page.wait_for_function(f"location.search.includes('d_k={D_K_OPTIONS[at + 2]}')", timeout=30_000)
     handle = page.locator(HANDLE)
     handle.focus()
     step(page, "ArrowRight")
-    want = D_K_OPTIONS[D_K_OPTIONS.index(LabState.param.d_k.default) + 1]
-    expect(handle).to_have_attribute("aria-valuetext", str(want))
+    expect(handle).to_have_attribute("aria-valuetext", str(D_K_OPTIONS[at + 3]))
     assert errors == [], errors
     context.close()

@@ -90,8 +90,8 @@ def test_a_second_visit_boots_from_the_snapshot(live_site, browser):
     first_visit_saves_a_snapshot(page, live_site)
     page.goto(live_site + "?view=playground&d_k=256")
     wait_ready(page)
-    assert page.evaluate("sdpaLab.boot") == "snapshot"
-    assert page.evaluate("sdpaLab.snapshotFailure") is None
+    how = page.evaluate("[sdpaLab.boot, sdpaLab.snapshotFailure, sdpaLab.snapshotUnreadable]")
+    assert how == ["snapshot", None, None], how
     steps = page.evaluate("Object.keys(sdpaLab.steps)")
     assert not {"packages", "import", "app"} & set(steps), steps      # restored, not rebuilt
     handle = page.locator(HANDLE)
@@ -123,11 +123,12 @@ def test_a_snapshot_that_does_not_restore_is_dropped_and_the_page_boots(live_sit
       await writable.write(new Uint8Array(size));
       await writable.close();
     }""", [offline.SNAPSHOT_FOLDER, heap, size])
+    assert dict(page.evaluate(ENTRIES, offline.SNAPSHOT_FOLDER))[heap] == size
     page.reload()
     wait_ready(page)
     assert page.evaluate("sdpaLab.boot") == "python"
     failure = page.evaluate("sdpaLab.snapshotFailure")
-    assert failure and "sha256" in failure, failure
+    assert failure and "sha256" in failure, (failure, page.evaluate("sdpaLab.snapshotUnreadable"), warnings)
     assert any("did not restore" in w for w in warnings), warnings
     before = page.evaluate(PLOT_STATE)
     handle = page.locator(HANDLE)
