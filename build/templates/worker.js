@@ -382,8 +382,21 @@ const snapshots = {
   folder: async () => (await (await navigator.storage.getDirectory()).getDirectoryHandle(CONFIG.snapshot.folder, {create: true}))
     .getDirectoryHandle(BOOT.snapshotScope, {create: true}),
 
+  // A sync access handle is exclusive: a handle just closed (by the worker that made the snapshot,
+  // another tab, a page that wrote the file) can keep the file locked a moment. Wait for it, briefly.
+  async open(file) {
+    for (let wait = 50; ; wait *= 2) {
+      try {
+        return await file.createSyncAccessHandle();
+      } catch (err) {
+        if (err.name !== "NoModificationAllowedError" || wait > 1600) throw err;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  },
+
   async read(folder, name) {
-    const handle = await (await folder.getFileHandle(name)).createSyncAccessHandle();
+    const handle = await this.open(await folder.getFileHandle(name));
     try {
       const bytes = new Uint8Array(handle.getSize());
       handle.read(bytes, {at: 0});
@@ -394,7 +407,7 @@ const snapshots = {
   },
 
   async write(folder, name, bytes) {
-    const handle = await (await folder.getFileHandle(name, {create: true})).createSyncAccessHandle();
+    const handle = await this.open(await folder.getFileHandle(name, {create: true}));
     try {
       handle.truncate(0);
       if (handle.write(bytes, {at: 0}) !== bytes.byteLength) throw new Error(`${name}: the disk took only part of it`);
