@@ -174,7 +174,9 @@
   // sha256), the site's address (Panel's asset URLs are absolute in it) and the browser's
   // WebAssembly features (Pyodide's runtime adapts to them); it lives in a folder of this copy of the
   // site (scope: its address). null: none (no secure context).
-  async function snapshotKey() {
+  let keys = null;
+  const snapshotKey = () => (keys = keys || snapshotKeys());      // computed once per page
+  async function snapshotKeys() {
     if (typeof WebAssembly !== "object") return null;
     const features = ["Suspending", "promising", "Tag", "Exception", "Function"].map((k) => (k in WebAssembly ? 1 : 0)).join("");
     const hash = (text) => sha256hex(new TextEncoder().encode(text));

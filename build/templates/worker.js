@@ -499,6 +499,14 @@ const snapshots = {
     post({type: "snapshot-stored", bytes: heap.byteLength, ms: performance.now() - started});
   },
 
+  // A restore that failed (or a restored Python that failed before the page is live): dropped so it is
+  // not tried again; the page starts a new worker without it.
+  async abandon(err) {
+    const {msg, detail} = describe(err);
+    await this.drop().catch(() => {});
+    post({type: "snapshot-failed", msg, detail});
+  },
+
   async drop() {
     if (!this.available()) return;
     const folder = await this.folder();
@@ -528,10 +536,7 @@ async function start() {
     try {
       doc = await snapshots.restore(await saved);
     } catch (err) {
-      // the page starts a new worker without a snapshot; this one is dropped so it is not tried again
-      const {msg, detail} = describe(err);
-      await snapshots.drop().catch(() => {});
-      post({type: "snapshot-failed", msg, detail});
+      await snapshots.abandon(err);
       return;
     }
   } else {
@@ -583,9 +588,7 @@ function describe(err) {
 
 async function fail(err) {
   if (restored && applyPatch === null) {     // restored, not yet live: boot again without the snapshot
-    const {msg, detail} = describe(err);
-    await snapshots.drop().catch(() => {});
-    post({type: "snapshot-failed", msg, detail});
+    await snapshots.abandon(err);
     return;
   }
   if (!(err instanceof BootError) && checks.length) {
