@@ -36,6 +36,12 @@ def float_array(x, name: str, *, min_ndim: int = 1) -> np.ndarray:
 
 
 def _asarray(x, name: str) -> np.ndarray:
+    if isinstance(x, np.ma.MaskedArray):  # np.asarray would drop its mask without a word
+        raise TypeError(
+            f"{name} is a numpy masked array (np.ma); its mask would be ignored here. Say what masked "
+            f"entries mean with {name}.filled(value) (for logits, -np.inf gives weight 0; attention also "
+            f"takes mask=, True = may attend)"
+        )
     try:
         return np.asarray(x)
     except (ValueError, TypeError, OverflowError):  # ragged nested lists, objects numpy cannot convert

@@ -35,6 +35,9 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
     mask : array_like, optional
         Boolean (True = this query may attend to this key) or float (added to the scaled
         logits; ``-inf`` forbids, NaN and ``+inf`` are refused), broadcastable to (..., L, S).
+        A float mask of any float dtype is cast to the dtype the logits are computed in
+        (float32 for float16 q) and checked there: an entry that becomes ``+inf`` (1e39 for
+        float32 q) is refused; one that becomes ``-inf`` forbids its key.
     causal : bool
         Query ``i`` attends to keys ``j <= i`` (top-left aligned, also when L != S).
         Combined with ``mask``, a key must be allowed by both.
@@ -50,9 +53,11 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
     Raises
     ------
     TypeError
-        Non-float q, k or v, a mask that is neither boolean nor float, a non-real scale.
+        Non-float q, k or v, a mask that is neither boolean nor float, a non-real scale, a
+        numpy masked array (its mask would be lost).
     ValueError
-        Empty or non-finite inputs, mismatched shapes, a non-finite scale.
+        Empty or non-finite inputs, mismatched shapes, a non-finite scale, a mask entry past the
+        compute dtype's range.
 
     Notes
     -----
@@ -168,8 +173,7 @@ def _prepare(q, k, v, scale, mask, causal):
         if mask.dtype == bool:
             allowed = mask
         elif mask.dtype.type in FLOAT_DTYPES:
-            with np.errstate(over="ignore"):  # -1e300 for float32 logits is -inf: still "forbidden"
-                bias = no_nan_or_pos_inf(mask, "mask").astype(compute_dtype(dtype), copy=False)
+            bias = _bias(no_nan_or_pos_inf(mask, "mask"), compute_dtype(dtype))
         else:
             raise TypeError(
                 f"mask must be boolean (True = may attend) or float16/32/64 (added to the logits), "
@@ -185,6 +189,24 @@ def _prepare(q, k, v, scale, mask, causal):
         tri = np.tri(L, S, dtype=bool)  # top-left aligned: key j allowed for query i when j <= i
         allowed = tri if allowed is None else allowed & tri
     return q, k, v, scale, allowed, bias
+
+
+def _bias(mask: np.ndarray, dtype) -> np.ndarray:
+    """A float mask in the dtype the logits are computed in, checked there: a float64 1e39 is +inf in
+    float32 (NaN weights), so it is refused. PyTorch refuses any float mask whose dtype differs from
+    the query's; casting first keeps the usual float64 numpy mask usable with float32 q, k, v, and the
+    check after the cast refuses exactly the masks that cast would break. -1e300 for float32 logits
+    is -inf: still "forbidden"."""
+    with np.errstate(over="ignore"):
+        bias = mask.astype(dtype, copy=False)
+    if bias.dtype != mask.dtype and np.isposinf(bias).any():
+        big = float(mask[np.isposinf(bias)].flat[0])
+        raise ValueError(
+            f"mask has an entry ({big:.3g}) past {np.dtype(dtype).name}'s largest number "
+            f"({float(np.finfo(dtype).max):.3g}), the dtype these logits are computed in: it would be +inf "
+            f"there and its row NaN; use -inf (or a boolean mask) to forbid a key, finite values to bias one"
+        )
+    return bias
 
 
 def _weights(q, k, scale, allowed, bias):

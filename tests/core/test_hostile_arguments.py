@@ -1,8 +1,8 @@
 """Every public function refuses hostile arguments with a ValueError or TypeError naming the argument.
 
 Hostile: 0, negative, huge ints (2**4000), floats where ints are needed (d_k = 3.5), NaN, inf, bools,
-strings, None, complex, empty arrays, wrong shapes and wrong dtypes. Each argument gets a strategy that
-only draws values it must refuse; the other arguments stay valid. No other exception (ZeroDivisionError,
+strings, None, complex, empty arrays, masked arrays (np.ma), wrong shapes and wrong dtypes. Each
+argument gets a strategy that only draws values it must refuse; the other arguments stay valid. No other exception (ZeroDivisionError,
 OverflowError, IndexError, numpy's internal messages) and no RuntimeWarning may come out.
 """
 import math
@@ -81,12 +81,14 @@ def bad_array(shape, *, nan_ok=False, neg_inf_ok=False, dtypes=WRONG_DTYPES, sca
               extra=()):
     """Arrays (or things that are not) a float argument of ``shape`` must refuse: wrong dtypes, wrong
     ranks, empty, NaN/inf (unless ``nan_ok``; only NaN/+inf if ``neg_inf_ok``: logits may be -inf),
-    and scalars, text, ragged lists."""
+    masked arrays, and scalars, text, ragged lists."""
     wrong_dtype = st.sampled_from([np.ones(shape, dtype=t) for t in dtypes if np.dtype(t).itemsize <= 8
                                    or np.dtype(t).kind != "f" or np.dtype(t) != np.float64])
     empty = st.sampled_from([np.zeros(s) for s in [(0,), (0,) + tuple(shape[1:]), tuple(shape[:-1]) + (0,),
                                                    (0, 0)]])
-    options = [wrong_dtype, empty, st.sampled_from(list(scalars) + [[[1.0, 2.0], [3.0]], {"a": 1}])]
+    # a masked array of the right shape and dtype: np.asarray would silently drop its mask
+    masked = np.ma.masked_array(np.ones(shape), mask=np.arange(math.prod(shape)).reshape(shape) % 2 == 0)
+    options = [wrong_dtype, empty, st.sampled_from(list(scalars) + [[[1.0, 2.0], [3.0]], {"a": 1}, masked])]
     if not nan_ok:
         options.append(hnp.arrays(np.float64, st.just(shape),
                                   elements=st.sampled_from([1.0, float("nan"), float("inf"), -float("inf")]))
