@@ -56,13 +56,14 @@ def log_softmax(x, axis: int = -1) -> np.ndarray:
 def unchecked_log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """:func:`log_softmax` without the checks: NaN and inf propagate (the model's loss shows divergence so)."""
     shifted: np.ndarray = x.astype(compute_dtype(x.dtype))
-    shifted -= _finite_max(shifted, axis)
-    e = np.exp(shifted)
-    # log(sum e) = log1p(sum of the others): the top term is exactly 1, so keep it out of the sum
-    np.put_along_axis(e, np.argmax(shifted, axis=axis, keepdims=True), 0, axis=axis)
-    with np.errstate(invalid="ignore"):
+    # over: -1.7e308 - 1.7e308 is -inf, and so is float16's -65504 - 65504: the right answer, rounded
+    with np.errstate(over="ignore", invalid="ignore"):
+        shifted -= _finite_max(shifted, axis)
+        e = np.exp(shifted)
+        # log(sum e) = log1p(sum of the others): the top term is exactly 1, so keep it out of the sum
+        np.put_along_axis(e, np.argmax(shifted, axis=axis, keepdims=True), 0, axis=axis)
         shifted -= np.log1p(e.sum(axis=axis, keepdims=True))
-    return shifted.astype(x.dtype, copy=False)
+        return shifted.astype(x.dtype, copy=False)
 
 
 def naive_softmax(x, axis: int = -1) -> np.ndarray:
@@ -103,8 +104,10 @@ def softmax_inplace(z: np.ndarray, axis: int = -1) -> np.ndarray:
     """Overwrite the float array ``z`` with its stable softmax along ``axis`` and return it (no checks).
 
     Shared by :func:`softmax` and attention's masked path: all -inf slices become all zeros."""
-    z -= _finite_max(z, axis)
-    with np.errstate(invalid="ignore"):  # +inf - +inf only when the logits themselves overflowed
+    # over: -1.7e308 - 1.7e308 is -inf, whose weight 0 is right; invalid: +inf - +inf only when the
+    # logits themselves overflowed
+    with np.errstate(over="ignore", invalid="ignore"):
+        z -= _finite_max(z, axis)
         np.exp(z, out=z)
     return normalize_inplace(z, axis)
 

@@ -44,7 +44,7 @@ def _entropy(p: np.ndarray, axis) -> np.ndarray:
     """Entropy of checked probabilities, in compute_dtype (float32 for float16)."""
     w: np.ndarray = p.astype(compute_dtype(p.dtype), copy=False)
     plogp = w * np.log(np.where(w > 0, w, 1))  # 0 log 0 = 0: log(1) where p = 0
-    return -plogp.sum(axis=axis)
+    return np.subtract(0, plogp.sum(axis=axis), dtype=w.dtype)  # 0 - sum: a one-hot row gives +0, not -0
 
 
 def entropy_from_logits(logits, axis: int = -1) -> np.ndarray:
@@ -52,7 +52,11 @@ def entropy_from_logits(logits, axis: int = -1) -> np.ndarray:
     z = finite(float_array(logits, "logits"), "logits")
     axis = _axis(z, axis, "logits")
     logp = log_softmax(z.astype(compute_dtype(z.dtype), copy=False), axis=axis)
-    return (-(np.exp(logp) * logp).sum(axis=axis)).astype(z.dtype, copy=False)
+    p = np.exp(logp)
+    # p log p -> 0 as p -> 0: a weight that is exactly 0 (log p = -inf, or so small exp underflows)
+    # adds 0, not 0 * -inf = NaN (logits [1e308, -1e308] have entropy 0); 0 - sum, so that is +0
+    plogp = p * np.where(p > 0, logp, 0)
+    return np.subtract(0, plogp.sum(axis=axis), dtype=p.dtype).astype(z.dtype, copy=False)
 
 
 def effective_support(p, axis: int = -1) -> np.ndarray:
