@@ -215,9 +215,14 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     # render
     worker = render.worker_js(config).encode()
     (out / "worker.js").write_bytes(worker)
-    (out / "boot.js").write_text(render.boot_js(worker, offline.REGISTRATION, snapshots=config["snapshot"] is not None))
+    firsts = render.first_paint_files(pre["first_paints"], out)
+    log(f"first paints: {len(firsts) + 1} links pre-rendered (index.html and {render.FIRST_PAINT_DIR}/*.json, "
+        f"{sum((out / f['path']).stat().st_size for f in firsts.values()) / 1e6:.2f} MB)")
+    (out / "boot.js").write_text(render.boot_js(worker, offline.REGISTRATION, snapshots=config["snapshot"] is not None,
+                                                first_paints=firsts, default_first_paint=pre["default_first_paint"]))
     (out / "boot.css").write_text(render.boot_css(identity))
     (out / "manifest.webmanifest").write_text(render.manifest(identity, manifest_icons))
+    html = render.draw_first_paint_through_boot(html)
     html = render.finish(html, identity=identity, preview=PREVIEW, extra_origins=extra_origins, site_url=site_url)
     (out / "index.html").write_text(render.with_integrity(html, lambda rel: (out / rel).read_bytes()))
     (out / ".nojekyll").write_text("")   # GitHub Pages: serve every file as it is

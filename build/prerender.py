@@ -77,6 +77,49 @@ def stable_addresses(html: str) -> str:
     return ADDRESS.sub(lambda m: m.group(1) + seen.setdefault(m.group(2), str(len(seen) + 1)), html)
 
 
+# The document Panel writes into its page: its JSON (HTML-escaped, as BokehJS reads it) and where its
+# roots go (render_items).
+DOC_JSON = re.compile(r'<script type="application/json" id="([^"]+)">\s*(.*?)\s*</script>', re.S)
+RENDER_ITEMS = re.compile(r"const render_items = (\[.*?\]);\n")
+
+
+def document_of(html: str) -> dict:
+    """The pre-rendered document of one page: ``{"docs_json": escaped JSON text, "docid", "root_ids"}``."""
+    docs = DOC_JSON.findall(html)
+    items = RENDER_ITEMS.findall(html)
+    if len(docs) != 1 or len(items) != 1:
+        raise SystemExit(f"prerender: expected one document and one render_items in Panel's page, found "
+                         f"{len(docs)} and {len(items)} (did Panel's page template change?)")
+    item = json.loads(items[0])[0]
+    return {"docs_json": docs[0][1], "docid": item["docid"], "root_ids": item["root_ids"]}
+
+
+def first_paints(render, default_html: str) -> dict:
+    """The first paint of every link the site pre-renders (web.urlstate.first_paint_links), but the
+    default one (which is index.html itself): the app run again for each link, ids from FIRST_ID."""
+    from web.page import SEARCH_ENV
+    from web.urlstate import DEFAULT_FIRST_PAINT, first_paint_links
+    roots = len(document_of(default_html)["root_ids"])
+    out = {}
+    for key, search in first_paint_links().items():
+        if key == DEFAULT_FIRST_PAINT:
+            continue
+        os.environ[SEARCH_ENV] = search
+        try:
+            doc = document_of(stable_addresses(render()))
+        finally:
+            del os.environ[SEARCH_ENV]
+        if len(doc["root_ids"]) != roots:       # boot.js puts each root where the default page has one
+            raise SystemExit(f"prerender: {search} has {len(doc['root_ids'])} template roots, the default page {roots}")
+        out[key] = doc
+    return out
+
+
+def default_key() -> str:
+    from web.urlstate import DEFAULT_FIRST_PAINT
+    return DEFAULT_FIRST_PAINT
+
+
 def main(app: str, out: str) -> None:
     os.environ["PANEL_CDN_ROOT"] = SENTINEL
     os.environ["SDPA_LAB_STATIC_SITE"] = "1"     # web.page: the page as the static site shows it
@@ -89,9 +132,19 @@ def main(app: str, out: str) -> None:
 
     from panel.io.convert import script_to_html
 
-    html, _ = script_to_html(str(app_path), runtime="pyodide-worker", requirements=[], prerender=True,
-                             panel_version="auto", inline=False, manifest=None, compiled=False)
-    html = stable_addresses(html)
+    import bokeh.util.serialization as serialization
+    counter = serialization._simple_id
+
+    def render() -> str:
+        # Bokeh's counter as at the first run: models made before the app (the document's own)
+        # must not take ids the app will take again from FIRST_ID
+        serialization._simple_id = counter
+        page, _ = script_to_html(str(app_path), runtime="pyodide-worker", requirements=[], prerender=True,
+                                 panel_version="auto", inline=False, manifest=None, compiled=False)
+        return page
+
+    html = stable_addresses(render())
+    firsts = first_paints(render, html)
     top = {m.split(".")[0] for m in list(sys.modules) if sys.modules.get(m) is not None}
     owners = md.packages_distributions()
     dists = sorted({d for m in top for d in owners.get(m, [])})
@@ -108,7 +161,8 @@ def main(app: str, out: str) -> None:
     modules = sorted(m for m, mod in sys.modules.items() if mod is not None)
     Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top), "modules": modules,
                                      "sibling_modules": first_party, "stdlib_files": sorted(used),
-                                     "identity": identity}))
+                                     "identity": identity, "first_paints": firsts,
+                                     "default_first_paint": default_key()}))
 
 
 if __name__ == "__main__":

@@ -71,6 +71,33 @@ def self_host(page: str) -> str:
     return page
 
 
+#: Where the other links' first paints go (one JSON file each), and the call that draws the first paint.
+FIRST_PAINT_DIR = "first"
+EMBED_CALL = "root.Bokeh.embed.embed_items(docs_json, render_items);"
+
+
+def first_paint_files(firsts: dict, out: Path) -> dict:
+    """Write each pre-rendered link's document (prerender.first_paints), self-hosted like the page, as
+    ``first/<key>.json``; returns ``{key: {"path", "integrity"}}`` for boot.js, which fetches the one
+    the visitor's link names and checks it by its hash."""
+    (out / FIRST_PAINT_DIR).mkdir(exist_ok=True)
+    files = {}
+    for key, doc in firsts.items():
+        path = f"{FIRST_PAINT_DIR}/{key}.json"
+        body = json.dumps({**doc, "docs_json": self_host(doc["docs_json"])}, separators=(",", ":")).encode()
+        (out / path).write_bytes(body)
+        files[key] = {"path": path, "integrity": "sha256-" + base64.b64encode(hashlib.sha256(body).digest()).decode()}
+    return files
+
+
+def draw_first_paint_through_boot(page: str) -> str:
+    """Panel's page draws its one document as soon as BokehJS has loaded; ours asks boot.js, which
+    draws the document of the view the link names instead (boot.js sdpaFirstPaint)."""
+    if page.count(EMBED_CALL) != 1:
+        raise SystemExit(f"make site: Panel's embed call ({EMBED_CALL}) is not in the pre-rendered page once")
+    return page.replace(EMBED_CALL, "window.sdpaFirstPaint(root.Bokeh, docs_json, render_items);")
+
+
 def local_paths(page: str) -> list[str]:
     """Site-relative paths of the files the HTML references (query strings dropped)."""
     out = []
@@ -91,11 +118,13 @@ def csp(extra_origins: tuple[str, ...] = (), script_hashes: tuple[str, ...] = ()
     hashes = "".join(f" '{h}'" for h in script_hashes)
     # Inline scripts are allowed one by one, by hash. 'unsafe-eval': Panel's panel.min.js and BokehJS
     # compile small functions at run time (without it: EvalError, and the page never becomes ready);
-    # 'wasm-unsafe-eval': Pyodide's WebAssembly; blob:: the worker's checked copies of Pyodide's
-    # scripts (and es-module-shims' modules, when a page ships it). All fetching stays on this origin.
+    # 'wasm-unsafe-eval': Pyodide's WebAssembly. blob: only in worker-src, for the worker itself: it runs
+    # its checked copies of Pyodide's scripts by eval, so no blob: script can run (a page with Panel's
+    # ReactiveESM components, which it imports from blob: URLs, would need blob: in script-src again).
+    # All fetching stays on this origin.
     return "; ".join([
         "default-src 'self'",
-        f"script-src 'self'{hashes} 'unsafe-eval' 'wasm-unsafe-eval' blob:{more}",
+        f"script-src 'self'{hashes} 'unsafe-eval' 'wasm-unsafe-eval'{more}",
         "style-src 'self' 'unsafe-inline'",
         "img-src 'self' data: blob:",
         "font-src 'self' data:",
@@ -285,13 +314,15 @@ def worker_js(config: dict) -> str:
     return fill("worker.js", CONFIG=config, SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text())
 
 
-def boot_js(worker: bytes, registration: dict, snapshots: bool = False) -> str:
+def boot_js(worker: bytes, registration: dict, snapshots: bool = False, first_paints: dict | None = None,
+            default_first_paint: str = "tour-1") -> str:
     """boot.js knows worker.js's sha256 and size (it checks the file before running it), whether the
     worker can save a memory snapshot (a self-hosted, patched Pyodide) and where the service worker
     is registered (offline.REGISTRATION)."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
                                    "size": len(worker), "snapshots": snapshots},
-                SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR)
+                SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR,
+                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}})
 
 
 def boot_css(identity: Identity) -> str:

@@ -143,6 +143,27 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
     return text + gradient_sentence(none["grad"], rule["grad"], label=label, n=n, causal=causal, dtype=dtype)
 
 
+def headline(sides: dict, *, n: int, dtype: str) -> str:
+    """The playground's point in one sentence (at most about 25 words): how much of a row's weight its
+    top key takes on average, without scaling and with the rule; NaN rows counted where they appear.
+    ``verdict`` says the rest (the conditions go beside it: ``conditions``)."""
+    none, rule = sides["none"], sides["rule"]
+    label = RULE_LABELS[rule["rule"]]
+
+    def side(s: dict) -> str:
+        if s["nan_rows"]:
+            return f"{s['nan_rows']} of {n} rows of weights are NaN ({dtype} overflows)"
+        return f"the top key takes {pct(s['stats']['max_weight'])} of a row's weight on average"
+
+    text = f"Without scaling, {side(none)}"
+    if rule["rule"] == "none":
+        return text + "."
+    other = side(rule)
+    if not none["nan_rows"] and not rule["nan_rows"]:
+        other = pct(rule["stats"]["max_weight"])
+    return text + f"; with {label}, {other}."
+
+
 def little_change(s0: dict, s1: dict) -> bool:
     """Both sides attend alike: tokens attended and top weight within ``LITTLE`` of each other, and the
     shares of saturated rows within ``LITTLE_SATURATED``."""

@@ -13,8 +13,8 @@ from bokeh.models import CustomJS
 from . import a11y
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
 from .tour import STEPS
-from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS, WRAP_BUTTONS
-from .urlstate import KEYS, apply_query, bound_search, install_history, to_query
+from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS
+from .urlstate import KEYS, apply_query, bound_search, install_history, mark_correction, to_query
 from .views.common import caption, shared_controls
 from .views.playground import Playground
 from .views.precision import Precision
@@ -34,15 +34,20 @@ DESCRIPTION = ("Why transformer attention divides q·k by √d_k, shown with liv
                "attention maps, softmax saturation, gradients, training and half precision. "
                "Nothing installed, nothing uploaded.")
 
+#: The page's one-line introduction (its <h1>), with the rest behind "About this page": the reader who
+#: follows a link to a view sees that view first, on a phone as on a desktop.
 INTRO = """
 <div class="sdpa-intro">
-<p>Transformer attention computes <b>softmax(q·k / √d<sub>k</sub>)</b>. Why divide by √d<sub>k</sub>, the width of
-each query and key? This page answers it with live numbers: every plot is computed in your tab from random
-queries and keys, a small training run, or a floating-point experiment, and it changes as you move the settings.</p>
-<p>New here? The <b>Guided tour</b> takes %(steps)d steps: predict, then see the numbers. Or open any view:
-the <b>Playground</b> and the <b>Logit dial</b> first, the <b>Questions</b> for short answers. Settings a view does not
-use are greyed out in the sidebar, with the reason. Every setting is kept in the page's address, so a copied link
-(or <b>Share</b>) opens exactly what you see.</p>
+<h1 class="sdpa-h1">Why attention divides q·k by √d<sub>k</sub></h1>
+<details class="sdpa-about"><summary>About this page: every number is computed live in your tab</summary>
+<p>Transformer attention computes <b>softmax(q·k / √d<sub>k</sub>)</b>, where d<sub>k</sub> is the width of each
+query and key. Every plot is computed in this tab from random queries and keys, a small training run, or a
+floating-point experiment, and changes as you move the controls beside it.</p>
+<p>New here? The <b>Guided tour</b> takes %(steps)d steps: predict, then see the numbers. Or pick a view from the
+<b>View</b> menu: the <b>Playground</b> and the <b>Logit dial</b> first, the <b>Questions</b> for short answers.
+<b>☰ All settings</b> holds every setting; those a view does not use are greyed out, with the reason. Every setting
+is kept in the page's address, so a copied link (or <b>Share</b>) opens exactly what you see.</p>
+</details>
 </div>
 """ % {"steps": len(STEPS)}
 
@@ -66,10 +71,9 @@ class Page(param.Parameterized):
                                    margin=(4, 10))
         self.dismiss = pn.widgets.Button(label="Dismiss notice", color="light", visible=False, width=140)
         self.dismiss.on_click(lambda e: setattr(self, "notices", []))
-        self.nav = pn.widgets.RadioButtonGroup.from_param(
-            self.lab.param.view, label="View", options={VIEW_LABELS[v]: v for v in VIEWS}, color="primary",
-            variant="outline", sizing_mode="stretch_width", orientation="horizontal",
-            stylesheets=[WRAP_BUTTONS])
+        self.nav = pn.widgets.Select.from_param(
+            self.lab.param.view, name="View", options={VIEW_LABELS[v]: v for v in VIEWS}, width=210,
+            margin=(0, 10, 4, 10), description=None)
         self.content = pn.Column(sizing_mode="stretch_width", min_height=600)
         self.open_full = pn.pane.HTML("", margin=(4, 10), sizing_mode="stretch_width")  # embed mode's link out
         self.lab.param.watch(self._show_view, ["view"])
@@ -80,14 +84,21 @@ class Page(param.Parameterized):
         self.train.param.watch(self._push_url, [name for o, name, _, _ in KEYS.values() if o == "train"])
 
     # ---- URL --------------------------------------------------------------------------------------
+    _correcting = False   # True while a link is applied: the address it leads to replaces the link's
+
     def apply_search(self, search: str) -> None:
-        """Set the state from a query string; bad values become notices, never exceptions."""
+        """Set the state from a query string; bad values become notices, never exceptions. The address
+        then shows the corrected state, in place of the link (the history entry is replaced, not pushed)."""
         self._last_search = search
+        self._correcting = True
         try:
-            self.notices = apply_query(search, self.lab, self.train)
-        except Exception as exc:  # the parser clamps everything; this is the last line of defence
-            self.notices = [f"The link's settings could not be applied ({type(exc).__name__}); defaults are used."]
-        self._push_url()  # the address shows the corrected state, under `panel serve` as in the site
+            try:
+                self.notices = apply_query(search, self.lab, self.train)
+            except Exception as exc:  # the parser clamps everything; this is the last line of defence
+                self.notices = [f"The link's settings could not be applied ({type(exc).__name__}); defaults are used."]
+            self._push_url()  # the address shows the corrected state, under `panel serve` as in the site
+        finally:
+            self._correcting = False
 
     @param.depends("notices", watch=True)
     def _show_notices(self):
@@ -106,6 +117,8 @@ class Page(param.Parameterized):
         search = self.current_search()
         self._last_search = search
         if loc is not None and loc.search != search:
+            if self._correcting:     # set while apply_query moves the state, or by apply_search itself
+                mark_correction(loc, search)
             loc.search = search
         self._update_open_full()
 
@@ -154,31 +167,35 @@ class Page(param.Parameterized):
         snippet = pn.widgets.TextAreaInput(label="Link and embed code (copied)", visible=False, rows=4,
                                            sizing_mode="stretch_width", max_length=5000,
                                            styles={"flex": "1 1 300px"})
-        button = pn.widgets.Button(label="Share", color="primary", variant="outline", width=110)
+        button = pn.widgets.Button(label="Share", color="primary", variant="outline", width=90)
         button.js_on_click(args={"snippet": snippet}, code=SHARE_JS)
-        return pn.FlexBox(button, snippet, sizing_mode="stretch_width", margin=(4, 0), align_items="end")
+        return pn.FlexBox(button, snippet, sizing_mode="stretch_width", margin=(4, 0), align_items="end",
+                          styles={"flex": "0 1 120px"})
 
     def template(self):
         """The page's template. ``?embed=1`` (``lab.embed``, which in Pyodide arrives after the template is
         built) hides the intro, the navigation and the footer here, and EMBED_JS hides the template's header
         bar and sidebar; a line under the view then links to the full page and shares the embed code."""
         controls = shared_controls(self.lab, self.train)
-        self.header = pn.Column(
-            pn.pane.HTML(INTRO, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS]),
-            pn.pane.HTML("<div id='sdpa-views-label' style='font-size:14px;color:#333'>Views</div>", margin=(4, 10, 0, 10)),
+        # one compact row: the page's one-line intro, the view menu and Share (the view comes right after)
+        self.header = pn.FlexBox(
+            pn.pane.HTML(INTRO, margin=(0, 10), stylesheets=[CSS], sizing_mode="stretch_width",
+                         styles={"flex": "1 1 420px"}),
             self.nav, self.share_controls(),
-            sizing_mode="stretch_width")
+            sizing_mode="stretch_width", align_items="end", css_classes=["sdpa-chrome"])
         self.footer = caption("All numbers come from the `sdpa_core` numpy library in this repository. Colours: "
                               "Okabe-Ito for rules and dtypes (colour-blind safe, with distinct dash patterns), viridis "
                               "for weights." + (" [Third-party software and licences](./notices.html)."
                                                 if static_site() else ""))
-        self.embed_bar = pn.Column(self.open_full, self.share_controls(), sizing_mode="stretch_width")
+        self.footer = pn.Column(self.footer, sizing_mode="stretch_width", css_classes=["sdpa-chrome"])
+        self.embed_bar = pn.Column(self.open_full, self.share_controls(), sizing_mode="stretch_width",
+                                   css_classes=["sdpa-embed-only"])
         self.lab.param.watch(self._follow_embed, ["embed"])
         self._follow_embed()
         tmpl = pn.template.BootstrapTemplate(
             title=TITLE, sidebar=[controls],
             main=[self.header, self.notice, self.dismiss, self.content, self.footer, self.embed_bar],
-            header_background=HEADER_BG, sidebar_width=330,
+            header_background=HEADER_BG, sidebar_width=330, collapsed_sidebar=True,
             # the static site has no busy spinner: Panel's bookkeeping for it ran on every change in
             # the worker (each one a message to the page), for a spinner that flickered on every step
             **({"busy_indicator": None} if static_site() else {}))
@@ -204,6 +221,10 @@ class Page(param.Parameterized):
 #: Set by the site build's pre-render (build/prerender.py); in the built site's Pyodide worker the
 #: platform says it. The static site ships a notices page (build/notices.py) the footer links to.
 STATIC_SITE_ENV = "SDPA_LAB_STATIC_SITE"
+#: The link the static site builds the app for: set by the pre-render for each page it draws
+#: (build/prerender.py), and by the worker to the visitor's link, so the live document is the linked
+#: view from its first draw (the page adopts the pre-render of that view; build/templates/boot.js).
+SEARCH_ENV = "SDPA_LAB_SEARCH"
 
 
 def static_site() -> bool:
@@ -263,8 +284,12 @@ def collapse_sidebar_on_phones(doc) -> None:
 
 
 def bound_request_query() -> list[str]:
-    """Under `panel serve`: cut the request's query string to safe bounds before Panel parses it into
-    ``pn.state.location`` (its parser raises on a 4301-digit value and the page would stay blank).
+    """Under `panel serve`: take the request's query string away from Panel's parser, so that every link
+    reaches the page's (``Page.connect_location``). Panel parses a new ``pn.state.location``'s query
+    into typed values at once (``panel.util.parse_query``), and that raises on a 4301-digit value, or on
+    one that ``str.isdigit`` accepts and ``int`` refuses (``²``, ``⑤``): the app never rendered. The
+    location is made here from the request without its query; the query, cut to safe bounds, is then
+    set with Panel's parser turned off (its own guard flag, as connect_location does for later ones).
     Returns the notices about what was cut; nothing to do without a server request (Pyodide, tests)."""
     context = pn.state.curdoc.session_context if pn.state.curdoc is not None else None
     proxy = getattr(context, "request", None)
@@ -273,13 +298,19 @@ def bound_request_query() -> list[str]:
         return []
     path, _, query = request.uri.partition("?")
     bounded, notices = bound_search(query)
-    request.uri = path + bounded
+    request.uri = path                     # what pn.state.location is made from, just below
+    loc = pn.state.location
+    if loc is not None:
+        loc._syncing = True                # Panel's parser off (Location._update_synced)
+        loc.search = bounded
     return notices
 
 
 def create_app(search: str | None = None):
     """A new page for this session, mirrored to and from the browser's address bar."""
     cut = bound_request_query()            # before anything reads pn.state.location
+    if search is None and static_site():
+        search = os.environ.get(SEARCH_ENV) or None
     page = Page(search=search)
     tmpl = page.template()
     if pn.state.location is not None:

@@ -29,12 +29,14 @@ ACCENT = OKABE_ITO["blue"]
 HEADER_BG = "#1d3557"
 #: Inline code in captions: Panel's default (#82aaff) has a contrast of 2.3:1 on white; this is 8.4:1.
 CODE_COLOR = "#1d4e89"
+#: Focus rings: 3 px, 7.6:1 on white (WCAG 2.4.7 / 2.4.11).
+FOCUS_COLOR = "#1d4e89"
 #: Below Bootstrap's md breakpoint (where the template's navbar collapses) the layout is a phone's.
 PHONE = "(max-width: 767.98px)"
 
 #: host styles (Panel panes live in shadow DOM: ``styles`` reach the pane itself, CSS classes would not)
 VERDICT_STYLES = {"border-left": "5px solid " + OKABE_ITO["blue"], "background": "#f2f6fb", "padding": "2px 12px",
-                  "font-size": "15.5px", "font-weight": "600", "border-radius": "3px"}
+                  "font-size": "15.5px", "font-weight": "400", "border-radius": "3px"}
 NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "background": "#fff4ec",
                  "padding": "2px 12px", "border-radius": "3px"}
 
@@ -42,8 +44,9 @@ NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "backgro
 def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, tools: str = "pan,wheel_zoom,box_zoom,reset,save",
                 hover: list | None = None, **kw):
     """A Bokeh figure with the page's defaults: responsive width, readable fonts, save tool for PNG."""
+    kw.setdefault("min_width", 280)
     p = figure(title=title, height=height, sizing_mode="stretch_width", tools=tools,
-               toolbar_location="right", min_width=280, **kw)
+               toolbar_location="right", **kw)
     p.toolbar.logo = None
     p.xaxis.axis_label, p.yaxis.axis_label = x_label, y_label
     p.title.text_font_size = "14px"
@@ -138,7 +141,18 @@ table.sdpa-readouts th[scope=col] { white-space: nowrap; }
 .sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
 .sdpa-status { font-size: 15px; }
 code { color: %(code)s; }
-""" % {"accent": ACCENT, "code": CODE_COLOR}
+.sdpa-headline { font-size: 17px; font-weight: 400; line-height: 1.45; margin: 4px 0 2px 0; max-width: 46em; }
+.sdpa-headline b { font-weight: 700; color: var(--sdpa-accent); }
+.sdpa-details { font-size: 14px; color: #333; margin: 0 0 6px 0; max-width: 70em; }
+.sdpa-details summary { cursor: pointer; color: #444; }
+.sdpa-details p { margin: 4px 0; }
+.sdpa-live-mark { display: inline-block; font-size: 13px; color: #5a4500; background: #fff3c4; border-radius: 3px;
+                  padding: 1px 8px; }
+.sdpa-h1 { font-size: 1.15rem; font-weight: 700; margin: 2px 0; line-height: 1.3; }
+.sdpa-about summary { cursor: pointer; font-size: 14px; color: #1d4e89; }
+.sdpa-about p { margin: 0.3em 0; font-size: 15px; max-width: 70em; }
+:focus-visible { outline: 3px solid %(focus)s !important; outline-offset: 2px; }
+""" % {"accent": ACCENT, "code": CODE_COLOR, "focus": FOCUS_COLOR}
 
 
 #: Document-level CSS for the template's own (non-shadow) layout: on a phone the settings stack
@@ -148,6 +162,12 @@ TEMPLATE_CSS = """
    site swaps its pre-rendered page for the live one: on a phone it sits on a line of its own, and
    the header would grow and shrink by it (layout shifts). */
 #header .pn-busy-container { min-width: 52px; min-height: 30px; }
+/* the settings drawer's button says what it opens */
+#sidebar-toggle::after { content: "All settings"; font-size: 14px; color: #fff; margin-left: 6px; }
+#sidebar-toggle { display: inline-flex !important; align-items: center; border-color: rgba(255,255,255,.5); }
+#sidebar-toggle:focus-visible, #header a:focus-visible { outline: 3px solid #fff !important; outline-offset: 2px; }
+.sdpa-skip { position: absolute; left: -9999px; top: 0; z-index: 2000; background: #fff; color: #1d3557; padding: 6px 12px; }
+.sdpa-skip:focus { left: 8px; top: 8px; }
 /* ?embed=1 (web/page.py EMBED_JS): the view alone, for an <iframe> */
 html.sdpa-embed #header, html.sdpa-embed #sidebar, html.sdpa-embed #sidebar-toggle { display: none !important; }
 html.sdpa-embed #main { padding: 4px !important; }
@@ -159,11 +179,18 @@ html.sdpa-embed #main { padding: 4px !important; }
   #sidebar { max-width: 100%% !important; width: 100%% !important; height: auto !important;
              border-right: none !important; border-bottom: 1px solid #ccc; padding: 8px 4px !important; }
   #main { overflow: visible !important; padding: 6px 4px 16px 4px !important; width: 100%% !important; }
-  .navbar .app-header .title, .navbar-brand, .title { font-size: 1.05rem !important; white-space: normal !important; }
+  /* one line of header on a phone: the short name (the page's question is its <h1>) */
+  #header { flex-wrap: nowrap !important; padding-top: 4px !important; padding-bottom: 4px !important; }
+  .navbar .app-header .title { font-size: 0 !important; white-space: nowrap !important; }
+  .navbar .app-header .title::before { content: "SDPA Lab"; font-size: 1.05rem; }
   /* collapsed from the first paint (web/page.py's PHONE_SIDEBAR_JS then syncs Bootstrap's toggle) */
   #sidebar.collapse.show:not(.sdpa-phone-ready) { display: none !important; }
 }
 """ % {"phone": PHONE}
+
+#: A figure and its controls (views/common.py beside): on a phone the controls come first, so the
+#: question, what moves the figure and the figure's top share the first screen.
+BESIDE_CSS = "@media %s { :host { flex-direction: column-reverse !important; } }" % PHONE
 
 #: Button groups wrap onto several lines on a phone instead of running off the screen.
 WRAP_BUTTONS = ":host .bk-btn-group { flex-wrap: wrap; } :host .bk-btn { flex: 1 1 auto; }"

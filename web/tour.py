@@ -34,6 +34,13 @@ class Step:
     now_try: str               # one control to move next
     waiting: str = ""          # what to do when the number is not known yet (training: press Play)
     key: str = field(default="")
+    descending: bool = False   # show the choices from the largest range down (so the right one is not always last)
+
+
+def shown_choices(step: Step) -> list[tuple[str, int]]:
+    """The choices in the order the card shows them: ``(label, index into choices)``."""
+    pairs = list(enumerate(step.choices))
+    return [(c, k) for k, c in (reversed(pairs) if step.descending else pairs)]
 
 
 def answer(step: Step, lab, train) -> tuple[int | None, str]:
@@ -192,14 +199,14 @@ STEPS = (
          "playground", {"d_k": 64},
          "Without any scaling, at d_k = 64, how much of a query's attention goes to its top key?",
          ("less than 20%", "20% to 60%", "more than 60%"), (0.2, 0.6), _top_weight,
-         "Now try: drag d_k in the Settings panel from 64 to 1024 and watch the left map turn into one bright "
-         "cell per row.", key="attention"),
+         "Now try: drag d_k beside the heatmaps from 64 to 1024 and watch the left map turn into one bright "
+         "cell per row.", key="attention", descending=True),
     Step("Why q·k grows with d_k",
          "q·k adds up d_k products. What happens to its typical size when the head gets wider?",
          "variance", {"d_k": 256},
          "d_k grows 16× (from 16 to 256). The standard deviation of the unscaled q·k grows by about…",
          ("1× (no change)", "4×", "16×"), (2.0, 8.0), _std_growth,
-         "Now try: move σ in the Settings panel: the std grows like σ², and 1/√d_k does not undo that.",
+         "Now try: move σ beside the histograms: the std grows like σ², and 1/√d_k does not undo that.",
          key="variance"),
     Step("What a softmax does with large logits",
          "The softmax only sees the logits' spread. What does a large spread do to it?",
@@ -214,8 +221,8 @@ STEPS = (
          "At d_k = 1024, without scaling, what share of queries get less than 1/1000 of the gradient a query "
          "gets with 1/√d_k?",
          ("almost none (under 10%)", "some (10% to 40%)", "many (more than 40%)"), (0.1, 0.4), _starved,
-         "Now try: lower d_k to 64 in the Settings panel and compare the sorted curves in the gradient plot at the "
-         "bottom.", key="gradients"),
+         "Now try: lower d_k to 64 beside the plots and compare the sorted curves in the gradient plot below "
+         "them.", key="gradients", descending=True),
     Step("What training shows",
          "Two copies of one tiny attention model, identical but for the scaling, learn the same task.",
          "training", {},

@@ -7,13 +7,14 @@ Notices never echo more than a short, HTML-escaped excerpt of what was given.
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from urllib.parse import parse_qsl, urlencode
 
 import param
 from bokeh.models import CustomJS
 
-from .options import D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, nearest_option
+from .options import D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, VIEWS, nearest_option
 from .state import LabState
 from .tour import STEPS
 from .training_state import TrainingState
@@ -207,6 +208,19 @@ def step_query(step: int) -> str:
     return "?" + urlencode({"view": "tour", "step": step})
 
 
+def first_paint_links() -> dict[str, str]:
+    """The links whose first paint the site pre-renders, by key: one per view (its name) and one per
+    tour step (``tour-N``), each at its own settings. A link's key is its view and step alone
+    (``first_paint_key``); its other settings arrive once Python is live."""
+    links = {f"tour-{n}": step_query(n) for n in range(1, len(STEPS) + 1)}
+    links.update({view: "?" + urlencode({"view": view}) for view in VIEWS if view != "tour"})
+    return links
+
+
+#: The key of the page drawn when a link names no view: the default view (its first step, on the tour).
+DEFAULT_FIRST_PAINT = "tour-1" if LabState.param.view.default == "tour" else LabState.param.view.default
+
+
 def to_query(lab: LabState, train: TrainingState) -> str:
     """The query string of the current state: ``view`` always, every other key when it differs from the
     value a link without it would give (``baseline``)."""
@@ -233,26 +247,23 @@ def to_query(lab: LabState, train: TrainingState) -> str:
 #: Panel's Location model (panel/models/location.ts) writes every change with history.pushState, so
 #: each slider step would become a Back-button stop. This wraps pushState once per tab: a URL whose
 #: ``view`` key (or tour ``step``) differs from the current one is pushed (Back returns to the previous view), any other
-#: change replaces the current entry, and a push of the URL already shown is dropped. On Back/Forward
-#: (popstate) the Location model's ``search`` is set to the restored address, which Panel sends to
+#: change replaces the current entry, and a push of the URL already shown is dropped. The correction of
+#: a link being opened (a clamped step, an unknown view, ``step=３`` written ``step=3``) also replaces
+#: the entry, whatever it changes: pushed, it left the raw link behind, and Back to it was corrected and
+#: pushed again, so Back never left. Python marks such an address first (``mark_correction``: a tag on
+#: the Location model, sent before its ``search``); a mark is good for the next address only.
+#: On Back/Forward (popstate) the Location model's ``search`` is set to the restored address, which Panel sends to
 #: Python, where the page follows it (Page._on_location). Works alike under `panel serve` and Pyodide.
+CORRECTION_TAG = "sdpa-correction"
 HISTORY_JS = r"""
 if (!window.__sdpaHistory) {
   window.__sdpaHistory = true;
   const DEFAULT_VIEW = %(default_view)s;
+  const TAG = %(tag)s + ' ';
   const viewOf = (url) => {                    // a tour step counts as a view of its own
     const params = new URL(url, window.location.href).searchParams;
     const view = params.get('view') || DEFAULT_VIEW;
     return view === 'tour' ? view + ':' + (params.get('step') || '1') : view;
-  };
-  const push = window.history.pushState.bind(window.history);
-  const replace = window.history.replaceState.bind(window.history);
-  window.history.pushState = function (state, unused, url) {
-    if (url == null) return push(state, unused, url);
-    const next = new URL(url, window.location.href);
-    if (next.href === window.location.href) return;             // already shown (e.g. after Back)
-    if (viewOf(next.href) !== viewOf(window.location.href)) return push(state, unused, url);
-    return replace(state, unused, url);
   };
   function locations() {
     const out = [];
@@ -262,13 +273,48 @@ if (!window.__sdpaHistory) {
     }
     return out;
   }
+  const used = new Set();                      // correction marks already spent
+  function marks() {                           // [mark, its search] not yet spent
+    const out = [];
+    for (const loc of locations()) for (const tag of (loc.tags || [])) {
+      if (typeof tag !== 'string' || !tag.startsWith(TAG) || used.has(tag)) continue;
+      const rest = tag.slice(TAG.length);
+      out.push([tag, rest.slice(rest.indexOf(' ') + 1)]);
+    }
+    return out;
+  }
+  const spend = () => { for (const [tag] of marks()) used.add(tag); };
+  const push = window.history.pushState.bind(window.history);
+  const replace = window.history.replaceState.bind(window.history);
+  window.history.pushState = function (state, unused, url) {
+    if (url == null) return push(state, unused, url);
+    const next = new URL(url, window.location.href);
+    const corrects = marks().some(([, search]) => search === next.search);
+    spend();                                   // a mark is good for the next address only
+    if (next.href === window.location.href) return;             // already shown (e.g. after Back)
+    if (corrects) return replace(state, unused, url);            // the link being opened, corrected
+    if (viewOf(next.href) !== viewOf(window.location.href)) return push(state, unused, url);
+    return replace(state, unused, url);
+  };
   window.addEventListener('popstate', () => {
+    spend();                                   // marks made before Back are about another address
     for (const loc of locations()) {
       if (loc.search !== window.location.search) loc.search = window.location.search;
     }
   });
 }
-""" % {"default_view": repr(str(LabState.param.view.default))}
+""" % {"default_view": repr(str(LabState.param.view.default)), "tag": repr(CORRECTION_TAG)}
+_marks = itertools.count(1)
+
+
+def mark_correction(location, search: str) -> None:
+    """Tell the history script that ``search``, about to be written to ``location`` (Panel's Location),
+    corrects the link being opened: its entry is replaced, not pushed. Each mark is new (a counter), so
+    one spent in this tab never applies to a later address. No-op before the page has a Location model
+    (the browser then gets the corrected address with the document, and pushes nothing)."""
+    tag = f"{CORRECTION_TAG} {next(_marks)} {search}"
+    for model, _ in list(getattr(location, "_models", {}).values()):
+        model.tags = [tag]
 
 
 def install_history(doc) -> None:

@@ -20,6 +20,9 @@
   // Where the service worker lives and what it controls (build/offline.py: the offline policy).
   const SERVICE_WORKER = /*SERVICE_WORKER*/{}/*END*/;
   const BASE = new URL("./", location.href).href;
+  // The first paint of every view and tour step, pre-rendered at build time (build/prerender.py
+  // first_paints): index.html carries the default one, first/<key>.json the others.
+  const FIRST_PAINT = /*FIRST_PAINT*/{}/*END*/;
   // Seconds without news before the page says a step is stuck (tests shorten them through
   // window.sdpaLabLimits). The worker cannot report while Python computes, hence the larger limits
   // for the steps that do; a download is "stuck" when no byte arrived for `download` seconds.
@@ -30,7 +33,68 @@
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
                                 error: null, errorFile: null, stalled: null, offline: null, adopted: null,
                                 boot: null, snapshot: null, snapshotFailure: null,
-                                snapshotUnreadable: null};
+                                snapshotUnreadable: null, firstPaint: null};
+  // The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
+  // the tour its step. A link the page will correct (an unknown view, step 9) gets the default first
+  // paint; the live page then shows where the correction leads.
+  function firstPaintKey(search) {
+    const query = new URLSearchParams(search);
+    const view = query.get("view") === null ? "tour" : query.get("view");
+    if (view !== "tour") return view;
+    const step = query.get("step") === null ? "1" : query.get("step");
+    return /^[1-9][0-9]?$/.test(step) ? `tour-${step}` : FIRST_PAINT.default;
+  }
+  const embedded = /^(1|true|yes|on)$/i.test(new URLSearchParams(location.search).get("embed") || "");
+  const firstKey = firstPaintKey(location.search);
+  const firstFile = FIRST_PAINT.files && FIRST_PAINT.files[firstKey];
+  // fetched while BokehJS downloads; checked by its hash (a damaged file draws the default page)
+  const firstDoc = firstFile ? fetch(`./${firstFile.path}`, {integrity: firstFile.integrity}).then((r) => {
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    return r.json();
+  }).catch((err) => {
+    console.warn(`SDPA Lab: ${firstFile.path} could not be read (${err.message || err}); drawing the default page first`);
+    return null;
+  }) : Promise.resolve(null);
+  let drawnDocs = null;      // the document the first paint drew (what adopt compares the live one with)
+
+  // Panel's page calls this instead of Bokeh.embed.embed_items (build/render.py): draw the link's own
+  // view. Embedded (?embed=1), the page's chrome (intro, navigation, footer: css class sdpa-chrome)
+  // is hidden and the embed bar (sdpa-embed-only) shown, as Python will have them.
+  window.sdpaFirstPaint = async (Bokeh, docsText, renderItems) => {
+    const alt = await firstDoc;
+    let docs = JSON.parse(unescapeHtml(alt ? alt.docs_json : docsText));
+    const item = renderItems[0];
+    if (alt) {
+      const roots = {};
+      rootElements().forEach(([, el], i) => { roots[alt.root_ids[i]] = el; });
+      Object.assign(item, {docid: alt.docid, roots, root_ids: alt.root_ids});
+    }
+    if (embedded) docs = forEmbed(docs);
+    lab.firstPaint = alt ? firstKey : FIRST_PAINT.default;
+    drawnDocs = docs;
+    return Bokeh.embed.embed_items(docs, renderItems);
+  };
+
+  function forEmbed(docs) {
+    const walk = (value) => {
+      if (Array.isArray(value)) value.forEach(walk);
+      else if (value && typeof value === "object") {
+        const classes = value.type === "object" && value.attributes && value.attributes.css_classes;
+        if (Array.isArray(classes) && classes.includes("sdpa-chrome")) value.attributes.visible = false;
+        if (Array.isArray(classes) && classes.includes("sdpa-embed-only")) delete value.attributes.visible;  // its default
+        Object.values(value).forEach(walk);
+      }
+    };
+    walk(docs);
+    return docs;
+  }
+
+  // The page's root elements, in the order of their root ids (the same for every pre-rendered page:
+  // the template's areas).
+  function rootElements() {
+    const found = [...document.querySelectorAll("[data-root-id]")].map((el) => [el.getAttribute("data-root-id"), el.id]);
+    return found.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  }
   let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
   try {
     fresh = sessionStorage.getItem("sdpa-fresh") === "1";
@@ -228,7 +292,8 @@
 
   async function newWorker(mode, {restore = true} = {}) {
     const keys = WORKER.snapshots ? await snapshotKey() : null;
-    const boot = {base: BASE, fresh: fresh && mode === "page", mode, restore,
+    // the page's Python builds the app for the visitor's link (the snapshot's, for no link)
+    const boot = {base: BASE, fresh: fresh && mode === "page", mode, restore, search: mode === "page" ? location.search : "",
                   snapshotKey: keys && keys.key, snapshotScope: keys && keys.scope};
     const prefix = `self.sdpaBoot = ${JSON.stringify(boot)};\n`;
     return new Worker(URL.createObjectURL(new Blob([prefix, workerBody], {type: "text/javascript"})));
@@ -414,11 +479,10 @@
 
   function adopt(live) {
     const jsdoc = window.Bokeh && Bokeh.documents && Bokeh.documents.length === 1 && Bokeh.documents[0];
-    const source = document.querySelector('script[type="application/json"]');
-    if (!jsdoc || !source) return null;
+    if (!jsdoc || !drawnDocs) return null;
     let drawn;
     try {
-      drawn = modelsOf(JSON.parse(local(unescapeHtml(source.textContent))));
+      drawn = modelsOf(JSON.parse(local(JSON.stringify(drawnDocs))));
     } catch (_) {
       return null;
     }
@@ -464,13 +528,8 @@
     }
     const render_items = JSON.parse(msg.render_items);
     const root_ids = JSON.parse(msg.root_ids);
-    const data_roots = [];
-    for (const el of document.querySelectorAll("[data-root-id]")) {
-      data_roots.push([el.getAttribute("data-root-id"), el.id]);
-    }
-    data_roots.sort((a, b) => (a[0] < b[0] ? -1 : 1));
     const roots = {};
-    data_roots.forEach(([, id], i) => { roots[root_ids[i]] = id; });
+    rootElements().forEach(([, id], i) => { roots[root_ids[i]] = id; });
     render_items[0].roots = roots;
     render_items[0].root_ids = root_ids;
     // The live document replaces the pre-rendered one in place, root by root.

@@ -3,16 +3,17 @@
 //
 // boot.js checks this file's sha256 and starts it from a blob: URL, so the worker runs under the
 // page's Content-Security-Policy; it prepends `self.sdpaBoot = {base, fresh, mode, snapshotKey,
-// snapshotScope, restore}`: the site's folder (relative URLs cannot resolve against a blob: URL),
+// snapshotScope, restore, search}`: the site's folder (relative URLs cannot resolve against a blob: URL),
 // whether to bypass the caches, what this worker is for ("page": the page's Python; "snapshot": a
 // second worker, started once the page is live, that builds the app again only to save a memory
 // snapshot of it), the key of this version's snapshot in this browser and the folder of this copy of
-// the site (null: no snapshot) and whether to restore it (false: drop it, e.g. after it failed).
+// the site (null: no snapshot), whether to restore it (false: drop it, e.g. after it failed) and the
+// visitor's link (the app is built for it: the page has drawn that view's pre-render).
 "use strict";
 @@SNAPSHOT_JS@@
 const CONFIG = /*CONFIG*/{}/*END*/;
 const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page", snapshotKey: null, snapshotScope: null,
-                            restore: true}, self.sdpaBoot || {});
+                            restore: true, search: ""}, self.sdpaBoot || {});
 const here = (path) => new URL(path, BOOT.base).href;
 const post = (msg) => self.postMessage(msg);
 
@@ -154,10 +155,21 @@ self.fetch = (input, init) => {
   return got.response;
 };
 
-// Pyodide loads pyodide.asm.js with importScripts(url): hand it the checked copy instead.
-const checkedScripts = new Map();    // absolute URL -> blob: URL of its checked bytes
+// Pyodide loads pyodide.asm.js with importScripts(url): run the checked copy instead. It runs by
+// indirect (global) eval, which the page's policy allows anyway ('unsafe-eval', for Panel), not by
+// importScripts of a blob: URL: that would need blob: in script-src, where an injected blob: script
+// would run too (build/render.py csp). Both files are strict scripts that publish what they define on
+// globalThis, as they do when imported.
+const checkedScripts = new Map();    // absolute URL -> its checked source text
 const nativeImportScripts = self.importScripts.bind(self);
-self.importScripts = (...urls) => nativeImportScripts(...urls.map((u) => checkedScripts.get(new URL(u, BOOT.base).href) || u));
+const globalEval = eval;
+self.importScripts = (...urls) => {
+  for (const url of urls) {
+    const source = checkedScripts.get(new URL(url, BOOT.base).href);
+    if (source === undefined) nativeImportScripts(url);
+    else globalEval(source);
+  }
+};
 
 async function loadScripts() {
   if (CONFIG.runtimeLock) {      // Pyodide from its CDN (build without a distribution): nothing to check
@@ -170,7 +182,7 @@ async function loadScripts() {
   }
   for (const path of SCRIPTS) {
     const body = await guard(downloads.get(here(path)).checked);
-    checkedScripts.set(here(path), URL.createObjectURL(new Blob([body], {type: "text/javascript"})));
+    checkedScripts.set(here(path), new TextDecoder().decode(body) + "\n//# sourceURL=" + here(path));
   }
   try {
     self.importScripts(here("pyodide/pyodide.js"));
@@ -246,6 +258,7 @@ import web
 _web = os.path.dirname(web.__file__)
 if _web not in sys.path:
     sys.path.insert(0, _web)   # as under \`panel serve web/app.py\`: sibling modules import by name
+os.environ["SDPA_LAB_SEARCH"] = _sdpa_search     # web/page.py SEARCH_ENV: the app is built for the link
 from panel.io.pyodide import init_doc
 init_doc()
 _path = os.path.join(_web, "app.py")
@@ -270,6 +283,15 @@ _doc = state.curdoc
 _tmpl = state._templates.get(_doc)
 if _tmpl is not None and _doc not in _tmpl._documents:
     _tmpl.server_doc(title=_tmpl.title, location=True, doc=_doc)
+_doc.unhold()
+_doc.hold()
+`;
+// A restored Python holds the app as built for no link: it follows the visitor's link before its
+// document is written, so the first live draw is the linked view (as APP's, from the link).
+const FOLLOW = `
+from panel.io.state import state
+_doc = state.curdoc
+state._templates[_doc].page.apply_search(_sdpa_search)
 _doc.unhold()
 _doc.hold()
 `;
@@ -358,6 +380,7 @@ async function bootPython(options) {
   // Panel's asset URLs point at this site's copy (read when panel.io.resources is imported).
   self.pyodide.runPython(`import os\nos.environ["PANEL_CDN_ROOT"] = ${JSON.stringify(here(CONFIG.panelRoot))}\n${LEAN}\nimport panel, bokeh`);
   status("app", "Running the app");
+  self.pyodide.globals.set("_sdpa_search", BOOT.mode === "page" ? BOOT.search : "");
   await self.pyodide.runPythonAsync(APP);
 }
 
@@ -535,6 +558,11 @@ async function start() {
   if (await saved) {
     try {
       doc = await snapshots.restore(await saved);
+      if (BOOT.search && BOOT.search !== "?") {
+        self.pyodide.globals.set("_sdpa_search", BOOT.search);
+        await self.pyodide.runPythonAsync(FOLLOW);
+        doc = null;        // written anew below
+      }
     } catch (err) {
       await snapshots.abandon(err);
       return;

@@ -2,9 +2,11 @@
 bytecode, lock, images, notices, renderer, offline policy."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import importlib.metadata as md
+import json
 import re
 import struct
 import zipfile
@@ -415,3 +417,17 @@ def test_policy_precaches_every_file_but_itself_and_dotfiles(tmp_path):
     sw = render.service_worker(policy)
     assert render.embedded(sw, "POLICY") == policy
     assert html.escape(offline.CACHE) in sw
+
+
+def test_the_first_paint_is_drawn_through_boot_js_and_each_link_gets_its_own_file(tmp_path):
+    page = "<script>function f(root) { root.Bokeh.embed.embed_items(docs_json, render_items); }</script>"
+    drawn = render.draw_first_paint_through_boot(page)
+    assert "window.sdpaFirstPaint(root.Bokeh, docs_json, render_items);" in drawn and "embed_items" not in drawn
+    with pytest.raises(SystemExit, match="embed call"):
+        render.draw_first_paint_through_boot("<script>nothing</script>")
+    doc = {"docs_json": '{"a":"https://sdpa-lab.invalid/static/panel/x"}', "docid": "d", "root_ids": ["p1"]}
+    files = render.first_paint_files({"dial": doc}, tmp_path)
+    assert files["dial"]["path"] == "first/dial.json"
+    body = (tmp_path / "first" / "dial.json").read_bytes()
+    assert files["dial"]["integrity"] == "sha256-" + base64.b64encode(hashlib.sha256(body).digest()).decode()
+    assert json.loads(body)["root_ids"] == ["p1"]

@@ -15,7 +15,7 @@ from ..claims import alignment_summary
 from ..options import ALIGN_MAP_RULES, RULE_LABELS
 from ..state import LabState
 from ..theme import HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import caption, figure_row, heading, held, rule_color, rule_dash, set_html
+from .common import beside, caption, control, figure_row, heading, held, live_mark, rule_color, rule_dash, set_html
 from .playground import heatmap_data
 
 TICK_MS = 400
@@ -135,14 +135,15 @@ class Alignment(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Column(
-            heading("As q and k align: why the question is still alive"),
+            heading("As q and k align, does 1/√d_k still keep attention spread?"),
+            live_mark(),
+            beside(figure_row(*(self.maps[r] for r in ALIGN_MAP_RULES), basis=200, min_width=200),
+                   [self.play, self.rho, control(self.lab, "d_k"),
+                    caption("Press Play, or drag ρ: the maps sharpen as each key lines up with its query.")]),
             caption("At initialisation q and k are independent (ρ = 0), and 1/√d_k keeps the logits' spread at σ². "
                     "Training aligns each query with the keys it should find: with k = ρq + √(1 − ρ²)z, a query's logit "
                     "with its own key gains a mean ρσ²d_k, which grows like d_k, not √d_k. Press Play to sweep ρ."),
-            pn.FlexBox(self.play, pn.Column(self.rho, sizing_mode="stretch_width", styles={"flex": "1 1 300px"}),
-                       sizing_mode="stretch_width", align_items="center"),
             self.summary,
-            figure_row(*(self.maps[r] for r in ALIGN_MAP_RULES), basis=260),
             caption("One draw of q, k at the current ρ under each rule, on one viridis scale (1/√d_k, muP's 1/d_k, "
                     "QK-norm with the sidebar's temperature)."),
             figure_row(self.figs["tokens"], self.figs["saturated"]),

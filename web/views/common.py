@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import functools
 import html
+import os
+import re
+import sys
 
 import panel as pn
 import param
@@ -11,7 +14,7 @@ from bokeh.models import CustomJSTickFormatter
 from ..options import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS
 from ..state import LabState
 from ..training_state import TrainingState
-from ..theme import CSS, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
+from ..theme import BESIDE_CSS, CSS, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
 
 
 def held(method):
@@ -91,10 +94,49 @@ def heading(text: str, level: int = 2, css_margin: str = "8px 0 2px 0", **kwargs
                         **kwargs)
 
 
-def figure_row(*figs, basis: int = 340) -> pn.FlexBox:
+def figure_row(*figs, basis: int = 340, min_width: int = 300) -> pn.FlexBox:
     """Figures side by side that wrap to one per line below ``basis`` px each (phones)."""
-    return pn.FlexBox(*(pn.Column(f, sizing_mode="stretch_width", styles={"flex": f"1 1 {basis}px"}, min_width=300)
+    return pn.FlexBox(*(pn.Column(f, sizing_mode="stretch_width", styles={"flex": f"1 1 {basis}px"}, min_width=min_width)
                         for f in figs), sizing_mode="stretch_width")
+
+
+#: Set by the site build's pre-render (build/prerender.py) while it draws the first paint of each link.
+PRERENDER_ENV = "SDPA_LAB_STATIC_SITE"
+
+
+def prerendering() -> bool:
+    """True while the site build draws the first paint (CPython), never in the live page."""
+    return os.environ.get(PRERENDER_ENV) == "1" and sys.platform != "emscripten"
+
+
+def live_mark() -> pn.pane.HTML:
+    """The first paint's "live in a moment" mark: shown only in the pre-rendered page, whose numbers
+    are this view's at its default settings. The live document has it hidden, so it goes as soon as
+    Python has drawn the link's own settings (build/templates/boot.js adopts or redraws)."""
+    return pn.pane.HTML("<span class='sdpa-live-mark' role='status'>⟳ Preview at this view's default settings: "
+                        "live in a moment</span>", stylesheets=[CSS], margin=(0, 10), visible=prerendering(),
+                        sizing_mode="stretch_width")
+
+
+def beside(figure, controls: list, *, basis: int = 560) -> pn.FlexBox:
+    """A figure with the controls that move it: to its right on a desktop, directly under it on a phone."""
+    return pn.FlexBox(
+        pn.Column(figure, sizing_mode="stretch_width", styles={"flex": f"3 1 {basis}px"}, min_width=280),
+        pn.Column(*controls, sizing_mode="stretch_width", styles={"flex": "1 1 240px"}, min_width=240,
+                  css_classes=["sdpa-controls"], stylesheets=[CSS]),
+        sizing_mode="stretch_width", stylesheets=[BESIDE_CSS])
+
+
+EMPHASIS = re.compile(r"(&lt;1%|&gt;99%|\d+(?:\.\d+)?%|\d+ of \d+)")
+
+
+def headline_html(headline: str, conditions: str, details: list[str]) -> str:
+    """A view's point in one sentence, its numbers emphasised, then the conditions it holds under and
+    the rest of what was measured behind an expander (escaped text: "<1%" stays text)."""
+    head = EMPHASIS.sub(r"<b>\1</b>", html.escape(headline, quote=False))
+    more = "".join(f"<p>{html.escape(d, quote=False)}</p>" for d in details if d)
+    return (f"<p class='sdpa-headline'>{head}</p><details class='sdpa-details'><summary>{html.escape(conditions)}"
+            f"{' · details' if more else ''}</summary>{more}</details>")
 
 
 def rule_color(rule: str) -> str:
@@ -117,29 +159,41 @@ def rule_options() -> dict:
     return {RULE_LABELS[r]: r for r in RULE_LABELS}
 
 
+def control(lab: LabState, key: str):
+    """A new widget for one shared setting (its label names the setting alike everywhere). The settings
+    drawer has one of each; a view puts beside its figure the two or three that move it."""
+    if key == "d_k":
+        return choice_slider(lab, "d_k", D_K_OPTIONS, "d_k (key/query dimension)", sizing_mode="stretch_width")
+    if key == "rule":
+        return pn.widgets.Select.from_param(lab.param.rule, name="Scaling rule", options=rule_options(),
+                                            sizing_mode="stretch_width", description=None)
+    if key == "causal":
+        return pn.widgets.Checkbox.from_param(lab.param.causal, name="Causal mask")
+    if key == "dtype":
+        return pn.widgets.RadioButtonGroup.from_param(lab.param.dtype, label="dtype", options=list(DTYPES),
+                                                      color="primary", variant="outline",
+                                                      sizing_mode="stretch_width", stylesheets=[WRAP_BUTTONS])
+    if key == "seed":
+        return pn.widgets.IntInput.from_param(lab.param.seed, name="Seed", sizing_mode="stretch_width")
+    if key == "n":
+        return pn.widgets.IntSlider.from_param(lab.param.n, name="n (sequence length)", throttled=True,
+                                               sizing_mode="stretch_width")
+    name, step = SLIDERS[key]
+    return pn.widgets.FloatSlider.from_param(lab.param[key], name=name, step=step, throttled=True,
+                                             sizing_mode="stretch_width")
+
+
+#: Float settings: label and step. Sliders that trigger Monte-Carlo sweeps follow the throttled value
+#: (on release); d_k follows the drag, since every view updates cheaply for it.
+SLIDERS = {"sigma": ("σ (std of q, k entries)", 0.1), "rho": ("ρ (q/k correlation)", 0.05),
+           "alpha": ("α (custom rule: d_k^-α)", 0.05), "temperature": ("QK-norm temperature", 0.01)}
+
+
 def shared_controls(lab: LabState, train: TrainingState | None = None) -> pn.Column:
     """The controls every view shares (sidebar). Sliders that trigger Monte-Carlo sweeps follow the
     throttled value (on release); d_k follows the drag, since every view updates cheaply for it.
     A setting the current view does not use is disabled, and its caption says why."""
-    w = {}
-    w["d_k"] = choice_slider(lab, "d_k", D_K_OPTIONS, "d_k (key/query dimension)", sizing_mode="stretch_width")
-    w["n"] = pn.widgets.IntSlider.from_param(lab.param.n, name="n (sequence length)", throttled=True,
-                                             sizing_mode="stretch_width")
-    w["sigma"] = pn.widgets.FloatSlider.from_param(lab.param.sigma, name="σ (std of q, k entries)", step=0.1,
-                                                   throttled=True, sizing_mode="stretch_width")
-    w["rho"] = pn.widgets.FloatSlider.from_param(lab.param.rho, name="ρ (q/k correlation)", step=0.05,
-                                                 throttled=True, sizing_mode="stretch_width")
-    w["rule"] = pn.widgets.Select.from_param(lab.param.rule, name="Scaling rule", options=rule_options(),
-                                             sizing_mode="stretch_width")
-    w["alpha"] = pn.widgets.FloatSlider.from_param(lab.param.alpha, name="α (custom rule: d_k^-α)", step=0.05,
-                                                   throttled=True, sizing_mode="stretch_width")
-    w["temperature"] = pn.widgets.FloatSlider.from_param(lab.param.temperature, name="QK-norm temperature",
-                                                         step=0.01, throttled=True, sizing_mode="stretch_width")
-    w["causal"] = pn.widgets.Checkbox.from_param(lab.param.causal, name="Causal mask")
-    w["dtype"] = pn.widgets.RadioButtonGroup.from_param(lab.param.dtype, label="dtype", options=list(DTYPES),
-                                                        color="primary", variant="outline",
-                                                        sizing_mode="stretch_width", stylesheets=[WRAP_BUTTONS])
-    w["seed"] = pn.widgets.IntInput.from_param(lab.param.seed, name="Seed", sizing_mode="stretch_width")
+    w = {key: control(lab, key) for key in SHARED_SETTINGS}
     captions = {
         "d_k": "Width of each q and k. Arrow keys step through powers of two and the 1.5× steps between.",
         "n": "How many queries and keys the head sees.",
@@ -152,7 +206,7 @@ def shared_controls(lab: LabState, train: TrainingState | None = None) -> pn.Col
         "dtype": "Number format of the playground's arithmetic: float16 overflows past 65504.",
         "seed": "Draw a different random Q, K, V.",
     }
-    items = [heading("Settings", css_margin="4px 0", sizing_mode="fixed", margin=(0, 10))]
+    items = [heading("All settings", css_margin="4px 0", sizing_mode="fixed", margin=(0, 10))]
     notes = {}
     for key in SHARED_SETTINGS:
         if key == "dtype":

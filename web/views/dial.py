@@ -16,7 +16,7 @@ from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, make_figure,
                      style_legend)
-from .common import caption, figure_row, heading, held, rule_color, set_html
+from .common import beside, caption, figure_row, heading, held, live_mark, rule_color, set_html
 from .playground import heatmap_data
 
 X_MAX = 12.0
@@ -130,14 +130,16 @@ class Dial(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Column(
-            heading("The logit dial: one number decides how peaked attention is"),
+            heading("The logit dial: how does the logits' spread decide how peaked attention is?"),
+            live_mark(),
+            beside(figure_row(self.curve_fig, self.map_fig, basis=260),
+                   [self.slider, caption("Turn s up: the top key takes almost all of each row.")]),
+            self.summary,
             caption("A softmax only sees its logits. Their spread s (standard deviation) decides everything: at "
                     "s ≈ 0 every key gets the same weight; as s grows, the top key's logit stands further above "
                     "the rest and takes almost all of it. Here the logits are s times one fixed random matrix, so "
                     "moving the dial rescales one picture."),
-            self.slider,
-            self.summary,
-            figure_row(self.curve_fig, self.map_fig, self.grad_fig, basis=320),
+            figure_row(self.grad_fig),
             caption("Two keys (first plot): logits x and 0. Past x ≈ 5 the first key's weight is above 99% and the "
                     "slope p(1 − p), which every gradient through this softmax is multiplied by, is near 0; the dots "
                     "mark a typical row's gap between its top two logits. The gradient plot: each query's ‖∂L/∂zᵢ‖ for "

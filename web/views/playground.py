@@ -9,11 +9,12 @@ import panel as pn
 import param
 from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
-from ..claims import fmt, fmt_sci, pct, readout_rows, split_verdict
+from ..claims import conditions, fmt, fmt_sci, headline, pct, readout_rows, split_verdict
 from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
-from .common import caption, figure_row, heading, held, rule_color, set_html, swatch
+from .common import (beside, caption, control, figure_row, heading, headline_html, held, live_mark, rule_color,
+                     set_html, swatch)
 
 
 def heatmap_data(weights: np.ndarray) -> dict:
@@ -33,9 +34,9 @@ class Playground(pn.viewable.Viewer):
         self.maps, self.map_sources = {}, {}
         for side in ("none", "rule"):
             src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
-            p = make_figure(title="", x_label="key j", y_label="query i", height=340,
+            p = make_figure(title="", x_label="key j", y_label="query i", height=320,
                             hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
-                            x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True)
+                            x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True, min_width=140)
             p.rect("x", "y", width=1, height=1, source=src, line_color=None,
                    fill_color={"field": "w", "transform": self.mapper})
             p.grid.visible = False
@@ -56,7 +57,14 @@ class Playground(pn.viewable.Viewer):
         self.query_slider = pn.widgets.IntSlider.from_param(self.lab.param.query, name="Query row i shown in the bar chart",
                                                             end=self.lab.n - 1, sizing_mode="stretch_width")
         self.readouts = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
-        self.verdict = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.verdict = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+                                    stylesheets=[CSS])
+        # the three settings that move the heatmaps, beside them (every other one: "All settings")
+        self.controls = [
+            control(self.lab, "d_k"), control(self.lab, "rho"), control(self.lab, "rule"),
+            caption("Drag d_k up: the left map collapses to one bright cell per row, the right one stays spread. "
+                    "n, σ, the mask and the dtype are under ☰ All settings."),
+        ]
         self.lab.param.watch(self._update, ["playground"])
         self.lab.param.watch(self._update_bars, ["query"])
         self._update()
@@ -90,10 +98,10 @@ class Playground(pn.viewable.Viewer):
         self.bars.legend.items[1].label = {"value": RULE_LABELS[res["rule"]["rule"]]}
         self._update_bars()
         set_html(self.readouts, self._table(res))  # text only: no re-sent stylesheets, no model-graph walk
-        weights, gradient = (html.escape(t, quote=False) for t in split_verdict(lab.verdict))  # "<1%" is text
-        text = f"<div>{weights}</div>" + (f"<div style='font-weight:400;margin-top:4px'>{gradient}</div>"
-                                          if gradient else "")
-        set_html(self.verdict, text)
+        weights, gradient = split_verdict(lab.verdict)
+        where = conditions(d_k=lab.d_k, rho=lab.rho, causal=lab.causal, dtype=lab.dtype, sigma=lab.sigma)
+        set_html(self.verdict, headline_html(headline(res, n=n, dtype=lab.dtype), f"At {where}, n = {n}",
+                                             [weights + ".", gradient]))
 
     @held
     def _update_bars(self, *_):
@@ -123,7 +131,8 @@ class Playground(pn.viewable.Viewer):
                 f"{' (causal mask)' if causal else ''}</caption>{head}{body}</table>")
 
     def __panel__(self):
-        maps = figure_row(self.maps["none"], self.maps["rule"])
+        # side by side even on a phone: the comparison is the point
+        maps = figure_row(self.maps["none"], self.maps["rule"], basis=150, min_width=140)
         lower = pn.FlexBox(
             pn.Column(self.query_slider, self.bars,
                       caption("One row of each heatmap as bars: a saturated softmax puts almost all of it on one key."),
@@ -136,14 +145,13 @@ class Playground(pn.viewable.Viewer):
                       sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300),
             sizing_mode="stretch_width")
         return pn.Column(
-            heading("Playground: one attention head, with and without scaling"),
-            caption("Random Q and K from the Settings panel (the ☰ button on a phone); the same Q and K go through the softmax "
-                    "unscaled (left) and with the chosen rule (right). Drag d_k up and watch the left map "
-                    "collapse to one bright cell per row."),
+            heading("Playground: what happens to one head's attention as d_k grows?"),
+            live_mark(),
+            beside(maps, self.controls, basis=640),
             self.verdict,
-            maps,
-            caption("Attention weights softmax(scale · qᵢ·kⱼ), one row per query, on one shared viridis scale "
-                    "(magenta marks NaN from overflow). Hover a cell for its value; the save tool exports a PNG."),
+            caption("Random Q and K go through the softmax unscaled (left) and with the chosen rule (right): weights "
+                    "softmax(scale · qᵢ·kⱼ), one row per query, on one shared viridis scale (magenta marks NaN from "
+                    "overflow). Hover a cell for its value; the save tool exports a PNG."),
             lower,
             sizing_mode="stretch_width")
 

@@ -12,7 +12,7 @@ from ..claims import first_broken
 from ..options import ORDER_LABELS, PRECISION_N
 from ..state import LabState
 from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
-from .common import caption, figure_row, heading, held
+from .common import beside, caption, control, figure_row, heading, held, live_mark
 
 DTYPE_NAMES = ("float16", "float32", "float64")
 KIND_DASH = {"naive": "dashed", "stable": "solid"}
@@ -121,18 +121,18 @@ class Precision(pn.viewable.Viewer):
             fig._sdpa_mark.location = self.lab.d_k
 
     def __panel__(self):
-        figs = figure_row(self.logit_fig, self.row_fig, basis=360)
+        figs = figure_row(self.logit_fig, self.row_fig, basis=300)
+        controls = [self.order, caption("Where the 1/√d_k scaling happens."), self.preset,
+                    caption("Large, aligned q and k: float16 products pass 65504 at large d_k."), control(self.lab, "d_k")]
         return pn.Column(
-            heading("Half precision: where inf and NaN appear"),
+            heading("Half precision: at which d_k do inf and NaN appear?"),
+            live_mark(),
+            beside(figs, controls, basis=640),
             caption("float16 cannot hold a number above 65504, and exp(x) passes that already at x ≈ 11.1. The same "
                     "random q and k are rounded to each dtype; the logits are computed unscaled, scaled after the "
                     "matmul ((q·kᵀ)/√d_k: the product itself can overflow) or before it ((q/√d_k)·kᵀ), then softmaxed "
                     "the naive way exp(x)/Σexp(x) or the stable way (subtract the row maximum first)."),
-            pn.FlexBox(pn.Column(self.order, caption("Where the 1/√d_k scaling happens.")),
-                       pn.Column(self.preset, caption("Large, aligned q and k: float16 products pass 65504 at large d_k.")),
-                       sizing_mode="stretch_width"),
             self.summary,
-            figs,
             caption("Left: the largest logit magnitude (× at the top: the value overflowed to inf), with float16's limit "
                     "dashed. Right: share of query rows whose weights contain NaN or inf; dashed = naive softmax, "
                     f"solid = stable. Uses σ, ρ and the seed from the settings, n capped at {PRECISION_N}."),

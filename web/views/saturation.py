@@ -16,7 +16,7 @@ from ..claims import gradient_summary, saturation_summary
 from ..options import RULE_LABELS, SAMPLES_OPTIONS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import caption, choice_slider, figure_row, heading, held, rule_color, rule_dash
+from .common import beside, caption, choice_slider, control, figure_row, heading, held, live_mark, rule_color, rule_dash
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
@@ -128,16 +128,19 @@ class Saturation(pn.viewable.Viewer):
             line.glyph.line_width = 4.5 if rule == self.lab.rule else 2.0
 
     def __panel__(self):
-        figs = figure_row(*(self.figs[m] for m in PLOTS), basis=360)
+        figs = figure_row(*(self.figs[m] for m in PLOTS), basis=300)
+        controls = [control(self.lab, "rule"), control(self.lab, "d_k"), control(self.lab, "rho"),
+                    caption("The chosen rule is drawn thicker; the dashed line marks d_k.")]
         return pn.Column(
-            heading("Saturation and gradients"),
+            heading("Saturation and gradients: which rules keep the softmax from saturating as d_k grows?"),
+            live_mark(),
+            beside(figs, controls, basis=700),
             caption("The paper's claim, measured on random q and k: without scaling the softmax saturates as d_k grows "
                     "(entropy → 0, max weight → 1, every row saturated). For independent q and k (ρ = 0) 1/√d_k keeps "
                     "the three curves flat and 1/d_k (muP) drifts towards uniform attention; QK-norm bounds every logit "
                     "by 1/temperature, and with a fixed temperature its cosines shrink like 1/√d_k, so it flattens "
                     "too. At ρ > 0 the summary below says what each rule does at the current settings."),
             self.note,
-            figs,
             caption("Lines are Monte-Carlo means, bands ±1 standard deviation across samples; the chosen rule is drawn "
                     "thicker and the dashed vertical line marks the current d_k. Click a legend entry to hide a rule."),
             self.grad_note,

@@ -9,7 +9,7 @@ import param
 from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from ..tour import STEPS, grade
+from ..tour import STEPS, grade, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
 from .common import caption, set_html
@@ -42,6 +42,11 @@ class Tour(pn.viewable.Viewer):
         self.choices = pn.widgets.RadioBoxGroup(name="Your prediction", options={}, value=None, inline=False,
                                                 margin=(0, 10, 0, 20))
         self.choices.param.watch(self._update_feedback, ["value"])
+        # a prediction locks once revealed; "Try again" clears it
+        self.try_again = pn.widgets.Button(label="Try again", color="light", width=120, visible=False,
+                                           margin=(0, 10, 4, 20))
+        self.try_again.on_click(lambda e: setattr(self.choices, "value", None))
+        self.choices.param.watch(self._lock, ["value"])
         self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.now_try = caption("")
         self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", width=330)
@@ -75,7 +80,7 @@ class Tour(pn.viewable.Viewer):
             self.question.object = f"<p style='margin:4px 0;font-size:15px'>{html.escape(step.question)}</p>"
             self.predict.object = (f"<p style='margin:4px 0;font-size:15px'><b>Predict first:</b> "
                                    f"{html.escape(step.predict)}</p>")
-            self.choices.param.update(options={c: k for k, c in enumerate(step.choices)}, value=None)
+            self.choices.param.update(options=dict(shown_choices(step)), value=None)
             self.now_try.object = step.now_try + (END if i == len(STEPS) else "")
             self.leave.name = self.leave.label = f"Leave the tour here: the {VIEW_LABELS[step.view]} view →"
             self.prev.disabled = i == 1
@@ -84,6 +89,11 @@ class Tour(pn.viewable.Viewer):
                 self.jump.value = i
             self.slot.objects = [self.view_for(step.view)]
         self._update_feedback()
+
+    def _lock(self, event):
+        answered = event.new is not None
+        self.choices.disabled = answered
+        self.try_again.visible = answered
 
     def _update_feedback(self, *_):
         if self.lab.view != "tour":
@@ -96,7 +106,8 @@ class Tour(pn.viewable.Viewer):
 
     def __panel__(self):
         nav = pn.FlexBox(self.prev, self.next, self.jump, sizing_mode="stretch_width", align_items="end")
-        card = pn.Column(self.title, self.question, self.predict, self.choices, self.feedback, self.now_try,
+        card = pn.Column(self.title, self.question, self.predict, self.choices, self.try_again, self.feedback,
+                         self.now_try,
                          nav, self.leave, sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES,
                          stylesheets=[CSS])
         return pn.Column(card, self.slot, sizing_mode="stretch_width")

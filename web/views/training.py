@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 from ..options import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS
 from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
-from .common import caption, choice_slider, figure_row, heading, held, rule_color, rule_options
+from .common import beside, caption, choice_slider, figure_row, heading, held, live_mark, rule_color, rule_options
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
@@ -179,28 +179,22 @@ class Training(pn.viewable.Viewer):
         self.status.object = self.train.status
 
     def __panel__(self):
-        # four equal columns on a desktop, two on a tablet, one on a phone
-        cell = {"flex": "1 1 200px"}
-        controls = pn.FlexBox(
-            pn.Column(self.rule_a, caption("Usually no scaling: the run that struggles."), styles=cell),
-            pn.Column(self.rule_b, caption("Usually 1/√d_k: the run that learns."), styles=cell),
-            pn.Column(self.lr, caption("Step size of Adam for both runs; too large and a run diverges."), styles=cell),
-            pn.Column(self.d_k, caption("Width of q and k; the wider, the larger unscaled logits get."), styles=cell),
-            sizing_mode="stretch_width")
-        buttons = pn.FlexBox(self.play, self.step_btn, self.reset_btn, self.download, sizing_mode="stretch_width")
-        figs = figure_row(self.loss_fig, self.acc_fig)
+        controls = [self.rule_a, self.rule_b, self.d_k, self.lr,
+                    pn.FlexBox(self.play, self.step_btn, self.reset_btn, sizing_mode="stretch_width"),
+                    caption("Press Play: both runs start from the same weights and batches; only the rule differs. "
+                            "Changing a setting resets them.")]
+        figs = figure_row(self.loss_fig, self.acc_fig, basis=300)
         return pn.Column(
-            heading("Train it: the same model, two scaling rules"),
+            heading("Train it: does the same model learn slower without scaling?"),
+            live_mark(),
+            beside(figs, controls, basis=640),
+            self.status,
             caption("A one-head attention model learns to retrieve: it sees 8 keys with class labels and a noisy copy "
                     "of one key as the query, and must output that key's label, which it can only do by attending to "
-                    "it. Both runs start from the same weights and see the same batches; only the scaling rule "
-                    "differs. Changing a setting resets both runs."),
-            controls,
-            buttons,
-            caption("Play trains a few steps every tick (at most 1500 steps); Pause stops; Step ×10 advances by hand; "
-                    "a run whose loss becomes NaN or infinite stops with a message and the other keeps going."),
-            self.status,
-            figs,
+                    "it. Play trains a few steps every tick (at most 1500 steps); Step ×10 advances by hand; a run "
+                    "whose loss becomes NaN or infinite stops with a message and the other keeps going. Adam's step "
+                    "size applies to both runs; too large and a run diverges."),
+            self.download,
             caption("Loss and accuracy of each batch before its update; dotted lines are chance (log 8 and 1/8). "
                     "Run B is dashed."),
             figure_row(self.example_fig),   # a bare figure here collapses the row above inside the tour

@@ -13,7 +13,7 @@ from ..claims import fmt, loglog_summary, variance_summary
 from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
-from .common import caption, figure_row, heading, held, rule_color
+from .common import beside, caption, control, figure_row, heading, held, live_mark, rule_color
 
 
 class Variance(pn.viewable.Viewer):
@@ -119,15 +119,18 @@ class Variance(pn.viewable.Viewer):
         self.mark_label.text = f"d_k = {self.lab.d_k}"
 
     def __panel__(self):
-        hists = figure_row(self.hists["unscaled"][0], self.hists["scaled"][0])
+        hists = figure_row(self.hists["unscaled"][0], self.hists["scaled"][0], basis=260)
+        controls = [control(self.lab, "d_k"), control(self.lab, "sigma"), control(self.lab, "rule"),
+                    caption("Drag d_k: the raw histogram widens like √d_k; the scaled one keeps its width.")]
         return pn.Column(
-            heading("Why the variance grows"),
+            heading("Why does the spread of q·k grow with d_k?"),
+            live_mark(),
+            beside(hists, controls),
             caption("Each logit is a sum of d_k products qᵢkᵢ. For independent q and k (ρ = 0) with entries of "
                     "variance σ², the sum has mean 0 and variance d_k σ⁴: its standard deviation grows like √d_k, and "
                     "dividing by √d_k undoes exactly that. For a query and its own key at ρ > 0 the sum also has a "
                     "mean ρ d_k σ², which after dividing by √d_k is ρ √d_k σ² and still grows."),
             self.summary,
-            hists,
             caption("Histograms of 20 000 exact samples of one query-key pair at the "
                     "current d_k (left: raw q·k, right: after the chosen rule), with the normal curve theory predicts "
                     "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit)."),
