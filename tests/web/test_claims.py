@@ -351,3 +351,39 @@ def test_gradient_summary_says_when_even_the_scaled_rows_get_nothing():
     text = claims.gradient_summary(zero, rule="sqrt", d_k=3072, n=8, rho=0.85)
     assert "even with 1/√d_k the median row gets no gradient at all" in text and "starved" not in text
     assert "≈ 0 (round-off or less) for 75% of its rows and 100% of the unscaled ones" in text
+
+
+def check_headline(lab: LabState) -> None:
+    """The Playground's one-sentence headline: the top key's mean share, without scaling and with the
+    rule, or the NaN rows, each as torch computes it from the same draws."""
+    text, o = claims.headline(lab.playground, n=lab.n, dtype=lab.dtype), oracle(lab)
+    none, rule = o["none"], o[lab.rule]
+    assert len(text.split()) <= 25, text
+    tol = 1e-9 if lab.dtype == "float64" else 0.01
+    label = re.escape(claims.RULE_LABELS[lab.rule])
+    if none["nan_rows"]:
+        m = re.match(rf"Without scaling, (\d+) of {lab.n} rows of weights are NaN \({lab.dtype} overflows\)", text)
+        assert m and int(m[1]) == none["nan_rows"], text
+    else:
+        m = re.match(r"Without scaling, the top key takes " + PCT + r" of a row's weight on average", text)
+        assert m and pct_ok(m[1], none["top"], tol), (text, none["top"])
+    if lab.rule == "none":
+        assert text.endswith("on average.") or text.endswith("overflows).")
+        return
+    if rule["nan_rows"]:
+        assert re.search(rf"; with {label}, {rule['nan_rows']} of {lab.n} rows of weights are NaN", text), text
+    elif none["nan_rows"]:
+        m = re.search(rf"; with {label}, the top key takes " + PCT + r" of a row's weight on average\.$", text)
+        assert m and pct_ok(m[1], rule["top"], tol), text
+    else:
+        m = re.search(rf"; with {label}, " + PCT + r"\.$", text)
+        assert m and pct_ok(m[1], rule["top"], tol), (text, rule["top"])
+
+
+@needs_torch
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(states)
+def test_every_playground_headline_agrees_with_torch(state):
+    """For 120 random states (float16 overflow, causal, every rule), the headline's numbers are torch's,
+    and it stays within 25 words."""
+    check_headline(LabState(**state))

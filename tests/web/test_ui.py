@@ -32,7 +32,15 @@ def open_page(page: Page, url: str, errors: list | None = None):
         page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url)
     page.wait_for_function(READY_JS)
-    expect(page.get_by_text("Views", exact=True)).to_be_visible()
+    expect(page.locator("h1.sdpa-h1")).to_be_visible()
+
+
+D_K = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'   # the slider beside the figure
+
+
+def choose_view(page: Page, label: str):
+    """Pick a view from the View menu (the first select of the page's main area)."""
+    page.locator("#main select").first.select_option(label=label)
 
 
 def column_sum(page: Page, col: str) -> float:
@@ -56,7 +64,9 @@ def test_page_loads_without_console_errors(page: Page, app_url):
     errors = []
     open_page(page, app_url, errors)
     expect(page.get_by_text("SDPA Lab: why attention divides by √d_k")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"^At d_k = 64, ρ = 0, unscaled: \d+% of each row's weight on its top token"))).to_be_visible()
+    expect(page.locator("p.sdpa-headline").first).to_have_text(re.compile(
+        r"^Without scaling, the top key takes \d+% of a row's weight on average; with 1/√d_k, \d+%\.$"))
+    expect(page.locator("summary").get_by_text("At d_k = 64, σ = 1, ρ = 0, n = 16 · details")).to_be_visible()
     page.wait_for_function(f"({COLUMN_JS})('w').length >= 2")
     assert errors == []
 
@@ -66,14 +76,14 @@ def test_moving_d_k_changes_the_plots_and_the_url(page: Page, app_url):
     open_page(page, app_url)
     page.wait_for_function(f"({COLUMN_JS})('w').length >= 2")
     before = page.evaluate(COLUMN_JS, "w")
-    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle = page.locator(D_K)
     handle.focus()
     handle.press("ArrowRight")
     handle.press("ArrowRight")
     page.wait_for_function("() => location.search.includes('d_k=128')")
     page.wait_for_function(f"(before) => JSON.stringify(({COLUMN_JS})('w')) !== before", arg=str(before).replace(" ", ""))
     assert page.evaluate(COLUMN_JS, "w") != before
-    expect(page.get_by_text("d_k (key/query dimension): 128")).to_be_visible()
+    expect(page.locator("#main").get_by_text("d_k (key/query dimension): 128")).to_be_visible()
 
 
 def test_slider_moves_replace_history_and_view_changes_push(page: Page, app_url):
@@ -81,20 +91,20 @@ def test_slider_moves_replace_history_and_view_changes_push(page: Page, app_url)
     open_page(page, f"{app_url}?view=playground")
     page.wait_for_function("() => window.__sdpaHistory === true")
     start = page.evaluate("() => history.length")
-    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle = page.locator(D_K)
     handle.focus()
     for value in (96, 128, 192):
         handle.press("ArrowRight")
         page.wait_for_function(f"() => location.search.includes('d_k={value}')")
     assert page.evaluate("() => history.length") == start
-    page.get_by_role("button", name="Why the variance grows").click()
+    choose_view(page, "Why the variance grows")
     page.wait_for_function("() => location.search.includes('view=variance')")
-    expect(page.get_by_text("Why the variance grows", exact=True).last).to_be_visible()
+    expect(page.get_by_text("Why does the spread of q·k grow with d_k?", exact=True)).to_be_visible()
     assert page.evaluate("() => history.length") == start + 1
     page.go_back()
     page.wait_for_function("() => location.search.includes('view=playground') && location.search.includes('d_k=192')")
-    expect(page.get_by_text("Playground: one attention head, with and without scaling")).to_be_visible()
-    expect(page.get_by_text("d_k (key/query dimension): 192")).to_be_visible()
+    expect(page.get_by_text("Playground: what happens to one head's attention as d_k grows?")).to_be_visible()
+    expect(page.locator("#main").get_by_text("d_k (key/query dimension): 192")).to_be_visible()
     page.go_forward()
     page.wait_for_function("() => location.search.includes('view=variance')")
     expect(page.get_by_text(re.compile(r"^At d_k = 192, σ = 1, ρ = 0: one query with its own key"))).to_be_visible()
@@ -104,10 +114,10 @@ def test_slider_moves_replace_history_and_view_changes_push(page: Page, app_url)
 def test_a_link_restores_the_view(page: Page, app_url):
     """A link with a query string opens that view with those settings."""
     open_page(page, f"{app_url}?view=saturation&d_k=512&rule=linear&n=8")
-    expect(page.get_by_text("Saturation and gradients", exact=True)).to_be_visible()
-    expect(page.get_by_text("d_k (key/query dimension): 512")).to_be_visible()
+    expect(page.get_by_text(re.compile("^Saturation and gradients: which rules"))).to_be_visible()
+    expect(page.locator("#main").get_by_text("d_k (key/query dimension): 512")).to_be_visible()
     expect(page.get_by_text(re.compile(r"random 8×8 attention matrices per d_k"))).to_be_visible()
-    expect(page.locator("select").first).to_have_value(re.compile("linear|1/d_k"))
+    expect(page.locator("#main select").nth(1)).to_have_value(re.compile("linear|1/d_k"))   # the rule beside the plots
     assert "Some settings in the link were corrected" not in page.content()
 
 
@@ -120,7 +130,7 @@ def test_a_hostile_link_shows_the_notice(page: Page, app_url):
     open_page(page, app_url + hostile, errors)
     expect(page.get_by_text("Some settings in the link were corrected:")).to_be_visible()
     expect(page.get_by_text(re.compile(rf"d_k: -5 is outside \[1, {MAX_D_K}\]"))).to_be_visible()
-    expect(page.get_by_text("d_k (key/query dimension): 1", exact=True)).to_be_visible()
+    expect(page.locator("#main").get_by_text("d_k (key/query dimension): 1", exact=True)).to_be_visible()
     assert dialogs == [] and errors == []
     page.get_by_role("button", name="Dismiss notice").click()
     expect(page.get_by_text("Some settings in the link were corrected:")).to_be_hidden()
@@ -145,15 +155,15 @@ def test_widgets_of_a_view_opened_later_get_accessible_names(page: Page, app_url
     """Widgets built after load (a view's first visit) are named, and the d_k handle announces the shown value."""
     open_page(page, app_url)
     page.wait_for_function("() => window.__sdpaA11y === true")
-    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle = page.locator(D_K)
     handle.focus()
     handle.press("ArrowRight")
     expect(handle).to_have_attribute("aria-valuetext", "96")
-    page.get_by_role("button", name="Saturation & gradients").click()
+    choose_view(page, "Saturation & gradients")
     # the view is built (and its sweep computed) on its first visit: seconds on a busy machine
     expect(page.locator('.noUi-handle[aria-label="Monte-Carlo samples per d_k"]')).to_have_attribute(
         "aria-valuetext", str(LabState.param.samples.default), timeout=30_000)
-    page.get_by_role("button", name="Train it").click()
+    choose_view(page, "Train it")
     expect(page.locator('.noUi-handle[aria-label="d_k of the trained head"]')).to_have_attribute(
         "aria-valuetext", str(TrainingState.param.d_k.default), timeout=30_000)
 
@@ -167,7 +177,7 @@ def test_axe_finds_no_serious_or_critical_violation(page: Page, app_url, view):
         page.wait_for_selector(".katex")
     # the page's own script names Bokeh's slider handles; wait until it has run
     page.wait_for_function("() => window.__sdpaA11y === true")
-    page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]').wait_for()
+    page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]').first.wait_for(state="attached")
     results = Axe().run(page)
     bad = [(v["id"], v["impact"], [n["target"] for n in v["nodes"][:3]]) for v in results.response["violations"]
            if v["impact"] in ("serious", "critical")]
@@ -210,10 +220,11 @@ def test_phone_starts_with_settings_collapsed_behind_the_menu_button(page: Page,
 def test_settings_a_view_ignores_are_disabled_with_the_reason(page: Page, app_url):
     """In Train it the sidebar's d_k is disabled and says why; back in the Playground it is live again."""
     open_page(page, f"{app_url}?view=training")
+    page.click("#sidebar-toggle")      # the "All settings" drawer
     expect(page.get_by_text("Train it has its own d_k (next to the plots).")).to_be_visible()
-    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle = page.locator('#sidebar .noUi-handle[aria-label="d_k (key/query dimension)"]')
     expect(page.locator(".noUi-target[disabled]").first).to_be_attached()
-    page.get_by_role("button", name="Playground").click()
+    choose_view(page, "Playground")
     expect(page.get_by_text("Train it has its own d_k (next to the plots).")).to_be_hidden()
     handle.focus()
     handle.press("ArrowRight")

@@ -16,7 +16,7 @@ from web.training_state import TrainingState
 from web.urlstate import apply_query, to_query
 from web.views.playground import _cell
 from web.views.questions import QUESTIONS, preset_link
-from web.claims import readout_rows, split_verdict
+from web.claims import readout_rows, headline, split_verdict
 
 pytestmark = pytest.mark.ui
 
@@ -56,8 +56,11 @@ def state_of(search: str) -> tuple[LabState, TrainingState]:
 
 def assert_page_shows(page: Page, lab: LabState):
     """The verdict, every readout cell and both heatmaps' weights are those of ``lab``."""
-    for part in filter(None, split_verdict(lab.verdict)):
-        expect(page.get_by_text(part, exact=True)).to_be_visible(timeout=30_000)
+    expect(page.locator("p.sdpa-headline").first).to_have_text(
+        headline(lab.playground, n=lab.n, dtype=lab.dtype), timeout=30_000)
+    weights, gradient = split_verdict(lab.verdict)
+    for part in filter(None, (weights, gradient)):      # behind the headline's "details"
+        expect(page.get_by_text(part, exact=True)).to_be_attached(timeout=30_000)
     want = [[_cell(key, lab.playground[side]["stats"], lab.n) for side in ("none", "rule")]
             for _, key, _ in readout_rows(lab.n, lab.causal, lab.dtype)]
     got = page.evaluate(READOUTS_JS)
@@ -78,7 +81,7 @@ def test_a_shared_link_shows_the_verdict_readouts_and_plots_of_its_state(page: P
 def test_a_slider_move_updates_verdict_readouts_and_plots_together(page: Page, runtime):
     """After an arrow-key step of d_k, the verdict, readouts and heatmaps describe the new d_k."""
     runtime.open(page, "?d_k=256&rho=0.25")
-    handle = page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]')
+    handle = page.locator('#main .noUi-handle[aria-label="d_k (key/query dimension)"]')
     handle.focus()
     handle.press("ArrowRight")
     page.wait_for_function("() => location.search.includes('d_k=384')", timeout=30_000)
@@ -97,8 +100,9 @@ def test_each_question_button_sets_exactly_its_preset(page: Page, runtime):
         page.wait_for_function("(want) => location.search === want", arg=want, timeout=30_000)
         assert dict(parse_qsl(page.evaluate("location.search")[1:])) == dict(parse_qsl(want[1:]))
         if lab.view == "playground":
-            expect(page.get_by_text(split_verdict(lab.verdict)[0], exact=True)).to_be_visible(timeout=30_000)
-        page.get_by_role("button", name="Questions", exact=True).click()
+            expect(page.locator("p.sdpa-headline").first).to_have_text(
+                headline(lab.playground, n=lab.n, dtype=lab.dtype), timeout=30_000)
+        page.locator("#main select").first.select_option(label="Questions")   # the View menu
         page.wait_for_function("() => location.search.includes('view=questions')", timeout=30_000)
 
 

@@ -50,6 +50,9 @@ def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page,
             wrong = (right + 1) % len(step.choices)
             page.get_by_label(step.choices[wrong]).check()
             expect(page.get_by_text(re.compile(r"^✗ Not quite"))).to_be_visible(timeout=60_000)
+            # revealed answers lock: the other choices are disabled until "Try again"
+            expect(page.get_by_label(step.choices[right])).to_be_disabled()
+            page.get_by_role("button", name="Try again").click()
             page.get_by_label(step.choices[right]).check()
             expect(page.get_by_text("✓ Right. " + sentence, exact=True)).to_be_visible(timeout=60_000)
         # the step's view inside the tour lays its plots out as on its own (a bare figure next to a row of
@@ -88,11 +91,13 @@ def test_embed_mode_shows_one_view_without_the_page_chrome(page: Page, runtime, 
     out, and nothing scrolls sideways; the Share button shows the link and an <iframe> snippet."""
     page.set_viewport_size({"width": size[0], "height": size[1]})
     runtime.open(page, "?view=dial&embed=1&s=4")
-    expect(page.get_by_text("The logit dial: one number decides how peaked attention is")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("The logit dial: how does the logits' spread decide how peaked attention is?")).to_be_visible(
+        timeout=60_000)
     expect(page.get_by_role("link", name="Open in SDPA Lab ↗")).to_be_visible(timeout=30_000)
     for chrome in ("#header", "#sidebar"):
         expect(page.locator(chrome)).to_be_hidden()
-    expect(page.get_by_text("Views", exact=True)).to_be_hidden()
+    expect(page.locator("h1.sdpa-h1")).to_be_hidden()
+    expect(page.locator("#main select").first).to_be_hidden()   # the View menu
     assert page.evaluate("() => document.documentElement.scrollWidth") <= size[0] + 2
     page.get_by_role("button", name="Share").last.click()
     snippet = page.get_by_label("Link and embed code (copied)").last

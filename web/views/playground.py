@@ -101,7 +101,7 @@ class Playground(pn.viewable.Viewer):
         weights, gradient = split_verdict(lab.verdict)
         where = conditions(d_k=lab.d_k, rho=lab.rho, causal=lab.causal, dtype=lab.dtype, sigma=lab.sigma)
         set_html(self.verdict, headline_html(headline(res, n=n, dtype=lab.dtype), f"At {where}, n = {n}",
-                                             [weights + ".", gradient]))
+                                             [weights, gradient]))
 
     @held
     def _update_bars(self, *_):

@@ -1,0 +1,97 @@
+"""The built site's first paint: every link shows its own view or tour step before Python is live
+(the pre-render of that link, build/prerender.py first_paints, drawn by boot.js), embedded or not; once
+live, the page is the link's state, drawn from the same models (adopted, not drawn again)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sitebuild import pyodide_dist
+from web.options import VIEWS
+from web.tour import STEPS
+from web.urlstate import first_paint_links
+
+pytestmark = pytest.mark.ui
+
+# Every view's question (its <h2>), as the page words it. A tour step shows its own title instead.
+HEADINGS = {
+    "playground": "Playground: what happens to one head's attention as d_k grows?",
+    "dial": "The logit dial: how does the logits' spread decide how peaked attention is?",
+    "variance": "Why does the spread of q·k grow with d_k?",
+    "saturation": "Saturation and gradients: which rules keep the softmax from saturating as d_k grows?",
+    "alignment": "As q and k align, does 1/√d_k still keep attention spread?",
+    "training": "Train it: does the same model learn slower without scaling?",
+    "precision": "Half precision: at which d_k do inf and NaN appear?",
+    "models": "Real models: how peaked is a real head's attention at initialisation?",
+    "questions": "Questions",
+}
+DRAWN_JS = "() => window.sdpaLab && sdpaLab.firstPaint && window.Bokeh && Bokeh.index && Object.keys(Bokeh.index).length > 0"
+H2_JS = """() => { const out = []; const visit = (root) => { for (const el of root.querySelectorAll('*')) {
+  if (el.tagName === 'H2' && el.getClientRects().length) out.push(el.textContent.trim());
+  if (el.shadowRoot) visit(el.shadowRoot); } }; visit(document); return out; }"""
+
+
+def expected_heading(key: str) -> str:
+    if key.startswith("tour-"):
+        return STEPS[int(key.split("-")[1]) - 1].title
+    return HEADINGS[key]
+
+
+def allowed_headings(key: str) -> set[str]:
+    """What the link may show: its question, and on the tour the step's live view under the step's card."""
+    if key.startswith("tour-"):
+        return {expected_heading(key), HEADINGS[STEPS[int(key.split("-")[1]) - 1].view]}
+    return {HEADINGS[key]}
+
+
+def test_every_view_is_named_here():
+    assert set(HEADINGS) == set(VIEWS) - {"tour"}
+
+
+@pytest.mark.parametrize("embed", [False, True], ids=["page", "embed"])
+def test_every_link_paints_its_own_view_before_python_is_live(site, served, browser, embed):
+    """With the Python worker held back (so the first paint stays on screen), each view's and each tour
+    step's link draws that view's question and no other's; embedded, without the intro and the View menu."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    context.route(re.compile(r".*/worker\.js(\?.*)?$"), lambda r: r.abort())   # boot stops before Python
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    others = {expected_heading(k) for k in first_paint_links()} | set(HEADINGS.values())
+    for key, search in first_paint_links().items():
+        page.goto(served + search + ("&embed=1" if embed else ""))
+        page.wait_for_function(DRAWN_JS, timeout=60_000)
+        page.wait_for_function(f"() => ({H2_JS})().length > 0", timeout=30_000)
+        assert page.evaluate("sdpaLab.firstPaint") == key
+        shown = page.evaluate(H2_JS)
+        want = expected_heading(key)
+        assert want in shown, (key, shown)
+        assert not (others - allowed_headings(key)) & set(shown), (key, shown)
+        assert page.locator("h1.sdpa-h1").is_visible() != embed, key
+        assert page.evaluate("sdpaLab.ready") is False
+    assert errors == []
+    context.close()
+
+
+@pytest.mark.parametrize("link, key, shown", [
+    ("?view=precision&d_k=512", "precision", "d_k (key/query dimension): 512"),
+    ("?view=tour&step=6&d_k=1024", "tour-6", "d_k (key/query dimension): 1024"),
+    ("?view=dial&embed=1&s=4", "dial", "Logit std s: 4"),
+])
+def test_ready_means_the_links_state_is_drawn(site, served, browser, link, key, shown):
+    """Booted cold, the page is ready only once the link's own settings are drawn; the live document
+    adopts the pre-rendered views of the link (the page is drawn once)."""
+    if pyodide_dist() is None:
+        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json>")
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()
+    page.goto(served + link)
+    page.wait_for_function("() => window.sdpaLab && (sdpaLab.ready || sdpaLab.error)", timeout=120_000)
+    lab = page.evaluate("() => ({ready: sdpaLab.ready, error: sdpaLab.error, first: sdpaLab.firstPaint, adopted: sdpaLab.adopted})")
+    assert lab["error"] is None and lab["first"] == key, lab
+    assert lab["adopted"] is not None, lab       # the pre-render of this link was kept, not drawn again
+    # at the moment it is ready, the link's value is on the page already (no later patch brings it)
+    assert page.locator("#main").get_by_text(shown, exact=True).first.is_visible(), link
+    assert not page.locator(".sdpa-live-mark").first.is_visible()
+    context.close()
