@@ -91,3 +91,110 @@ def _fresh(which: str):
     lab, train = _cache[which]
     apply_query("", lab, train)
     return lab, train
+
+
+# ---- every Unicode digit and number character ---------------------------------------------------------
+import sys  # noqa: E402
+import unicodedata  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from urllib.parse import quote  # noqa: E402
+
+import panel as pn  # noqa: E402
+from bokeh.document import Document  # noqa: E402
+from bokeh.server.contexts import _RequestProxy  # noqa: E402
+from panel.io.state import set_curdoc  # noqa: E402
+from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine  # noqa: E402
+
+from web.page import bound_request_query  # noqa: E402
+from web.urlstate import parse_value  # noqa: E402
+
+#: Every character of Unicode's number categories: decimal digits (Nd: ٣, ３, 𝟗), other numbers (No: ², ⑤,
+#: ½) and letter numbers (Nl: Ⅻ). str.isdigit() accepts 788 of them, int() only the 660 Nd.
+NUMBER_CHARS = [chr(i) for i in range(sys.maxunicode + 1) if unicodedata.category(chr(i)) in ("Nd", "No", "Nl")]
+# one key of each kind the parser reads numbers for: a tour step, a snapped int, a bounded int, floats
+NUMBER_KEYS = ["step", "d_k", "n", "sigma", "lr"]
+
+
+def test_the_number_characters_are_all_there():
+    assert len(NUMBER_CHARS) > 1700 and {"²", "⑤", "３", "Ⅻ", "٣", "½"} <= set(NUMBER_CHARS)
+    assert any(c.isdigit() and unicodedata.category(c) != "Nd" for c in NUMBER_CHARS)   # what int() refuses
+
+
+def _expected(key, raw):
+    """What parse_value must give for ``raw``: its decimal value read digit by digit (unicodedata, not
+    float), then clamped, rounded and snapped as the parser does; its default when it has no value."""
+    digits = [unicodedata.decimal(c, None) for c in raw]
+    if None in digits:
+        return None
+    return parse_value(key, "".join(map(str, digits)))[0]
+
+
+@pytest.mark.parametrize("key", NUMBER_KEYS)
+def test_every_unicode_number_character_gives_a_valid_value_or_a_notice(key):
+    """Each character alone, doubled and after a 1: a decimal digit of any script counts as that digit
+    (float() reads them); any other number character (², ⑤, ½, Ⅻ) is not a number, with one escaped
+    notice, and the key keeps its default. Nothing raises."""
+    default = parse_value(key, "")[0]
+    for c in NUMBER_CHARS:
+        for raw in (c, c + c, "1" + c):
+            value, notice = parse_value(key, raw)
+            want = _expected(key, raw)
+            if want is None:
+                assert value == default and notice and "is not a number" in notice, (raw, value, notice)
+                check_plain(notice)
+            else:
+                assert value == want, (raw, value, want)
+
+
+def check_plain(notice):
+    assert "<" not in notice and ">" not in notice and '"' not in notice and "'" not in notice, notice
+
+
+def test_a_link_of_number_characters_writes_back_an_ascii_link():
+    """A link with a number character in every numeric key gives a state whose link is plain ASCII and
+    parses back without a notice."""
+    lab, train = _fresh("first")
+    for c in NUMBER_CHARS:
+        apply_query("?" + "&".join(f"{k}={quote(c)}" for k in ["view"] + NUMBER_KEYS).replace("view=" + quote(c), "view=tour"),
+                    lab, train)
+        link = to_query(lab, train)
+        assert link.isascii(), (c, link)
+    again_lab, again_train = _fresh("second")
+    assert apply_query(link, again_lab, again_train) == []
+
+
+@contextmanager
+def served_request(uri: str):
+    """The session ``panel serve`` makes for a GET of ``uri``, as far as Panel's Location reads it."""
+    class Context:
+        request = _RequestProxy(HTTPServerRequest(start_line=RequestStartLine("GET", uri, "HTTP/1.1"),
+                                                  headers=HTTPHeaders({"Host": "127.0.0.1:5006"})))
+        server_context = None
+    doc = Document()
+    context = Context()
+    doc._session_context = lambda: context
+    with set_curdoc(doc):
+        try:
+            yield
+        finally:
+            pn.state._locations.pop(doc, None)
+
+
+def test_under_panel_serve_panel_never_parses_a_link_before_the_page_does():
+    """Panel's own parser (panel.util.parse_query) raises on '²', '⑤' and 786 more characters that
+    str.isdigit() accepts and int() refuses, and did so when pn.state.location was made from the request,
+    before any of the page's code ran: the app never rendered. Every such link now reaches the page's
+    parser whole: the location is made without the query, which is then set with Panel's parser off."""
+    from panel.util import parse_query as panel_parse_query
+    refused = [c for c in NUMBER_CHARS if c.isdigit() and unicodedata.category(c) != "Nd"]
+    with pytest.raises(ValueError):
+        panel_parse_query("?step=" + refused[0])
+    for c in NUMBER_CHARS:
+        query = f"?view=tour&step={quote(c)}&seed={quote(c * 3)}"
+        with served_request("/app" + query):
+            assert bound_request_query() == []
+            loc = pn.state.location
+            assert loc.search == query and loc.pathname == "/app"
+            loc.search = f"?step={quote(c)}&n={quote(c)}"        # the browser's address, sent later
+            lab, _, _ = parse_query(loc.search)
+            assert 1 <= lab["step"] <= 8
