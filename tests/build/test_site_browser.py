@@ -69,7 +69,7 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
     page.screenshot(path=tmp_path / "booted.png")
 
     before = page.evaluate(PLOT_STATE)
-    handle = page.locator(".noUi-handle").first        # the sidebar's first slider is d_k
+    handle = page.locator('#main .noUi-handle[aria-label="d_k (key/query dimension)"]')  # beside the figure
     handle.focus()
     handle.press("ArrowRight")
     page.wait_for_function(f"({PLOT_STATE})() !== {before!r}", timeout=30_000)
@@ -203,3 +203,24 @@ def test_no_layout_shift_until_the_page_is_live(offline_site, served, browser, w
     finally:
         context.close()
     assert sum(s["value"] for s in shifts) < 0.01, shifts
+
+
+def test_a_blob_script_injected_into_the_page_does_not_run(offline_site, served, browser):
+    """script-src has no blob: (only worker-src has it, for the worker, which runs its checked Pyodide
+    scripts by eval): once the page is live, a script injected from a blob: URL is refused."""
+    context = browser.new_context()
+    page = context.new_page()
+    violations = []
+    page.on("console", lambda m: "Content Security Policy" in m.text and violations.append(m.text))
+    page.goto(served)
+    wait_ready(page)
+    ran = page.evaluate("""() => new Promise((done) => {
+      window.sdpaBlobRan = false;
+      const script = document.createElement('script');
+      script.src = URL.createObjectURL(new Blob(['window.sdpaBlobRan = true'], {type: 'text/javascript'}));
+      script.onload = script.onerror = () => done(window.sdpaBlobRan);
+      document.head.appendChild(script);
+    })""")
+    assert ran is False
+    assert any("blob:" in v for v in violations), violations
+    context.close()

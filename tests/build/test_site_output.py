@@ -247,6 +247,8 @@ def test_csp_is_first_in_head_and_keeps_requests_on_this_origin(site):
     # inline scripts run by hash, one for each; 'unsafe-eval' stays (Panel's JS needs it, see README)
     scripts = policy["script-src"]
     assert "'unsafe-inline'" not in scripts
+    # blob: starts the worker only: no blob: script runs (the worker evals its checked Pyodide scripts)
+    assert "blob:" not in scripts and "blob:" in policy["worker-src"]
     inline = [body for attrs, body in re.findall(r"<script\b([^>]*)>(.*?)</script>", site.html, re.S)
               if "src=" not in attrs and not re.search(r'type="(application/json|esms-options)"', attrs)]
     assert inline, "the page has no inline script?"
