@@ -18,6 +18,24 @@ from __future__ import annotations
 from bokeh.models import CustomJS
 
 A11Y_JS = r"""
+// A skip link, first in the tab order: past the header bar and the settings drawer to the view.
+if (!document.querySelector('a.sdpa-skip')) {
+  const main = document.getElementById('main');
+  if (main) {
+    main.setAttribute('tabindex', '-1');
+    main.setAttribute('role', 'main');
+    const skip = document.createElement('a');
+    skip.className = 'sdpa-skip';
+    skip.href = '#main';
+    skip.textContent = 'Skip to the view';
+    document.body.prepend(skip);
+  }
+  const drawer = document.getElementById('sidebar');
+  if (drawer) {
+    drawer.setAttribute('role', 'complementary');
+    drawer.setAttribute('aria-label', 'All settings');
+  }
+}
 function roots(node, out) {
   out.push(node);
   const all = node.querySelectorAll ? node.querySelectorAll('*') : [];

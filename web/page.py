@@ -75,7 +75,7 @@ class Page(param.Parameterized):
             self.lab.param.view, name="View", options={VIEW_LABELS[v]: v for v in VIEWS}, width=210,
             margin=(0, 10, 4, 10), description=None)
         self.content = pn.Column(sizing_mode="stretch_width", min_height=600)
-        self.open_full = pn.pane.HTML("", margin=(4, 10), sizing_mode="stretch_width")  # embed mode's link out
+        self.open_full = pn.pane.HTML("", margin=(4, 10), sizing_mode="stretch_width", stylesheets=[CSS])  # embed mode's link out
         self.lab.param.watch(self._show_view, ["view"])
         if search:
             self.apply_search(search)
@@ -214,7 +214,7 @@ class Page(param.Parameterized):
             return
         pairs = [(k, v) for k, v in parse_qsl(self.current_search().lstrip("?")) if k != "embed"]
         self.open_full.object = (f"<a href='./?{html.escape(urlencode(pairs), quote=True)}' target='_blank' "
-                                 f"rel='noopener'>Open in SDPA Lab ↗</a> <span style='color:#333;font-size:14px'>"
+                                 f"rel='noopener'>Open in SDPA Lab ↗</a> <span class='sdpa-muted'>"
                                  f"(every view and setting)</span>")
 
 

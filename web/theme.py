@@ -36,17 +36,17 @@ PHONE = "(max-width: 767.98px)"
 
 #: host styles (Panel panes live in shadow DOM: ``styles`` reach the pane itself, CSS classes would not)
 VERDICT_STYLES = {"border-left": "5px solid " + OKABE_ITO["blue"], "background": "#f2f6fb", "padding": "2px 12px",
-                  "font-size": "15.5px", "font-weight": "400", "border-radius": "3px"}
+                  "font-size": "15.5px", "font-weight": "400", "border-radius": "3px", "color": "#1a1a1a"}
 NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "background": "#fff4ec",
-                 "padding": "2px 12px", "border-radius": "3px"}
+                 "padding": "2px 12px", "border-radius": "3px", "color": "#1a1a1a"}
 
 
 def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, tools: str = "pan,wheel_zoom,box_zoom,reset,save",
                 hover: list | None = None, **kw):
     """A Bokeh figure with the page's defaults: responsive width, readable fonts, save tool for PNG."""
-    kw.setdefault("min_width", 280)
-    p = figure(title=title, height=height, sizing_mode="stretch_width", tools=tools,
-               toolbar_location="right", **kw)
+    kw.setdefault("min_width", 240)
+    kw.setdefault("toolbar_location", "right")
+    p = figure(title=title, height=height, sizing_mode="stretch_width", tools=tools, **kw)
     p.toolbar.logo = None
     p.xaxis.axis_label, p.yaxis.axis_label = x_label, y_label
     p.title.text_font_size = "14px"
@@ -141,6 +141,7 @@ table.sdpa-readouts th[scope=col] { white-space: nowrap; }
 .sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
 .sdpa-status { font-size: 15px; }
 code { color: %(code)s; }
+.sdpa-muted { color: #333; font-size: 14px; }
 .sdpa-headline { font-size: 17px; font-weight: 400; line-height: 1.45; margin: 4px 0 2px 0; max-width: 46em; }
 .sdpa-headline b { font-weight: 700; color: var(--sdpa-accent); }
 .sdpa-details { font-size: 14px; color: #333; margin: 0 0 6px 0; max-width: 70em; }
@@ -166,8 +167,9 @@ TEMPLATE_CSS = """
 #sidebar-toggle::after { content: "All settings"; font-size: 14px; color: #fff; margin-left: 6px; }
 #sidebar-toggle { display: inline-flex !important; align-items: center; border-color: rgba(255,255,255,.5); }
 #sidebar-toggle:focus-visible, #header a:focus-visible { outline: 3px solid #fff !important; outline-offset: 2px; }
-.sdpa-skip { position: absolute; left: -9999px; top: 0; z-index: 2000; background: #fff; color: #1d3557; padding: 6px 12px; }
-.sdpa-skip:focus { left: 8px; top: 8px; }
+.sdpa-skip { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.sdpa-skip:focus { left: 8px; top: 8px; width: auto; height: auto; clip: auto; z-index: 2000; background: #fff;
+                   color: #1d3557; padding: 6px 12px; }
 /* ?embed=1 (web/page.py EMBED_JS): the view alone, for an <iframe> */
 html.sdpa-embed #header, html.sdpa-embed #sidebar, html.sdpa-embed #sidebar-toggle { display: none !important; }
 html.sdpa-embed #main { padding: 4px !important; }

@@ -258,7 +258,7 @@ import web
 _web = os.path.dirname(web.__file__)
 if _web not in sys.path:
     sys.path.insert(0, _web)   # as under \`panel serve web/app.py\`: sibling modules import by name
-os.environ["SDPA_LAB_SEARCH"] = _sdpa_search     # web/page.py SEARCH_ENV: the app is built for the link
+os.environ["SDPA_LAB_SEARCH"] = globals().get("_sdpa_search") or ""   # web/page.py SEARCH_ENV: built for the link
 from panel.io.pyodide import init_doc
 init_doc()
 _path = os.path.join(_web, "app.py")

@@ -15,7 +15,7 @@ from web.state import LabState
 pytestmark = pytest.mark.ui
 
 BOOT_MS = 120_000
-HANDLE = '.noUi-handle[aria-label="d_k (key/query dimension)"]'
+HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'
 # Models drawn as Panel's LoadingSpinner (the template's busy indicator) in the live document.
 BUSY_MODELS = """[...Bokeh.documents[Bokeh.documents.length - 1].all_models]
   .filter((m) => (m.stylesheets || []).some((s) => String(s && s.url !== undefined ? s.url : s).includes("loadingspinner")))
@@ -136,7 +136,7 @@ def test_content_built_later_gets_accessible_names(live_site, browser):
     built after the page went live, and follows the d_k slider's shown value."""
     context, page, errors = open_page(browser, live_site)
     wait_ready(page)
-    page.get_by_role("button", name="Saturation & gradients").click()
+    page.locator("#main select").first.select_option(label="Saturation & gradients")   # the View menu
     expect(page.locator('.noUi-handle[aria-label="Monte-Carlo samples per d_k"]')).to_have_attribute(
         "aria-valuetext", str(LabState.param.samples.default), timeout=30_000)
     handle = page.locator(HANDLE)
@@ -152,7 +152,7 @@ def test_moves_on_the_pre_rendered_page_are_kept(live_site, browser):
     """d_k moved twice on the pre-rendered page, before Python runs, is d_k in Python once it is live:
     the live slider, the address (written by Python) and the first message to the worker carry it."""
     context, page, errors = open_page(browser, live_site, hold_worker=True)
-    handle = page.locator(".noUi-handle").first          # the sidebar's first slider is d_k
+    handle = page.locator('#main .noUi-handle[aria-label="d_k (key/query dimension)"]')   # beside the heatmaps
     handle.wait_for(timeout=30_000)
     handle.focus()
     handle.press("ArrowRight")
@@ -189,7 +189,8 @@ def test_the_live_document_adopts_the_pre_rendered_views(live_site, browser):
     adopted = page.evaluate("window.sdpaLab.adopted")
     assert adopted is not None, "the live document was drawn again instead of adopting the pre-rendered one"
     assert adopted["models"] > 100
-    assert adopted["changed"] <= adopted["models"] // 10, adopted      # a few values, not a new page
+    # a few values, not a new page: most are Panel's own names (its counter differs between the two runs)
+    assert adopted["changed"] - adopted["attrs"].get("name", 0) <= adopted["models"] // 20, adopted
     assert page.evaluate("Bokeh.documents.length") == 1
     assert page.evaluate("Bokeh.index.roots.every((v) => window.__drawn.has(v))") is True
     assert page.evaluate("Bokeh.index.roots.length") == drawn
@@ -217,12 +218,20 @@ def test_a_pre_render_that_differs_is_drawn_anew(live_site, browser):
         route.fulfill(body=html.replace('"p1000002"', '"p1999999"'), content_type="text/html")
 
     context.route(lambda url: url.split("?")[0].endswith("/"), rename_one_model)
+
+    def rename_in_first_paint(route):      # the link's own pre-render (first/<key>.json) differs alike
+        body = route.fetch().text()
+        # (its document is a JSON string inside the file: quotes escaped)
+        assert body.count('\\"p1000002\\"') >= 1, "the pre-render's ids changed: pick another model here"
+        route.fulfill(body=body.replace('\\"p1000002\\"', '\\"p1999999\\"'), content_type="application/json")
+
+    context.route("**/first/*.json", rename_in_first_paint)   # its hash fails: the default page is drawn
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
     page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
     page.goto(live_site)
-    handle = page.locator(".noUi-handle").first          # the sidebar's first slider is d_k
+    handle = page.locator('#main .noUi-handle[aria-label="d_k (key/query dimension)"]')   # beside the heatmaps
     handle.wait_for(timeout=30_000)
     handle.focus()
     handle.press("ArrowRight")
@@ -237,5 +246,6 @@ def test_a_pre_render_that_differs_is_drawn_anew(live_site, browser):
     handle.focus()
     step(page, "ArrowRight")
     expect(handle).to_have_attribute("aria-valuetext", str(D_K_OPTIONS[at + 3]))
-    assert errors == [], errors
+    # the browser reports the tampered first/<key>.json's failed hash, as it should; nothing else
+    assert [e for e in errors if "integrity" not in e] == [], errors
     context.close()

@@ -22,7 +22,7 @@ offline = build_module("offline")
 
 BOOT_MS = 120_000
 SNAPSHOT_MS = 240_000
-HANDLE = '.noUi-handle[aria-label="d_k (key/query dimension)"]'
+HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'
 # Every ColumnDataSource's data in one string: changes when any plot's data does.
 PLOT_STATE = """() => {
   const parts = [];

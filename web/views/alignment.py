@@ -15,7 +15,7 @@ from ..claims import alignment_summary
 from ..options import ALIGN_MAP_RULES, RULE_LABELS
 from ..state import LabState
 from ..theme import HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import beside, caption, control, figure_row, heading, held, live_mark, rule_color, rule_dash, set_html
+from .common import beside, caption, control, figure_row, heading, held, rule_color, rule_dash, set_html
 from .playground import heatmap_data
 
 TICK_MS = 400
@@ -136,7 +136,6 @@ class Alignment(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Column(
             heading("As q and k align, does 1/√d_k still keep attention spread?"),
-            live_mark(),
             beside(figure_row(*(self.maps[r] for r in ALIGN_MAP_RULES), basis=200, min_width=200),
                    [self.play, self.rho, control(self.lab, "d_k"),
                     caption("Press Play, or drag ρ: the maps sharpen as each key lines up with its query.")]),

@@ -94,7 +94,7 @@ def heading(text: str, level: int = 2, css_margin: str = "8px 0 2px 0", **kwargs
                         **kwargs)
 
 
-def figure_row(*figs, basis: int = 340, min_width: int = 300) -> pn.FlexBox:
+def figure_row(*figs, basis: int = 340, min_width: int = 250) -> pn.FlexBox:
     """Figures side by side that wrap to one per line below ``basis`` px each (phones)."""
     return pn.FlexBox(*(pn.Column(f, sizing_mode="stretch_width", styles={"flex": f"1 1 {basis}px"}, min_width=min_width)
                         for f in figs), sizing_mode="stretch_width")
@@ -110,19 +110,21 @@ def prerendering() -> bool:
 
 
 def live_mark() -> pn.pane.HTML:
-    """The first paint's "live in a moment" mark: shown only in the pre-rendered page, whose numbers
+    """The first paint's "live in a moment" mark, over the top right corner of a section's figure
+    (``beside``), out of the layout's flow: shown only in the pre-rendered page, whose numbers
     are this view's at its default settings. The live document has it hidden, so it goes as soon as
     Python has drawn the link's own settings (build/templates/boot.js adopts or redraws)."""
     return pn.pane.HTML("<span class='sdpa-live-mark' role='status'>⟳ Preview at this view's default settings: "
-                        "live in a moment</span>", stylesheets=[CSS], margin=(0, 10), visible=prerendering(),
-                        sizing_mode="stretch_width")
+                        "live in a moment</span>", stylesheets=[CSS], margin=0, visible=prerendering(),
+                        styles={"position": "absolute", "top": "0", "right": "0", "z-index": "10"})
 
 
 def beside(figure, controls: list, *, basis: int = 560) -> pn.FlexBox:
     """A figure with the controls that move it: to its right on a desktop, directly under it on a phone."""
     return pn.FlexBox(
-        pn.Column(figure, sizing_mode="stretch_width", styles={"flex": f"3 1 {basis}px"}, min_width=280),
-        pn.Column(*controls, sizing_mode="stretch_width", styles={"flex": "1 1 240px"}, min_width=240,
+        pn.Column(figure, live_mark(), sizing_mode="stretch_width", min_width=250,
+                  styles={"flex": f"3 1 {basis}px", "position": "relative"}),
+        pn.Column(*controls, sizing_mode="stretch_width", styles={"flex": "1 1 240px"}, min_width=220,
                   css_classes=["sdpa-controls"], stylesheets=[CSS]),
         sizing_mode="stretch_width", stylesheets=[BESIDE_CSS])
 

@@ -16,7 +16,7 @@ from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, make_figure,
                      style_legend)
-from .common import beside, caption, figure_row, heading, held, live_mark, rule_color, set_html
+from .common import beside, caption, figure_row, heading, held, rule_color, set_html
 from .playground import heatmap_data
 
 X_MAX = 12.0
@@ -47,7 +47,7 @@ class Dial(pn.viewable.Viewer):
         f.scatter("x", "p", source=self.point, size=12, color=OKABE_ITO["blue"], line_color="black",
                   legend_label="a typical row's top two")
         f.scatter("x", "slope", source=self.point, size=12, color=OKABE_ITO["vermillion"], line_color="black")
-        style_legend(f, below=True, ncols=2)
+        style_legend(f, below=True, ncols=1)   # one column: a phone is 320 px wide
         self.curve_fig = f
         self.mapper = LinearColorMapper(palette=HEATMAP, low=0, high=1, nan_color=NAN_COLOR)
         self.map_source = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
@@ -131,7 +131,6 @@ class Dial(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Column(
             heading("The logit dial: how does the logits' spread decide how peaked attention is?"),
-            live_mark(),
             beside(figure_row(self.curve_fig, self.map_fig, basis=260),
                    [self.slider, caption("Turn s up: the top key takes almost all of each row.")]),
             self.summary,

@@ -12,7 +12,7 @@ from sdpa_core import real_models
 from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_summary, pct
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from .common import beside, caption, heading, held, live_mark, set_html
+from .common import beside, caption, heading, held, set_html
 
 QK_NORM_LABELS = {"none": "none", "head": "per head (ViT-22B)", "all": "over all heads (OLMo 2)"}
 SCALE_LABELS = {"sqrt": "1/√d_k", "none": "none (T5)"}
@@ -75,7 +75,6 @@ class Models(pn.viewable.Viewer):
         fields = [self.preset, self.d_model, self.heads, self.init_std, self.scale, self.qk_norm, self.layernorm]
         return pn.Column(
             heading("Real models: how peaked is a real head's attention at initialisation?"),
-            live_mark(),
             beside(pn.Column(self.summary, self.table, sizing_mode="stretch_width"), fields),
             caption("A head's d_k is d_model / heads: 64 in GPT-2 and BERT, 128 in LLaMA-2-7B. Its q = x W_q and "
                     "k = x W_k are projections of LayerNorm'd tokens by random matrices, so at initialisation the "

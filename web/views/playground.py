@@ -13,7 +13,7 @@ from ..claims import conditions, fmt, fmt_sci, headline, pct, readout_rows, spli
 from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
-from .common import (beside, caption, control, figure_row, heading, headline_html, held, live_mark, rule_color,
+from .common import (beside, caption, control, figure_row, heading, headline_html, held, rule_color,
                      set_html, swatch)
 
 
@@ -34,14 +34,16 @@ class Playground(pn.viewable.Viewer):
         self.maps, self.map_sources = {}, {}
         for side in ("none", "rule"):
             src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
-            p = make_figure(title="", x_label="key j", y_label="query i", height=320,
+            # the toolbar above, not beside: two maps share a phone's width
+            p = make_figure(title="", x_label="key j", y_label="query i", height=320, toolbar_location="above",
                             hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
                             x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True, min_width=140)
             p.rect("x", "y", width=1, height=1, source=src, line_color=None,
                    fill_color={"field": "w", "transform": self.mapper})
             p.grid.visible = False
-            p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="weight", title_text_font_size="11px",
-                                  major_label_text_font_size="11px"), "right")
+            if side == "rule":   # one shared scale: its colour bar once, at the right of the pair
+                p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="weight", title_text_font_size="11px",
+                                      major_label_text_font_size="11px"), "right")
             self.maps[side], self.map_sources[side] = p, src
         self.bar_source = ColumnDataSource({"x0": [], "x1": [], "none": [], "rule": []})
         p = make_figure(title="", x_label="key j", y_label="attention weight", height=260,
@@ -127,8 +129,8 @@ class Playground(pn.viewable.Viewer):
             f"<td>{html.escape(_cell(key, res['none']['stats'], n))}</td>"
             f"<td>{html.escape(_cell(key, res['rule']['stats'], n))}</td></tr>"
             for name, key, meaning in readout_rows(n, causal, self.lab.dtype))
-        return (f"<table class='sdpa-readouts'><caption>Readouts, averaged over the {n} queries"
-                f"{' (causal mask)' if causal else ''}</caption>{head}{body}</table>")
+        return (f"<div style='overflow-x:auto'><table class='sdpa-readouts'><caption>Readouts, averaged over the {n} queries"
+                f"{' (causal mask)' if causal else ''}</caption>{head}{body}</table></div>")
 
     def __panel__(self):
         # side by side even on a phone: the comparison is the point
@@ -136,17 +138,16 @@ class Playground(pn.viewable.Viewer):
         lower = pn.FlexBox(
             pn.Column(self.query_slider, self.bars,
                       caption("One row of each heatmap as bars: a saturated softmax puts almost all of it on one key."),
-                      sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300),
+                      sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=250),
             pn.Column(self.readouts,
                       caption("Gradients are ∂L/∂q for one fixed random upstream gradient ∂L/∂o (the chain rule "
                               "includes the scale: ∂L/∂qᵢ = scale · Σⱼ ∂L/∂zᵢⱼ kⱼ). A saturated row's softmax "
                               "Jacobian diag(p) − ppᵀ is nearly 0, so that query gets almost no gradient; the rows "
                               "that are not saturated get the unscaled factor, so the total can be larger."),
-                      sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=300),
+                      sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=250),
             sizing_mode="stretch_width")
         return pn.Column(
             heading("Playground: what happens to one head's attention as d_k grows?"),
-            live_mark(),
             beside(maps, self.controls, basis=640),
             self.verdict,
             caption("Random Q and K go through the softmax unscaled (left) and with the chosen rule (right): weights "

@@ -12,7 +12,7 @@ from ..claims import first_broken
 from ..options import ORDER_LABELS, PRECISION_N
 from ..state import LabState
 from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
-from .common import beside, caption, control, figure_row, heading, held, live_mark
+from .common import beside, caption, control, figure_row, heading, held
 
 DTYPE_NAMES = ("float16", "float32", "float64")
 KIND_DASH = {"naive": "dashed", "stable": "solid"}
@@ -126,7 +126,6 @@ class Precision(pn.viewable.Viewer):
                     caption("Large, aligned q and k: float16 products pass 65504 at large d_k."), control(self.lab, "d_k")]
         return pn.Column(
             heading("Half precision: at which d_k do inf and NaN appear?"),
-            live_mark(),
             beside(figs, controls, basis=640),
             caption("float16 cannot hold a number above 65504, and exp(x) passes that already at x ≈ 11.1. The same "
                     "random q and k are rounded to each dtype; the logits are computed unscaled, scaled after the "

@@ -16,7 +16,7 @@ from ..claims import gradient_summary, saturation_summary
 from ..options import RULE_LABELS, SAMPLES_OPTIONS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import beside, caption, choice_slider, control, figure_row, heading, held, live_mark, rule_color, rule_dash
+from .common import beside, caption, choice_slider, control, figure_row, heading, held, rule_color, rule_dash
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
@@ -133,7 +133,6 @@ class Saturation(pn.viewable.Viewer):
                     caption("The chosen rule is drawn thicker; the dashed line marks d_k.")]
         return pn.Column(
             heading("Saturation and gradients: which rules keep the softmax from saturating as d_k grows?"),
-            live_mark(),
             beside(figs, controls, basis=700),
             caption("The paper's claim, measured on random q and k: without scaling the softmax saturates as d_k grows "
                     "(entropy → 0, max weight → 1, every row saturated). For independent q and k (ρ = 0) 1/√d_k keeps "

@@ -16,7 +16,7 @@ from .common import caption, set_html
 
 END = ("  \n**That was the last step.** The Questions view answers the common questions in short, each with a "
        "button into the view that shows it; every view keeps the settings you leave it with.")
-CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "#f7f9fc", "padding": "4px 4px 8px 4px"}
+CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "#f7f9fc", "padding": "4px 4px 8px 4px", "color": "#1a1a1a"}
 
 
 class Tour(pn.viewable.Viewer):
@@ -33,7 +33,7 @@ class Tour(pn.viewable.Viewer):
         self.prev = pn.widgets.Button(label="← Previous step", color="primary", variant="outline", width=150)
         self.next = pn.widgets.Button(label="Next step →", color="primary", width=150)
         self.jump = pn.widgets.Select(name="Go to step", options={f"{i}. {s.title}": i for i, s in enumerate(STEPS, 1)},
-                                      value=lab.step, width=330)
+                                      value=lab.step, sizing_mode="stretch_width", max_width=330)
         self.prev.on_click(lambda e: self.go(self.lab.step - 1))
         self.next.on_click(lambda e: self.go(self.lab.step + 1))
         self.jump.param.watch(lambda e: self.go(e.new), ["value"])
@@ -49,7 +49,8 @@ class Tour(pn.viewable.Viewer):
         self.choices.param.watch(self._lock, ["value"])
         self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.now_try = caption("")
-        self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", width=330)
+        self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", sizing_mode="stretch_width",
+                                       max_width=330)
         self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
         self.slot = pn.Column(sizing_mode="stretch_width")
         self._shown_step = None

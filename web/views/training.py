@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 from ..options import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS
 from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
-from .common import beside, caption, choice_slider, figure_row, heading, held, live_mark, rule_color, rule_options
+from .common import beside, caption, choice_slider, figure_row, heading, held, rule_color, rule_options
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
@@ -186,7 +186,6 @@ class Training(pn.viewable.Viewer):
         figs = figure_row(self.loss_fig, self.acc_fig, basis=300)
         return pn.Column(
             heading("Train it: does the same model learn slower without scaling?"),
-            live_mark(),
             beside(figs, controls, basis=640),
             self.status,
             caption("A one-head attention model learns to retrieve: it sees 8 keys with class labels and a noisy copy "

@@ -13,7 +13,7 @@ from ..claims import fmt, loglog_summary, variance_summary
 from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
-from .common import beside, caption, control, figure_row, heading, held, live_mark, rule_color
+from .common import beside, caption, control, figure_row, heading, held, rule_color
 
 
 class Variance(pn.viewable.Viewer):
@@ -124,7 +124,6 @@ class Variance(pn.viewable.Viewer):
                     caption("Drag d_k: the raw histogram widens like √d_k; the scaled one keeps its width.")]
         return pn.Column(
             heading("Why does the spread of q·k grow with d_k?"),
-            live_mark(),
             beside(hists, controls),
             caption("Each logit is a sum of d_k products qᵢkᵢ. For independent q and k (ρ = 0) with entries of "
                     "variance σ², the sum has mean 0 and variance d_k σ⁴: its standard deviation grows like √d_k, and "
