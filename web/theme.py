@@ -190,9 +190,5 @@ html.sdpa-embed #main { padding: 4px !important; }
 }
 """ % {"phone": PHONE}
 
-#: A figure and its controls (views/common.py beside): on a phone the controls come first, so the
-#: question, what moves the figure and the figure's top share the first screen.
-BESIDE_CSS = "@media %s { :host { flex-direction: column-reverse !important; } }" % PHONE
-
 #: Button groups wrap onto several lines on a phone instead of running off the screen.
 WRAP_BUTTONS = ":host .bk-btn-group { flex-wrap: wrap; } :host .bk-btn { flex: 1 1 auto; }"

@@ -14,7 +14,7 @@ from bokeh.models import CustomJSTickFormatter
 from ..options import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS
 from ..state import LabState
 from ..training_state import TrainingState
-from ..theme import BESIDE_CSS, CSS, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
+from ..theme import CSS, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
 
 
 def held(method):
@@ -120,13 +120,14 @@ def live_mark() -> pn.pane.HTML:
 
 
 def beside(figure, controls: list, *, basis: int = 560) -> pn.FlexBox:
-    """A figure with the controls that move it: to its right on a desktop, directly under it on a phone."""
+    """A figure with the controls that move it: to its right on a desktop, under it on a phone (after the
+    whole figure row: a view with two or three figures there puts its controls below the first screen)."""
     return pn.FlexBox(
         pn.Column(figure, live_mark(), sizing_mode="stretch_width", min_width=250,
                   styles={"flex": f"3 1 {basis}px", "position": "relative"}),
         pn.Column(*controls, sizing_mode="stretch_width", styles={"flex": "1 1 240px"}, min_width=220,
                   css_classes=["sdpa-controls"], stylesheets=[CSS]),
-        sizing_mode="stretch_width", stylesheets=[BESIDE_CSS])
+        sizing_mode="stretch_width")
 
 
 EMPHASIS = re.compile(r"(&lt;1%|&gt;99%|\d+(?:\.\d+)?%|\d+ of \d+)")
