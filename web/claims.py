@@ -253,6 +253,21 @@ def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo:
             + "; ".join(parts) + ".")
 
 
+def coincident_rules(d_ks, rules, *, alpha: float, temperature: float) -> str:
+    """Which rules' curves lie exactly on another's (the same factor on q·k at every d_k of the sweep,
+    so one line hides the other), e.g. d_k^-α at α = 0.5 under 1/√d_k; "" when none do. QK-norm
+    normalises q and k first, so it coincides with no other rule."""
+    plain = [r for r in rules if r != "qknorm"]
+    scales = {r: [sc.logit_scale(int(d), r, alpha=alpha, temperature=temperature) for d in d_ks] for r in plain}
+    said = []
+    for i, a in enumerate(plain):
+        for b in plain[:i]:
+            if all(math.isclose(x, y, rel_tol=1e-12) for x, y in zip(scales[a], scales[b])):
+                said.append(f"{RULE_LABELS[a]} lies exactly on {RULE_LABELS[b]} (the same scale at every d_k)")
+                break
+    return ("; ".join(said) + ", so its line is hidden under the other.") if said else ""
+
+
 def gradient_figures(norms: np.ndarray, ref: float) -> dict:
     """Median row, total and starved rows (below ``STARVED`` of ``ref``, the 1/sqrt(d_k) median) of
     per-query ``||dL/dq_i||``: NaN and None when a row is NaN (its weights overflowed), starved None

@@ -197,3 +197,22 @@ def test_output_readouts_against_torch(search):
         stats = lab.playground[side]["stats"]
         assert math.isclose(stats["out_cosine"], float(cos.mean()), rel_tol=1e-9)
         assert stats["out_copies"] == float((cos > claims.COPY).double().mean())
+
+
+@pytest.mark.parametrize("alpha, hidden", [(0.5, ("d_k^-α", "1/√d_k")), (1.0, ("d_k^-α", "1/d_k")),
+                                           (0.0, ("d_k^-α", "no scaling")), (0.75, None), (0.25, None)])
+def test_coinciding_rules_are_said_to_coincide(alpha, hidden):
+    """Saturation & gradients draws every rule: a d_k^-α that equals another rule at every d_k (checked
+    here with numpy powers) is said to lie on it, and nothing is said otherwise."""
+    d = np.array(D_K_OPTIONS, dtype=float)
+    text = claims.coincident_rules(D_K_OPTIONS, sc.RULE_NAMES, alpha=alpha, temperature=0.1)
+    same = {"1/√d_k": np.allclose(d ** -alpha, 1 / np.sqrt(d), rtol=1e-12), "1/d_k": np.allclose(d ** -alpha, 1 / d),
+            "no scaling": np.allclose(d ** -alpha, 1.0)}
+    if hidden is None:
+        assert text == "" and not any(same.values())
+    else:
+        label = [k for k in same if same[k]]
+        assert label == [hidden[1]]
+        alpha_label = claims.RULE_LABELS["alpha"]
+        assert alpha_label.startswith("d_k^-") and f"{alpha_label} lies exactly on" in text
+        assert claims.RULE_LABELS[{"1/√d_k": "sqrt", "1/d_k": "linear", "no scaling": "none"}[hidden[1]]] in text

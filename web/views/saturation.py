@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, Span
 
 import sdpa_core as sc
 
-from ..claims import gradient_summary, saturation_summary
+from ..claims import coincident_rules, gradient_summary, saturation_summary
 from ..options import RULE_LABELS, SAMPLES_OPTIONS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
@@ -100,8 +100,10 @@ class Saturation(pn.viewable.Viewer):
         lab = self.lab
         capped = (f" (capped from {lab.samples} to keep n² × samples bounded)"
                   if lab.sweep_samples < lab.samples else "")
+        same = coincident_rules(d, sc.RULE_NAMES, alpha=lab.alpha, temperature=lab.temperature)
         self.note.object = (saturation_summary(s, n=lab.n, sigma=lab.sigma, rho=lab.rho) + " "
-                            f"{lab.sweep_samples} random {lab.n}×{lab.n} attention matrices per d_k{capped}; "
+                            + (f"At α = {lab.alpha:g}, {same[0].lower() + same[1:]} " if same else "")
+                            + f"{lab.sweep_samples} random {lab.n}×{lab.n} attention matrices per d_k{capped}; "
                             f"α = {lab.alpha:g}, QK-norm temperature {lab.temperature:g}, seed {lab.seed}.")
 
     @held
