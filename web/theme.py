@@ -48,6 +48,7 @@ def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, to
     kw.setdefault("toolbar_location", "right")
     p = figure(title=title, height=height, sizing_mode="stretch_width", tools=tools, **kw)
     p.toolbar.logo = None
+    p.toolbar.autohide = True      # the toolbar shows while the pointer is over the plot: the figure first
     p.xaxis.axis_label, p.yaxis.axis_label = x_label, y_label
     p.title.text_font_size = "14px"
     p.title.text_font_style = "bold"
