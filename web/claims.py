@@ -152,7 +152,7 @@ def headline(sides: dict, *, n: int, dtype: str) -> str:
 
     def side(s: dict) -> str:
         if s["nan_rows"]:
-            return f"{s['nan_rows']} of {n} rows of weights are NaN ({dtype} overflows)"
+            return f"{s['nan_rows']} of {n} rows are NaN ({dtype} overflows)"
         return f"the top key takes {pct(s['stats']['max_weight'])} of a row's weight on average"
 
     text = f"Without scaling, {side(none)}"

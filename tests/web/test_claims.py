@@ -362,7 +362,7 @@ def check_headline(lab: LabState) -> None:
     tol = 1e-9 if lab.dtype == "float64" else 0.01
     label = re.escape(claims.RULE_LABELS[lab.rule])
     if none["nan_rows"]:
-        m = re.match(rf"Without scaling, (\d+) of {lab.n} rows of weights are NaN \({lab.dtype} overflows\)", text)
+        m = re.match(rf"Without scaling, (\d+) of {lab.n} rows are NaN \({lab.dtype} overflows\)", text)
         assert m and int(m[1]) == none["nan_rows"], text
     else:
         m = re.match(r"Without scaling, the top key takes " + PCT + r" of a row's weight on average", text)
@@ -371,7 +371,7 @@ def check_headline(lab: LabState) -> None:
         assert text.endswith("on average.") or text.endswith("overflows).")
         return
     if rule["nan_rows"]:
-        assert re.search(rf"; with {label}, {rule['nan_rows']} of {lab.n} rows of weights are NaN", text), text
+        assert re.search(rf"; with {label}, {rule['nan_rows']} of {lab.n} rows are NaN", text), text
     elif none["nan_rows"]:
         m = re.search(rf"; with {label}, the top key takes " + PCT + r" of a row's weight on average\.$", text)
         assert m and pct_ok(m[1], rule["top"], tol), text
@@ -386,4 +386,15 @@ def check_headline(lab: LabState) -> None:
 def test_every_playground_headline_agrees_with_torch(state):
     """For 120 random states (float16 overflow, causal, every rule), the headline's numbers are torch's,
     and it stays within 25 words."""
+    check_headline(LabState(**state))
+
+
+@needs_torch
+@pytest.mark.parametrize("state", [
+    {"d_k": 1024, "n": 2, "sigma": 8.0, "rho": 1.0, "seed": 0, "rule": "linear", "dtype": "float16"},
+    {"d_k": 4096, "n": 64, "sigma": 8.0, "rho": 1.0, "seed": 1, "rule": "none", "dtype": "float16"},
+    {"d_k": 4096, "n": 64, "sigma": 8.0, "rho": 1.0, "seed": 2, "rule": "sqrt", "dtype": "float16"},
+])
+def test_the_longest_headlines_stay_within_25_words(state):
+    """Overflow on both sides or one, at the widest settings: the longest forms the headline takes."""
     check_headline(LabState(**state))
