@@ -122,7 +122,7 @@ def default_key() -> str:
 
 def main(app: str, out: str) -> None:
     os.environ["PANEL_CDN_ROOT"] = SENTINEL
-    os.environ["SDPA_LAB_STATIC_SITE"] = "1"     # web.page: the page as the static site shows it
+    os.environ["SDPA_LAB_STATIC_SITE"] = "1"     # web.options.STATIC_SITE_ENV (set before web is imported)
     for name in never_imports():
         sys.modules[name] = None      # find_spec() -> None: "not installed" to Bokeh and Panel
     deterministic_ids()

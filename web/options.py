@@ -27,6 +27,10 @@ DTYPES = ("float64", "float32", "float16")
 ORDER_LABELS = {"none": "no scaling", "after": "scale after q·kᵀ", "before": "scale q before the matmul"}
 RULE_LABELS = sc.RULE_LABELS                    # name -> label, from the rule registry
 
+#: Set by the site build's pre-render (build/prerender.py): the page as the static site shows it, drawn
+#: in CPython (web/page.py static_site, web/views/common.py prerendering).
+STATIC_SITE_ENV = "SDPA_LAB_STATIC_SITE"
+
 #: Bounds that keep every setting interactive (numpy on one core, or Pyodide in a tab).
 MAX_N = 64
 MAX_D_K = 4096

@@ -11,6 +11,7 @@ import param
 from bokeh.models import CustomJS
 
 from . import a11y
+from .options import STATIC_SITE_ENV
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
 from .tour import STEPS
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS
@@ -218,9 +219,8 @@ class Page(param.Parameterized):
                                  f"(every view and setting)</span>")
 
 
-#: Set by the site build's pre-render (build/prerender.py); in the built site's Pyodide worker the
-#: platform says it. The static site ships a notices page (build/notices.py) the footer links to.
-STATIC_SITE_ENV = "SDPA_LAB_STATIC_SITE"
+#: The static site ships a notices page (build/notices.py) the footer links to; in the built site's
+#: Pyodide worker the platform says it is the site, in the pre-render STATIC_SITE_ENV (web/options.py).
 #: The link the static site builds the app for: set by the pre-render for each page it draws
 #: (build/prerender.py), and by the worker to the visitor's link, so the live document is the linked
 #: view from its first draw (the page adopts the pre-render of that view; build/templates/boot.js).

@@ -11,7 +11,7 @@ import panel as pn
 import param
 from bokeh.models import CustomJSTickFormatter
 
-from ..options import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS
+from ..options import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS, STATIC_SITE_ENV
 from ..state import LabState
 from ..training_state import TrainingState
 from ..theme import CSS, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
@@ -100,13 +100,9 @@ def figure_row(*figs, basis: int = 340, min_width: int = 250) -> pn.FlexBox:
                         for f in figs), sizing_mode="stretch_width")
 
 
-#: Set by the site build's pre-render (build/prerender.py) while it draws the first paint of each link.
-PRERENDER_ENV = "SDPA_LAB_STATIC_SITE"
-
-
 def prerendering() -> bool:
     """True while the site build draws the first paint (CPython), never in the live page."""
-    return os.environ.get(PRERENDER_ENV) == "1" and sys.platform != "emscripten"
+    return os.environ.get(STATIC_SITE_ENV) == "1" and sys.platform != "emscripten"
 
 
 def live_mark() -> pn.pane.HTML:
