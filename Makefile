@@ -2,16 +2,26 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+HASH   := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-test-$(HASH)
+SITE_STAMP := $(VENV)/.installed-site-$(HASH)
 PORT   ?= 8000
 
 .PHONY: serve test lint site dev bench chromium npm-tools clean
 
+# make test installs every test tool (torch, Playwright, linters); make serve only what builds and serves the site.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	rm -f $(VENV)/.installed-*
+	touch $@ $(SITE_STAMP)
+
+$(SITE_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[site]'
+	rm -f $(VENV)/.installed-site-*
 	touch $@
 
 # Debian's Chromium for the browser tests (Playwright cannot download browsers here).
@@ -38,14 +48,14 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check sdpa_core
 	$(PY) -m mypy
 
-site: $(STAMP)
+site: $(SITE_STAMP)
 	$(PY) build/make_site.py
 
 serve: site
 	$(PY) build/serve.py --port $(PORT)
 
 # the page under `panel serve` with autoreload, for working on web/
-dev: $(STAMP)
+dev: $(SITE_STAMP)
 	$(VENV)/bin/panel serve web/app.py --dev --port $(PORT) --show
 
 bench: $(STAMP)

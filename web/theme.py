@@ -41,11 +41,14 @@ NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "backgro
                  "padding": "2px 12px", "border-radius": "3px", "color": "#1a1a1a"}
 
 
-def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, tools: str = "pan,wheel_zoom,box_zoom,reset,save",
+def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, tools: str = "save",
                 hover: list | None = None, **kw):
-    """A Bokeh figure with the page's defaults: responsive width, readable fonts, save tool for PNG."""
+    """A Bokeh figure with the page's defaults: responsive width, readable fonts, a Save button for PNG.
+
+    The figures explain; they are not for exploring by pan and zoom (each tool was a tab stop and 30 px
+    of a phone's width): Save is the toolbar's one button, and the hover tooltips need none."""
     kw.setdefault("min_width", 240)
-    kw.setdefault("toolbar_location", "right")
+    kw.setdefault("toolbar_location", "above")   # beside the title: no 30 px strip off a phone's width
     p = figure(title=title, height=height, sizing_mode="stretch_width", tools=tools, **kw)
     p.toolbar.logo = None
     p.toolbar.autohide = True      # the toolbar shows while the pointer is over the plot: the figure first
@@ -61,7 +64,7 @@ def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, to
     p.background_fill_color = "#ffffff"
     p.border_fill_color = "#ffffff"
     if hover:
-        p.add_tools(HoverTool(tooltips=hover))
+        p.add_tools(HoverTool(tooltips=hover, visible=False))
     return p
 
 

@@ -34,8 +34,7 @@ class Playground(pn.viewable.Viewer):
         self.maps, self.map_sources = {}, {}
         for side in ("none", "rule"):
             src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
-            # the toolbar above, not beside: two maps share a phone's width
-            p = make_figure(title="", x_label="key j", y_label="query i", height=320, toolbar_location="above",
+            p = make_figure(title="", x_label="key j", y_label="query i", height=320,
                             hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
                             x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True, min_width=140)
             p.rect("x", "y", width=1, height=1, source=src, line_color=None,
