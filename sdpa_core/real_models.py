@@ -19,7 +19,16 @@ import numpy as np
 from ._checks import boolean, integer, real
 from .stats import SATURATION, above
 
-__all__ = ["Preset", "PRESETS", "head_at_init", "preset_at_init", "QK_NORMS", "MODEL_SCALES", "VARIANTS"]
+__all__ = [
+    "Preset",
+    "PRESETS",
+    "head_at_init",
+    "preset_at_init",
+    "logit_std_at_init",
+    "QK_NORMS",
+    "MODEL_SCALES",
+    "VARIANTS",
+]
 
 #: Where a model normalises q and k: "none"; "head" (each head's q and k: RMSNorm/LayerNorm over d_k,
 #: ViT-22B); "all" (the whole projection, all heads at once, before the split: OLMo 2).
@@ -237,13 +246,7 @@ def head_at_init(
 
     x_rms = 1.0 if layernorm else input_std
     q_entry, k_entry = math.sqrt(d_model) * x_rms * q_std, math.sqrt(d_model) * x_rms * k_std
-    unscaled = math.sqrt(d_k) if qk_norm != "none" else math.sqrt(d_k) * q_entry * k_entry
-    factors = {
-        "model": 1 / math.sqrt(d_k) if scale == "sqrt" else 1.0,
-        "unscaled": 1.0,
-        "sqrt_d_k": 1 / math.sqrt(d_k),
-        "sqrt_d_model": 1 / math.sqrt(d_model),
-    }
+    factors = {v: float(f) for v, f in _factors(d_model, d_k, scale).items()}
     dots = _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed)
     rms = np.sqrt((dots * dots).mean(axis=(-2, -1)))  # (samples,): the logit std, exact in float64
     dots32 = dots.astype(np.float32)  # plenty for plotted weights, and twice as fast
@@ -258,13 +261,83 @@ def head_at_init(
         "q_entry_std": q_entry,
         "k_entry_std": k_entry,
         "factors": factors,
-        "theory": {v: unscaled * f for v, f in factors.items()},
+        "theory": {
+            v: float(s[0])
+            for v, s in _logit_std(np.array([d_model]), heads, q_std, k_std, x_rms, qk_norm, scale).items()
+        },
         "bug_factor": math.sqrt(d_k / d_model),
         "bug_temperature": math.sqrt(heads),
         "mc": mc,
         "n": n,
         "samples": samples,
     }
+
+
+def _factors(d_model, d_k, scale: str) -> dict:
+    """What multiplies q . k in each of :data:`VARIANTS` (floats or arrays alike)."""
+    return {
+        "model": 1 / np.sqrt(d_k) if scale == "sqrt" else 1.0,
+        "unscaled": 1.0,
+        "sqrt_d_k": 1 / np.sqrt(d_k),
+        "sqrt_d_model": 1 / np.sqrt(d_model),
+    }
+
+
+def _logit_std(d_model: np.ndarray, heads: int, q_std, k_std, x_rms, qk_norm: str, scale: str) -> dict:
+    # [w] widths -> variant: [w] logit stds. q . k sums d_k products of entries with std
+    # sqrt(d_model) x_rms q_std and sqrt(d_model) x_rms k_std (rms 1 each after QK-norm).
+    d_k = d_model / heads
+    entries = 1.0 if qk_norm != "none" else d_model * x_rms**2 * q_std * k_std
+    unscaled = np.sqrt(d_k) * entries
+    return {v: unscaled * f for v, f in _factors(d_model, d_k, scale).items()}
+
+
+def logit_std_at_init(
+    d_models, heads, *, q_std=0.02, k_std=None, layernorm=True, input_std=1.0, qk_norm="none", scale="sqrt"
+) -> dict:
+    """The closed-form logit std of one head at initialisation for each of :data:`VARIANTS`, at several
+    widths with the number of heads and the init stds held fixed (what :func:`head_at_init` gives as
+    ``theory`` at one width).
+
+    Parameters
+    ----------
+    d_models : sequence of int
+        Widths, each in [heads, 65536] and a multiple of ``heads``.
+    heads : int
+    q_std, k_std : float
+        Std of W_q's and W_k's entries (``k_std`` defaults to ``q_std``), in [1e-6, 1e3].
+    layernorm, input_std, qk_norm, scale
+        As in :func:`head_at_init`.
+
+    Returns
+    -------
+    dict
+        variant -> float64 array of the logit std at each width.
+
+    Examples
+    --------
+    At a fixed init std the unscaled logits grow like d_model^1.5 (d_k and both entries grow):
+
+    >>> s = logit_std_at_init([768, 3072], 12)
+    >>> round(float(s["unscaled"][1] / s["unscaled"][0]), 6), round(float(s["sqrt_d_k"][1] / s["sqrt_d_k"][0]), 6)
+    (8.0, 4.0)
+    """
+    heads = integer(heads, "heads", low=1, high=MAX_D_MODEL)
+    widths = np.asarray(
+        [integer(d, "d_models[i]", low=heads, high=MAX_D_MODEL) for d in np.atleast_1d(d_models)], dtype=float
+    )
+    if widths.size == 0:
+        raise ValueError("d_models must hold at least one width")
+    if np.any(widths % heads):
+        raise ValueError(f"every width must be a multiple of heads = {heads}: d_k = d_model / heads is a whole number")
+    q_std = real(q_std, "q_std", low=STD_RANGE[0], high=STD_RANGE[1])
+    k_std = q_std if k_std is None else real(k_std, "k_std", low=STD_RANGE[0], high=STD_RANGE[1])
+    layernorm = boolean(layernorm, "layernorm")
+    input_std = real(input_std, "input_std", low=STD_RANGE[0], high=STD_RANGE[1])
+    x_rms = 1.0 if layernorm else input_std
+    return _logit_std(
+        widths, heads, q_std, k_std, x_rms, _choice(qk_norm, "qk_norm", QK_NORMS), _choice(scale, "scale", MODEL_SCALES)
+    )
 
 
 def preset_at_init(name, *, n=128, samples=8, seed=0) -> dict:

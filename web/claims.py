@@ -481,3 +481,84 @@ def model_summary(m: dict) -> str:
         text += (f" This head has no 1/√d_k: its weights' initialisation alone sets the logits' std, "
                  f"{fmt(th['model'])} here (1/√d_k would make it {fmt(th['sqrt_d_k'])}).")
     return text
+
+
+# ---- each view's point in one sentence (at most about 25 words) -------------------------------------
+# The views show these first (web/views/common.py headline_html), with the conditions beside them and the
+# longer summaries above behind "details"; tests/web/test_headlines.py recomputes every number.
+def dial_headline(dial: dict, *, s: float, n: int) -> str:
+    """The dial's point: how much weight the top key takes at logit std ``s`` over ``n`` keys."""
+    return (f"At logit spread s = {s:g}, the top key takes {pct(dial['mean_top'])} of a row's weight on average "
+            f"(uniform: {pct(1 / n)}).")
+
+
+def variance_headline(dots: dict, *, d_k: int, rule: str) -> str:
+    """The histograms' point: the measured std of one query's q·k with its own key, without scaling and
+    with the rule."""
+    std0, std1 = dots["sample_std"]
+    text = f"At d_k = {d_k}, q·k has std {fmt(std0)} without scaling"
+    return text + ("." if rule == "none" else f" and {fmt(std1)} with {RULE_LABELS[rule]}.")
+
+
+def saturation_headline(sweep: sc.Sweep, *, rule: str, lo: int = 16) -> str:
+    """The sweep's point: the share of saturated rows at the smallest and largest d_k shown, without
+    scaling and with the rule."""
+    d = list(sweep.d_k)
+    i, j = d.index(lo) if lo in d else 0, len(d) - 1
+    sat = sweep.mean["saturated"]
+    text = (f"From d_k = {d[i]} to {d[j]}, saturated rows go from {pct(sat['none'][i])} to "
+            f"{pct(sat['none'][j])} without scaling")
+    if rule == "none":
+        return text + "."
+    return text + f"; with {RULE_LABELS[rule]}, {pct(sat[rule][i])} to {pct(sat[rule][j])}."
+
+
+def alignment_headline(path: dict, *, rho: float, n: int) -> str:
+    """The alignment view's point: how many tokens 1/√d_k attends to at the current ρ and at ρ = 0."""
+    rhos = np.asarray(path["rho"])
+    i = int(np.argmin(np.abs(rhos - rho)))
+    tokens = path["effective_support"]["sqrt"]
+    text = f"At ρ = {rhos[i]:g}, 1/√d_k attends to about {tokens[i]:.1f} of {n} tokens"
+    if i == 0:
+        return text + f"; at ρ = {rhos[-1]:g}, {tokens[-1]:.1f} of {n}."
+    return text + f", against {tokens[0]:.1f} of {n} at ρ = {rhos[0]:g}."
+
+
+def precision_headline(ps, *, order: str) -> str:
+    """The half-precision view's point: from which d_k float16's stable softmax has rows with inf or NaN,
+    with the scale where ``order`` puts it."""
+    first = first_broken(ps, "float16", order)
+    where = {"none": "with no scaling", "after": "scaling after the matmul",
+             "before": "scaling before the matmul"}[order]
+    if first is None:
+        return f"In float16, {where}, no row of the stable softmax breaks up to d_k = {int(ps.d_k[-1])}."
+    return f"In float16, {where}, rows of the stable softmax hold inf or NaN from d_k = {first}."
+
+
+def model_headline(m: dict) -> str:
+    """The calculator's point: the head's top weight at initialisation with its own scaling and without."""
+    own, raw = m["mc"]["model"]["top_weight"], m["mc"]["unscaled"]["top_weight"]
+    label = m["preset"].label if "preset" in m else "This head"
+    if m["factors"]["model"] == 1.0:
+        return (f"{label} at initialisation: the top of {m['n']} tokens takes {pct(own)} of a row's weight, "
+                f"with no scaling on q·k.")
+    return (f"{label} at initialisation: the top of {m['n']} tokens takes {pct(own)} of a row's weight with "
+            f"1/√d_k, {pct(raw)} without.")
+
+
+#: A heatmap whose every weight lies within this factor of uniform (1/n) reads as one flat colour.
+FLAT_MAP = 2.0
+
+
+def flat_maps(maps: dict, *, n: int) -> str:
+    """Which heatmaps (rule -> n×n weights) read as one flat colour on the shared 0-1 scale: every weight
+    within ``FLAT_MAP``× of uniform; "" when none is."""
+    flat = []
+    for rule, w in maps.items():
+        lo, hi = float(np.nanmin(w)), float(np.nanmax(w))
+        if lo >= 1 / (FLAT_MAP * n) and hi <= FLAT_MAP / n:
+            flat.append(f"in {RULE_LABELS[rule]}'s map every weight lies between {pct(lo)} and {pct(hi)}")
+    if not flat:
+        return ""
+    return (f"Flat, not empty: {'; '.join(flat)}, within {FLAT_MAP:g}× of uniform ({pct(1 / n)}), near the bottom "
+            f"of the shared scale.")

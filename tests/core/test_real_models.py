@@ -142,3 +142,40 @@ def test_bad_arguments_are_refused_by_name(kwargs, name):
 def test_unknown_preset_is_refused(bad):
     with pytest.raises((TypeError, ValueError), match=r"\bname\b"):
         sc.preset_at_init(bad)
+
+
+@pytest.mark.parametrize("heads, q_std, k_std, layernorm, qk_norm, scale",
+                         [(12, 0.02, 0.02, True, "none", "sqrt"), (12, 0.0361, 0.0014, True, "none", "none"),
+                          (32, 0.02, 0.02, False, "none", "sqrt"), (8, 0.02, 0.02, True, "head", "sqrt")])
+def test_logit_std_at_init_is_head_at_inits_closed_form_at_every_width(heads, q_std, k_std, layernorm, qk_norm, scale):
+    """The width figure's curves: at each width, the same closed form head_at_init gives, and at one width the
+    Monte-Carlo logit std of fresh heads (within 4 standard errors)."""
+    widths = [heads * d for d in (8, 64, 512)]
+    curves = sc.real_models.logit_std_at_init(widths, heads, q_std=q_std, k_std=k_std, layernorm=layernorm,
+                                              input_std=2.0, qk_norm=qk_norm, scale=scale)
+    for i, w in enumerate(widths):
+        one = sc.head_at_init(w, heads, q_std=q_std, k_std=k_std, layernorm=layernorm, input_std=2.0, qk_norm=qk_norm,
+                              scale=scale, n=16, samples=64 if i == 1 else 1)
+        for v in sc.real_models.VARIANTS:
+            assert curves[v][i] == pytest.approx(one["theory"][v], rel=1e-12)
+        if i == 1:
+            mc = one["mc"]["unscaled"]
+            assert abs(mc["logit_std"] - curves["unscaled"][i]) < Z * mc["logit_std_se"] + 0.03 * curves["unscaled"][i]
+
+
+def test_logit_std_at_init_grows_like_width_to_the_one_and_a_half_at_a_fixed_init_std():
+    """4× the width: 8× the unscaled std, 4× with 1/√d_k and with 1/√d_model (the figure's caption says the first two)."""
+    s = sc.real_models.logit_std_at_init([1024, 4096], 16, q_std=0.01)
+    assert s["unscaled"][1] / s["unscaled"][0] == pytest.approx(8)
+    assert s["sqrt_d_k"][1] / s["sqrt_d_k"][0] == pytest.approx(4)
+    assert s["sqrt_d_model"][1] / s["sqrt_d_model"][0] == pytest.approx(4)
+
+
+@pytest.mark.parametrize("args, message", [(([100], 12), "multiple of heads"), (([], 12), "at least one width"),
+                                           (([768], 0), "heads"), (([768], 12, ), None)])
+def test_logit_std_at_init_refuses_bad_widths(args, message):
+    if message is None:
+        assert sc.real_models.logit_std_at_init(*args)["unscaled"].shape == (1,)
+        return
+    with pytest.raises(ValueError, match=message):
+        sc.real_models.logit_std_at_init(*args)

@@ -11,11 +11,12 @@ from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d, Span
 
 import sdpa_core as sc
 
-from ..claims import alignment_summary
-from ..options import ALIGN_MAP_RULES, RULE_LABELS
+from ..claims import alignment_headline, alignment_summary, flat_maps
+from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, RULE_LABELS
 from ..state import LabState
-from ..theme import HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import beside, caption, control, figure_row, heading, held, rule_color, rule_dash, set_html
+from ..theme import CSS, HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
+from .common import (beside, caption, control, figure_row, heading, headline_html, held, rule_color, rule_dash,
+                     set_html)
 from .playground import heatmap_data
 
 TICK_MS = 400
@@ -60,7 +61,10 @@ class Alignment(pn.viewable.Viewer):
         self.play.param.watch(self._toggle, ["value"])
         self.rho = pn.widgets.FloatSlider.from_param(lab.param.rho, name="ρ (q/k correlation)", step=0.05,
                                                      sizing_mode="stretch_width")
-        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+                                    stylesheets=[CSS])
+        self.flat = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["sdpa-caption"],
+                                 stylesheets=[CSS])
         self._callback = None
         lab.param.watch(self._update_curves, ["alignment"])
         lab.param.watch(self._update_now, ["rho", "alignment"])
@@ -128,10 +132,13 @@ class Alignment(pn.viewable.Viewer):
                     src.data = heatmap_data(w)
                 self.maps[rule].x_range.end = n
                 self.maps[rule].y_range.start = n
+            set_html(self.flat, html.escape(flat_maps(maps, n=n), quote=False))
         if lab.alignment is not None:
-            text = html.escape(alignment_summary(lab.alignment, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho,
-                                                 temperature=lab.temperature, alpha=lab.alpha), quote=False)
-            set_html(self.summary, text)
+            set_html(self.summary, headline_html(
+                alignment_headline(lab.alignment, rho=lab.rho, n=lab.n),
+                f"At d_k = {lab.d_k}, σ = {lab.sigma:g}, n = {lab.n}, {ALIGN_SAMPLES} draws per ρ",
+                [alignment_summary(lab.alignment, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho,
+                                   temperature=lab.temperature, alpha=lab.alpha)]))
 
     def __panel__(self):
         return pn.Column(
@@ -139,10 +146,11 @@ class Alignment(pn.viewable.Viewer):
             beside(figure_row(*(self.maps[r] for r in ALIGN_MAP_RULES), basis=200, min_width=200),
                    [self.play, self.rho, control(self.lab, "d_k"),
                     caption("Press Play, or drag ρ: the maps sharpen as each key lines up with its query.")]),
+            self.flat,
+            self.summary,
             caption("At initialisation q and k are independent (ρ = 0), and 1/√d_k keeps the logits' spread at σ². "
                     "Training aligns each query with the keys it should find: with k = ρq + √(1 − ρ²)z, a query's logit "
                     "with its own key gains a mean ρσ²d_k, which grows like d_k, not √d_k. Press Play to sweep ρ."),
-            self.summary,
             caption("One draw of q, k at the current ρ under each rule, on one viridis scale (1/√d_k, muP's 1/d_k, "
                     "QK-norm with the sidebar's temperature)."),
             figure_row(self.figs["tokens"], self.figs["saturated"]),

@@ -126,7 +126,10 @@ def beside(figure, controls: list, *, basis: int = 560) -> pn.FlexBox:
         sizing_mode="stretch_width")
 
 
-EMPHASIS = re.compile(r"(&lt;1%|&gt;99%|\d+(?:\.\d+)?%|\d+ of \d+)")
+#: The numbers a headline turns on: shares, "9.1 of 16" tokens, a std and the number it is compared with,
+#: the d_k where something starts or stops.
+EMPHASIS = re.compile(r"(&lt;1%|&gt;99%|\d+(?:\.\d+)?%|\d+(?:\.\d+)? of \d+|(?<=std )[\d.e+-]+\d|[\d.e+-]+\d(?= with )"
+                      r"|(?<=from d_k = )\d+|(?<=up to d_k = )\d+)")
 
 
 def headline_html(headline: str, conditions: str, details: list[str]) -> str:

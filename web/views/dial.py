@@ -11,12 +11,12 @@ from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d, Span
 
 import sdpa_core as sc
 
-from ..claims import dial_summary, settings_sentence
+from ..claims import dial_headline, dial_summary, settings_sentence
 from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, make_figure,
                      style_legend)
-from .common import beside, caption, figure_row, heading, held, rule_color, set_html
+from .common import beside, caption, figure_row, heading, headline_html, held, rule_color, set_html
 from .playground import heatmap_data
 
 X_MAX = 12.0
@@ -106,7 +106,9 @@ class Dial(pn.viewable.Viewer):
         self.grad_source.data = {"query": np.arange(n), "norm": np.maximum(norms, floor)}
         self.reference.location = d["grad_reference"]
         self.starved.location = 1e-3 * d["grad_reference"]
-        set_html(self.summary, html.escape(dial_summary(d, s=lab.dial_s, n=n), quote=False))
+        set_html(self.summary, headline_html(dial_headline(d, s=lab.dial_s, n=n),
+                                             f"n = {n} keys, logits s × one fixed random matrix",
+                                             [dial_summary(d, s=lab.dial_s, n=n)]))
 
     @held
     def _update_settings(self, *_):

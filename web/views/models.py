@@ -4,18 +4,30 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import panel as pn
 import param
+from bokeh.models import ColumnDataSource, Span
 
 from sdpa_core import real_models
 
-from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_summary, pct
+from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_headline, model_summary, pct
+from ..options import MAX_D_MODEL
 from ..state import LabState
-from ..theme import CSS, VERDICT_STYLES
-from .common import beside, caption, heading, held, set_html
+from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, VERDICT_STYLES, make_figure, style_legend
+from .common import beside, caption, heading, headline_html, held, set_html
 
 QK_NORM_LABELS = {"none": "none", "head": "per head (ViT-22B)", "all": "over all heads (OLMo 2)"}
 SCALE_LABELS = {"sqrt": "1/√d_k", "none": "none (T5)"}
+#: The width figure's lines: each scaling's colour and dash (no scaling and 1/√d_k as in every other view).
+WIDTH_LINES = {"unscaled": (RULE_COLORS["none"], RULE_DASH["none"]), "sqrt_d_k": (RULE_COLORS["sqrt"], RULE_DASH["sqrt"]),
+               "sqrt_d_model": (OKABE_ITO["purple"], "dotted")}
+
+
+def widths_for(heads: int) -> np.ndarray:
+    """The widths the figure draws for a head count: heads × d_k for d_k = 8, 16, ... up to the calculator's widest."""
+    d_k = 2 ** np.arange(3, 16)
+    return heads * d_k[heads * d_k <= MAX_D_MODEL]
 
 
 class Models(pn.viewable.Viewer):
@@ -41,6 +53,20 @@ class Models(pn.viewable.Viewer):
         self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.bug = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.source = caption("")
+        self.width_sources = {v: ColumnDataSource({"d_model": [], "std": []}) for v in WIDTH_LINES}
+        self.here = ColumnDataSource({"d_model": [], "std": []})
+        p = make_figure(title="Logit std at initialisation against the width", x_label="d_model (heads and init std fixed)",
+                        y_label="logit std", height=340, x_axis_type="log", y_axis_type="log",
+                        hover=[("d_model", "@d_model"), ("logit std", "@std{0.000}")])
+        for v, (color, dash) in WIDTH_LINES.items():
+            p.line("d_model", "std", source=self.width_sources[v], color=color, line_dash=dash, line_width=2.5,
+                   legend_label=VARIANT_LABELS[v])
+        p.scatter("d_model", "std", source=self.here, size=11, color=MARK_COLOR, marker="circle",
+                  legend_label="this model, its own scaling")
+        self.width_mark = Span(location=768, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+        p.add_layout(self.width_mark)
+        style_legend(p, below=True, ncols=2)
+        self.width_fig = p
         lab.param.watch(self._update, ["real_model"])
         self._update()
 
@@ -53,7 +79,10 @@ class Models(pn.viewable.Viewer):
             self.summary.object = f"<div role='status'>{html.escape(m['error'])}</div>"
             self.table.object = self.bug.object = ""
             self.source.object = ""
+            for src in (*self.width_sources.values(), self.here):
+                src.data = {"d_model": [], "std": []}
             return
+        self._update_widths(m)
         rows = "".join(
             f"<tr><th scope='row'>{html.escape(VARIANT_LABELS[v])}"
             f"<div class='sdpa-meaning'>× {m['factors'][v]:.3g} on q·k</div></th>"
@@ -65,17 +94,38 @@ class Models(pn.viewable.Viewer):
             f": d_k = {m['d_k']}, over {m['n']} tokens, mean of {m['samples']} random heads</caption>"
             f"<tr><th scope='col'>scaling</th><th scope='col'>logit std (theory)</th><th scope='col'>top weight</th>"
             f"<th scope='col'>tokens attended</th><th scope='col'>saturated rows</th></tr>{rows}</table></div>")
-        set_html(self.summary, html.escape(model_summary(m), quote=False))
+        set_html(self.summary, headline_html(model_headline(m), f"d_k = {m['d_k']}, {m['n']} tokens, mean of "
+                                             f"{m['samples']} random heads", [model_summary(m)]))
         set_html(self.bug, html.escape(bug_sentence(m), quote=False))
         self.source.object = ("Source: " + m["preset"].source) if "preset" in m else (
             "Custom head: W_q and W_k entries ~ N(0, init std²), tokens LayerNorm'd (rms 1 per feature) or with "
             "i.i.d. entries of std 1; QK-norm normalises q and k to rms 1 per entry before the scale.")
 
+    def _update_widths(self, m: dict) -> None:
+        """The closed-form logit std of this head's family (its heads, init std, norms) at every width."""
+        lab = self.lab
+        p = m.get("preset")
+        family = (dict(q_std=p.q_std, k_std=p.k_std, layernorm=p.layernorm, input_std=p.input_std, qk_norm=p.qk_norm,
+                       scale=p.scale) if p is not None else
+                  dict(q_std=lab.init_std, layernorm=lab.layernorm, qk_norm=lab.qk_norm, scale=lab.model_scale))
+        widths = widths_for(m["heads"])
+        std = real_models.logit_std_at_init(widths, m["heads"], **family)
+        for v, src in self.width_sources.items():
+            src.data = {"d_model": widths, "std": std[v]}
+        self.here.data = {"d_model": [m["d_model"]], "std": [m["theory"]["model"]]}
+        self.width_mark.location = m["d_model"]
+
     def __panel__(self):
         fields = [self.preset, self.d_model, self.heads, self.init_std, self.scale, self.qk_norm, self.layernorm]
         return pn.Column(
             heading("Real models: how peaked is a real head's attention at initialisation?"),
-            beside(pn.Column(self.summary, self.table, sizing_mode="stretch_width"), fields),
+            beside(self.width_fig, fields),
+            caption("The lines: this model's heads and init std at other widths (closed form). Without QK-norm, at a fixed init std, "
+                    "4× the width gives 8× the unscaled logit std (d_k and both q's and k's entries grow) and 4× with "
+                    "1/√d_k: the scale alone does not hold the spread fixed across widths. The dot is this model with "
+                    "its own scaling; the dashed line marks its width."),
+            self.summary,
+            self.table,
             caption("A head's d_k is d_model / heads: 64 in GPT-2 and BERT, 128 in LLaMA-2-7B. Its q = x W_q and "
                     "k = x W_k are projections of LayerNorm'd tokens by random matrices, so at initialisation the "
                     "logits' std follows from the width, the heads and the init std alone. Pick a model or type "

@@ -8,11 +8,11 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 
 import sdpa_core as sc
 
-from ..claims import first_broken
+from ..claims import first_broken, precision_headline
 from ..options import ORDER_LABELS, PRECISION_N
 from ..state import LabState
-from ..theme import WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
-from .common import beside, caption, control, figure_row, heading, held
+from ..theme import CSS, WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
+from .common import beside, caption, control, figure_row, heading, headline_html, held, set_html
 
 DTYPE_NAMES = ("float16", "float32", "float64")
 KIND_DASH = {"naive": "dashed", "stable": "solid"}
@@ -81,7 +81,8 @@ class Precision(pn.viewable.Viewer):
         self.preset = pn.widgets.Button(label="Show an overflow (σ = 4, ρ = 1)", color="primary",
                                         variant="outline")
         self.preset.on_click(lambda e: lab.param.update(sigma=4.0, rho=1.0, order="after"))
-        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+                                    stylesheets=[CSS])
         lab.param.watch(self._update, ["precision", "order"])
         lab.param.watch(self._update_mark, ["d_k"])
         self._update()
@@ -112,8 +113,10 @@ class Precision(pn.viewable.Viewer):
                 part = f"{t}: naive softmax breaks from d_k = {nb}" if nb else f"{t}: naive softmax survives"
                 part += f", stable softmax from d_k = {sb}" if sb else ", stable softmax does not break up to d_k = 4096"
                 msgs.append(part)
-        self.summary.object = (f"With {ORDER_LABELS[order]} (σ = {lab.sigma:g}, ρ = {lab.rho:g}, "
-                               f"n = {min(lab.n, PRECISION_N)}): " + "; ".join(msgs) + ".")
+        set_html(self.summary, headline_html(
+            precision_headline(ps, order=order),
+            f"At σ = {lab.sigma:g}, ρ = {lab.rho:g}, n = {min(lab.n, PRECISION_N)}",
+            [f"With {ORDER_LABELS[order]}: " + "; ".join(msgs) + "."]))
 
     @held
     def _update_mark(self, *_):
@@ -127,11 +130,11 @@ class Precision(pn.viewable.Viewer):
         return pn.Column(
             heading("Half precision: at which d_k do inf and NaN appear?"),
             beside(figs, controls, basis=640),
+            self.summary,
             caption("float16 cannot hold a number above 65504, and exp(x) passes that already at x ≈ 11.1. The same "
                     "random q and k are rounded to each dtype; the logits are computed unscaled, scaled after the "
                     "matmul ((q·kᵀ)/√d_k: the product itself can overflow) or before it ((q/√d_k)·kᵀ), then softmaxed "
                     "the naive way exp(x)/Σexp(x) or the stable way (subtract the row maximum first)."),
-            self.summary,
             caption("Left: the largest logit magnitude (× at the top: the value overflowed to inf), with float16's limit "
                     "dashed. Right: share of query rows whose weights contain NaN or inf; dashed = naive softmax, "
                     f"solid = stable. Uses σ, ρ and the seed from the settings, n capped at {PRECISION_N}."),

@@ -12,16 +12,17 @@ from bokeh.models import ColumnDataSource, Span
 
 import sdpa_core as sc
 
-from ..claims import coincident_rules, gradient_summary, saturation_summary
+from ..claims import coincident_rules, gradient_summary, saturation_headline, saturation_summary
 from ..options import RULE_LABELS, SAMPLES_OPTIONS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import beside, caption, choice_slider, control, figure_row, heading, held, rule_color, rule_dash
+from .common import (beside, caption, choice_slider, control, figure_row, heading, headline_html, held, rule_color,
+                     rule_dash, set_html)
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
     "max_weight": ("Largest weight in each row", "max weight", "top_left"),
-    "saturated": ("Share of saturated rows (top weight > 0.99)", "share of rows", "top_left"),
+    "saturated": ("Saturated rows (top weight > 0.99)", "share of rows", "top_left"),
 }
 
 
@@ -35,6 +36,7 @@ class Saturation(pn.viewable.Viewer):
         self.sources = {m: {r: ColumnDataSource({"d_k": [], "mean": [], "lo": [], "hi": []}) for r in sc.RULE_NAMES}
                         for m in PLOTS}
         self.lines, self.marks, self.figs = {}, {}, {}
+        self.renderers = {r: [] for r in sc.RULE_NAMES}   # every glyph of a rule, shown or hidden together
         self.uniform = ColumnDataSource({"d_k": [], "y": []})
         for metric, (title, ylabel, loc) in PLOTS.items():
             p = make_figure(title=title, x_label="d_k", y_label=ylabel, height=360, x_axis_type="log",
@@ -45,14 +47,15 @@ class Saturation(pn.viewable.Viewer):
             for rule in sc.RULE_NAMES:
                 src = self.sources[metric][rule]
                 label = RULE_LABELS[rule]
-                p.varea(x="d_k", y1="lo", y2="hi", source=src, fill_color=rule_color(rule), fill_alpha=0.15,
-                        legend_label=label)
+                band = p.varea(x="d_k", y1="lo", y2="hi", source=src, fill_color=rule_color(rule), fill_alpha=0.15,
+                               legend_label=label)
                 self.lines[(metric, rule)] = p.line("d_k", "mean", source=src, color=rule_color(rule), line_width=2.5,
                                                     line_dash=rule_dash(rule), legend_label=label)
-                p.scatter("d_k", "mean", source=src, color=rule_color(rule), size=5, legend_label=label)
+                dots = p.scatter("d_k", "mean", source=src, color=rule_color(rule), size=5, legend_label=label)
+                self.renderers[rule] += [band, self.lines[(metric, rule)], dots]
             mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
             p.add_layout(mark)
-            style_legend(p, below=True, ncols=3)
+            style_legend(p, below=True, ncols=2)
             self.marks[metric], self.figs[metric] = mark, p
         self.grad_sources = {r: ColumnDataSource({"rank": [], "norm": []}) for r in sc.RULE_NAMES}
         p = make_figure(title="Gradient reaching each query at the current d_k", x_label="query rows, largest first (share)",
@@ -62,6 +65,7 @@ class Saturation(pn.viewable.Viewer):
         for rule in sc.RULE_NAMES:
             self.grad_lines[rule] = p.line("rank", "norm", source=self.grad_sources[rule], color=rule_color(rule),
                                            line_width=2.5, line_dash=rule_dash(rule), legend_label=RULE_LABELS[rule])
+            self.renderers[rule].append(self.grad_lines[rule])
         style_legend(p, below=True, ncols=3)
         self.grad_fig = p
         self.grad_note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
@@ -70,11 +74,13 @@ class Saturation(pn.viewable.Viewer):
         self.download = pn.widgets.FileDownload(callback=self._csv, filename="sdpa_sweep.csv",
                                                 label="Download the sweep as CSV", color="primary",
                                                 variant="outline", sizing_mode="stretch_width", embed=False)
-        self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["sdpa-caption"], stylesheets=[CSS])
+        self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES, stylesheets=[CSS])
         self.lab.param.watch(self._update, ["sweep"])
+        self.lab.param.watch(self._update_note, ["sweep", "rule"])
         self.lab.param.watch(self._update_gradients, ["gradients", "rule"])
         self.lab.param.watch(self._update_marks, ["d_k", "rule"])
         self._update()
+        self._update_note()
         self._update_gradients()
         self._update_marks()
 
@@ -97,14 +103,22 @@ class Saturation(pn.viewable.Viewer):
                 self.sources[metric][rule].data = {"d_k": d, "mean": m, "lo": m - sp, "hi": m + sp,
                                                    "rule": [RULE_LABELS[rule]] * len(d)}
         self.uniform.data = {"d_k": d, "y": np.full(len(d), np.log(self.lab.n))}
-        lab = self.lab
+
+    def _update_note(self, *_):
+        s, lab = self.lab.sweep, self.lab
+        if s is None:
+            return
+        d = s.d_k.astype(float)
         capped = (f" (capped from {lab.samples} to keep n² × samples bounded)"
                   if lab.sweep_samples < lab.samples else "")
         same = coincident_rules(d, sc.RULE_NAMES, alpha=lab.alpha, temperature=lab.temperature)
-        self.note.object = (saturation_summary(s, n=lab.n, sigma=lab.sigma, rho=lab.rho) + " "
-                            + (f"At α = {lab.alpha:g}, {same[0].lower() + same[1:]} " if same else "")
-                            + f"{lab.sweep_samples} random {lab.n}×{lab.n} attention matrices per d_k{capped}; "
-                            f"α = {lab.alpha:g}, QK-norm temperature {lab.temperature:g}, seed {lab.seed}.")
+        set_html(self.note, headline_html(
+            saturation_headline(s, rule=lab.rule),
+            f"At σ = {lab.sigma:g}, ρ = {lab.rho:g}, n = {lab.n}",
+            [saturation_summary(s, n=lab.n, sigma=lab.sigma, rho=lab.rho),
+             f"At α = {lab.alpha:g}, {same[0].lower() + same[1:]}" if same else "",
+             f"{lab.sweep_samples} random {lab.n}×{lab.n} attention matrices per d_k{capped}; "
+             f"α = {lab.alpha:g}, QK-norm temperature {lab.temperature:g}, seed {lab.seed}."]))
 
     @held
     def _update_gradients(self, *_):
@@ -122,6 +136,12 @@ class Saturation(pn.viewable.Viewer):
 
     @held
     def _update_marks(self, *_):
+        # no scaling, 1/√d_k and the chosen rule are drawn; the others are one legend click away
+        shown = {"none", "sqrt", self.lab.rule}
+        for rule, renderers in self.renderers.items():
+            for r in renderers:
+                if r.visible != (rule in shown):
+                    r.visible = rule in shown
         for metric in PLOTS:
             self.marks[metric].location = self.lab.d_k
             for rule in sc.RULE_NAMES:
@@ -136,17 +156,18 @@ class Saturation(pn.viewable.Viewer):
         return pn.Column(
             heading("Saturation and gradients: which rules keep the softmax from saturating as d_k grows?"),
             beside(figs, controls, basis=700),
+            self.note,
             caption("The paper's claim, measured on random q and k: without scaling the softmax saturates as d_k grows "
                     "(entropy → 0, max weight → 1, every row saturated). For independent q and k (ρ = 0) 1/√d_k keeps "
                     "the three curves flat and 1/d_k (muP) drifts towards uniform attention; QK-norm bounds every logit "
                     "by 1/temperature, and with a fixed temperature its cosines shrink like 1/√d_k, so it flattens "
-                    "too. At ρ > 0 the summary below says what each rule does at the current settings."),
-            self.note,
-            caption("Lines are Monte-Carlo means, bands ±1 standard deviation across samples; the chosen rule is drawn "
-                    "thicker and the dashed vertical line marks the current d_k. Click a legend entry to hide a rule."),
+                    "too. At ρ > 0 the summary above says what each rule does at the current settings."),
+            caption("Lines are Monte-Carlo means, bands ±1 standard deviation across samples. No scaling, 1/√d_k and "
+                    "the chosen rule are drawn (the chosen one thicker); click a legend entry to show or hide the "
+                    "others. The dashed vertical line marks the current d_k."),
             self.grad_note,
             figure_row(self.grad_fig),   # a bare figure here collapses the row above inside the tour
-caption("‖∂L/∂qᵢ‖ of about 128 query rows (several draws at the current n) for one fixed random upstream "
+            caption("‖∂L/∂qᵢ‖ of about 128 query rows (several draws at the current n) for one fixed random upstream "
                     "gradient, sorted from largest to smallest, on a log axis. A saturated row passes almost no "
                     "gradient (its softmax Jacobian is nearly 0). For independent q and k at large d_k that is most "
                     "rows without scaling, while the rows that still learn carry the unscaled factor, so the total "

@@ -9,11 +9,11 @@ from bokeh.models import ColumnDataSource, Label, Span
 
 import sdpa_core as sc
 
-from ..claims import fmt, loglog_summary, variance_summary
-from ..options import RULE_LABELS
+from ..claims import fmt, loglog_summary, variance_headline, variance_summary
+from ..options import HIST_SAMPLES, RULE_LABELS
 from ..state import LabState
-from ..theme import VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
-from .common import beside, caption, control, figure_row, heading, held, rule_color
+from ..theme import CSS, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
+from .common import beside, caption, control, figure_row, heading, headline_html, held, rule_color, set_html
 
 
 class Variance(pn.viewable.Viewer):
@@ -63,7 +63,8 @@ class Variance(pn.viewable.Viewer):
                                                                                     ("rule", "chosen rule"))])
         self.rule_item = rules.items[1]
         self.loglog = p
-        self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
+        self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES,
+                                    stylesheets=[CSS])
         self.slopes = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
         self.lab.param.watch(self._update_hist, ["dots"])
         self.lab.param.watch(self._update_sweep, ["sweep", "rule"])
@@ -89,8 +90,10 @@ class Variance(pn.viewable.Viewer):
         self.hists["scaled"][0].title.text = f"Logit with {RULE_LABELS[rule]} (std {fmt(std1)})"
         self.hists["scaled"][3].glyph.fill_color = rule_color(rule)
         pooled = sc.theory_logit_std(lab.d_k, sigma=lab.sigma, rho=lab.rho, n=lab.n)
-        self.summary.object = variance_summary(d, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho, rule=rule,
-                                               pooled=pooled)
+        set_html(self.summary, headline_html(
+            variance_headline(d, d_k=lab.d_k, rule=rule),
+            f"One query with its own key, σ = {lab.sigma:g}, ρ = {lab.rho:g}, {HIST_SAMPLES} samples",
+            [variance_summary(d, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho, rule=rule, pooled=pooled)]))
 
     @held
     def _update_sweep(self, *_):
@@ -125,11 +128,11 @@ class Variance(pn.viewable.Viewer):
         return pn.Column(
             heading("Why does the spread of q·k grow with d_k?"),
             beside(hists, controls),
+            self.summary,
             caption("Each logit is a sum of d_k products qᵢkᵢ. For independent q and k (ρ = 0) with entries of "
                     "variance σ², the sum has mean 0 and variance d_k σ⁴: its standard deviation grows like √d_k, and "
                     "dividing by √d_k undoes exactly that. For a query and its own key at ρ > 0 the sum also has a "
                     "mean ρ d_k σ², which after dividing by √d_k is ρ √d_k σ² and still grows."),
-            self.summary,
             caption("Histograms of 20 000 exact samples of one query-key pair at the "
                     "current d_k (left: raw q·k, right: after the chosen rule), with the normal curve theory predicts "
                     "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit)."),

@@ -1,0 +1,242 @@
+"""Each view's one-sentence headline (web/claims.py ``*_headline``, ``flat_maps``): at most about 25 words,
+and every number in it recomputed here, with numpy draws written independently of sdpa_core and torch's
+softmax, over states that include the corners (ρ = 0 and 1, the smallest and largest d_k, n = 2)."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import sdpa_core as sc
+from web import claims
+from web.options import D_K_OPTIONS
+from web.state import LabState
+
+PCT = r"(<1%|>99%|\d+%)"
+NUM = r"(\d+(?:\.\d+)?)"
+MAX_WORDS = 25
+
+
+def pct_ok(text: str, x: float) -> bool:
+    lo, hi = {"<1%": (0, 0.005), ">99%": (0.995, 1)}.get(text, (None, None))
+    if lo is None:
+        lo, hi = float(text[:-1]) / 100 - 0.005, float(text[:-1]) / 100 + 0.005
+    return lo - 1e-9 <= x <= hi + 1e-9
+
+
+def short(text: str) -> str:
+    assert len(text.split()) <= MAX_WORDS, (len(text.split()), text)
+    return text
+
+
+@pytest.mark.usefixtures("torch")
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(s=st.sampled_from([0.0, 1.0, 4.5, 8.0, 30.0]), n=st.sampled_from([2, 16, 64]), seed=st.integers(0, 500))
+def test_dial_headline_is_torchs_top_weight(s, n, seed):
+    """"At logit spread s = 8, the top key takes N% of a row's weight on average (uniform: 1/n)": N from
+    torch.softmax(s G) on the dial's own fixed matrix G."""
+    import torch
+    lab = LabState(view="dial", dial_s=s, n=n, seed=seed)
+    text = short(claims.dial_headline(lab.dial, s=s, n=n))
+    g = np.random.default_rng(seed).standard_normal((n, n))
+    top = torch.softmax(torch.tensor(s * g), dim=-1).max(dim=-1).values.mean().item()
+    m = re.fullmatch(rf"At logit spread s = {s:g}, the top key takes {PCT} of a row's weight on average "
+                     rf"\(uniform: {PCT}\)\.", text)
+    assert m, text
+    assert pct_ok(m[1], top) and pct_ok(m[2], 1 / n)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d_k=st.sampled_from([1, 2, 16, 64, 256]), sigma=st.sampled_from([0.1, 1.0, 3.0]),
+       rho=st.sampled_from([0.0, 0.5, 1.0]), rule=st.sampled_from(sc.RULE_NAMES), seed=st.integers(0, 99))
+def test_variance_headline_is_the_std_of_one_pair(d_k, sigma, rho, rule, seed):
+    """"At d_k = 64, q·k has std A without scaling and B with the rule": A and B against the std of 8 000
+    independent numpy draws of one query with its own key (k = ρq + √(1 − ρ²)z), the rule's factor written
+    out here, within 8% (the page's 20 000 and these 8 000: each std within about 3% at 4 standard errors).
+    (d_k = 4096 is the same closed form; it is left out to keep the draws small.)"""
+    lab = LabState(view="variance", d_k=d_k, sigma=sigma, rho=rho, rule=rule, seed=seed)
+    text = short(claims.variance_headline(lab.dots, d_k=d_k, rule=rule))
+    rng = np.random.default_rng([seed, 7])
+    q = sigma * rng.standard_normal((8000, d_k))
+    k = rho * q + math.sqrt(1 - rho * rho) * sigma * rng.standard_normal((8000, d_k))
+    dots = (q * k).sum(axis=1)
+    cos = dots / (np.linalg.norm(q, axis=1) * np.linalg.norm(k, axis=1))
+    scaled = {"none": dots, "sqrt": dots / math.sqrt(d_k), "linear": dots / d_k, "alpha": dots * d_k ** -lab.alpha,
+              "qknorm": cos / lab.temperature}[rule]
+    m = re.fullmatch(rf"At d_k = {d_k}, q·k has std {NUM} without scaling(?: and {NUM} with (.+))?\.", text)
+    assert m, text
+    assert abs(float(m[1]) / dots.std() - 1) < 0.08, (text, dots.std())
+    if rule == "none":
+        assert m[2] is None
+    else:
+        assert m[3] == sc.RULE_LABELS[rule]
+        if scaled.std() < 1e-9:   # QK-norm at d_k = 1, ρ = 1: every cosine is 1
+            assert float(m[2]) == 0, text
+        else:
+            assert abs(float(m[2]) / scaled.std() - 1) < 0.08, (text, scaled.std())
+
+
+def _saturated_share(d_k: int, n: int, scale: float, samples: int, rng) -> float:
+    """Share of rows of softmax(scale q kᵀ) whose top weight exceeds 0.99, q and k standard normal."""
+    q = rng.standard_normal((samples, n, d_k))
+    k = rng.standard_normal((samples, n, d_k))
+    z = scale * q @ k.swapaxes(-1, -2)
+    p = np.exp(z - z.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return float((p.max(axis=-1) > 0.99).mean())
+
+
+@pytest.mark.parametrize("rule", ["none", "sqrt", "linear", "qknorm"])
+def test_saturation_headline_against_fresh_draws(rule):
+    """"From d_k = 16 to 4096, saturated rows go from A to B without scaling; with the rule, C to D": the
+    numbers are the sweep's, and the unscaled and 1/√d_k ends agree with fresh numpy draws within 8 points
+    (32 matrices of 16×16 per d_k: a share's standard error is under 2 points)."""
+    lab = LabState(view="saturation", rule=rule, seed=3)
+    sw = lab.sweep
+    text = short(claims.saturation_headline(sw, rule=rule))
+    m = re.fullmatch(rf"From d_k = 16 to (\d+), saturated rows go from {PCT} to {PCT} without scaling"
+                     rf"(?:; with (.+), {PCT} to {PCT})?\.", text)
+    assert m, text
+    d = list(sw.d_k)
+    last = int(m[1])
+    assert last == d[-1]
+    sat = sw.mean["saturated"]
+    assert pct_ok(m[2], sat["none"][d.index(16)]) and pct_ok(m[3], sat["none"][-1])
+    rng = np.random.default_rng(11)
+    assert abs(float(sat["none"][-1]) - _saturated_share(last, lab.n, 1.0, 32, rng)) < 0.08
+    if rule == "none":
+        assert m[4] is None
+        return
+    assert m[4] == sc.RULE_LABELS[rule]
+    assert pct_ok(m[5], sat[rule][d.index(16)]) and pct_ok(m[6], sat[rule][-1])
+    if rule == "sqrt":
+        assert abs(float(sat["sqrt"][-1]) - _saturated_share(last, lab.n, last ** -0.5, 32, rng)) < 0.08
+
+
+@pytest.mark.usefixtures("torch")
+@pytest.mark.parametrize("d_k, rho, sigma", [(64, 0.0, 1.0), (64, 0.5, 1.0), (256, 1.0, 1.0), (16, 0.9, 3.0),
+                                             (1024, 0.25, 0.5)])
+def test_alignment_headline_against_torch(d_k, rho, sigma):
+    """"At ρ = r, 1/√d_k attends to about N of n tokens, against M of n at ρ = 0" (or "; at ρ = 1, K of n"
+    at ρ = 0): N and M are exp(entropy) of torch.softmax(q·kᵀ/√d_k) over 64 fresh numpy draws of
+    k = ρq + √(1 − ρ²)z, within 12% (the page averages 16 draws)."""
+    import torch
+    lab = LabState(view="alignment", d_k=d_k, rho=rho, sigma=sigma, seed=5)
+    n = lab.n
+    text = short(claims.alignment_headline(lab.alignment, rho=rho, n=n))
+
+    def tokens(r: float) -> float:
+        rng = np.random.default_rng([5, int(r * 100)])
+        q = sigma * rng.standard_normal((64, n, d_k))
+        k = r * q + math.sqrt(max(1 - r * r, 0.0)) * sigma * rng.standard_normal((64, n, d_k))
+        p = torch.softmax(torch.tensor(q @ k.swapaxes(-1, -2) / math.sqrt(d_k)), dim=-1).numpy()
+        ent = -(p * np.log(np.where(p > 0, p, 1))).sum(axis=-1)
+        return float(np.exp(ent).mean())
+
+    if rho == 0:
+        m = re.fullmatch(rf"At ρ = 0, 1/√d_k attends to about {NUM} of {n} tokens; at ρ = 1, {NUM} of {n}\.", text)
+        assert m, text
+        now, other = float(m[1]), (float(m[2]), 1.0)
+    else:
+        m = re.fullmatch(rf"At ρ = {rho:g}, 1/√d_k attends to about {NUM} of {n} tokens, against {NUM} of {n} "
+                         rf"at ρ = 0\.", text)
+        assert m, text
+        now, other = float(m[1]), (float(m[2]), 0.0)
+    assert abs(now / tokens(rho) - 1) < 0.12, (text, tokens(rho))
+    assert abs(other[0] / tokens(other[1]) - 1) < 0.12, (text, tokens(other[1]))
+
+
+@pytest.mark.parametrize("sigma, rho, order", [(1.0, 0.0, "after"), (4.0, 1.0, "after"), (4.0, 1.0, "before"),
+                                               (4.0, 1.0, "none"), (2.0, 0.5, "none")])
+def test_precision_headline_names_the_first_d_k_with_inf_or_nan(sigma, rho, order):
+    """"In float16, …, rows of the stable softmax hold inf or NaN from d_k = N" (or "no row … breaks up to
+    d_k = 4096"): N is the first d_k of the sweep whose float16 weights, recomputed here with numpy in
+    float16 from the sweep's own q and k (sdpa_core.draw_qkv), contain inf or NaN."""
+    lab = LabState(view="precision", sigma=sigma, rho=rho, order=order, seed=2)
+    ps = lab.precision
+    text = short(claims.precision_headline(ps, order=order))
+    first = claims.first_broken(ps, "float16", order)
+    m = re.search(r"from d_k = (\d+)\.$", text)
+    if first is None:
+        assert m is None and text.endswith(f"up to d_k = {int(ps.d_k[-1])}."), text
+    else:
+        assert m and int(m[1]) == first, text
+    for d_k in ps.d_k:  # the sentence's d_k is where float16 itself first breaks, not an artefact of the sweep
+        q, k, _ = sc.draw_qkv(min(lab.n, 16), int(d_k), sigma=sigma, rho=rho, seed=2)
+        q16, k16 = q.astype(np.float16), k.astype(np.float16)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if order == "before":
+                z = (q16 * np.float16(1 / math.sqrt(d_k))) @ k16.T
+            else:
+                z = q16 @ k16.T
+                if order == "after":
+                    z = z * np.float16(1 / math.sqrt(d_k))
+            e = np.exp(z - z.max(axis=-1, keepdims=True))
+            p = e / e.sum(axis=-1, keepdims=True)
+        if not np.isfinite(p).all():
+            break
+    else:
+        d_k = None
+    # numpy's float16 matmul accumulates in float32 like the sweep's kernel may not: agree within one d_k step
+    if first is None or d_k is None:
+        assert first == d_k or (first or d_k) >= ps.d_k[-1] // 2, (first, d_k)
+    else:
+        assert max(first, d_k) / min(first, d_k) <= 2, (first, d_k)
+
+
+@pytest.mark.parametrize("preset", ["gpt2", "t5-base", "llama-2-7b", "bert-base"])
+def test_model_headline_is_the_monte_carlo_of_the_head(preset, torch):
+    """"GPT-2 small at initialisation: the top of 128 tokens takes A with 1/√d_k, B without": A and B from
+    torch.softmax over fresh heads drawn here (W_q, W_k Gaussian with the preset's std, LayerNorm'd tokens),
+    within 3 points; T5 (no scale) says so."""
+    lab = LabState(view="models", preset=preset)
+    m = lab.real_model
+    p = m["preset"]
+    assert p.qk_norm == "none" and p.layernorm   # the fresh heads below draw neither QK-norm nor raw inputs
+    text = short(claims.model_headline(m))
+    rng = np.random.default_rng(4)
+    n, d = m["n"], p.d_model
+    tops = {"model": [], "unscaled": []}
+    for _ in range(4):
+        x = rng.standard_normal((n, d))
+        x = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)
+        q = x @ (p.q_std * rng.standard_normal((d, p.d_k)))
+        k = x @ (p.k_std * rng.standard_normal((d, p.d_k)))
+        z = torch.tensor(q @ k.T)
+        for v, f in (("model", m["factors"]["model"]), ("unscaled", 1.0)):
+            tops[v].append(torch.softmax(z * f, dim=-1).max(dim=-1).values.mean().item())
+    own, raw = (float(np.mean(tops[v])) for v in ("model", "unscaled"))
+    if m["factors"]["model"] == 1.0:
+        mm = re.fullmatch(rf"{re.escape(p.label)} at initialisation: the top of {n} tokens takes {PCT} of a row's "
+                          rf"weight, with no scaling on q·k\.", text)
+        assert mm and abs(float(mm[1].strip("<>%")) / 100 - own) < 0.03, (text, own)
+    else:
+        mm = re.fullmatch(rf"{re.escape(p.label)} at initialisation: the top of {n} tokens takes {PCT} of a row's "
+                          rf"weight with 1/√d_k, {PCT} without\.", text)
+        assert mm, text
+        assert abs(float(mm[1].strip("<>%")) / 100 - own) < 0.03, (text, own)
+        assert abs(float(mm[2].strip("<>%")) / 100 - raw) < 0.03, (text, raw)
+
+
+@pytest.mark.parametrize("d_k, rho, n", [(64, 0.0, 16), (4, 0.0, 2), (1024, 1.0, 16), (16, 0.5, 64), (4096, 0.0, 8)])
+def test_flat_maps_names_exactly_the_maps_within_2x_of_uniform(d_k, rho, n):
+    """"Flat, not empty: in 1/d_k (muP)'s map every weight lies between A and B": named exactly when every
+    weight of that map lies within 2× of 1/n, with A and B its smallest and largest weight."""
+    lab = LabState(view="alignment", d_k=d_k, rho=rho, n=n, seed=1)
+    maps = lab.aligned_maps
+    text = claims.flat_maps(maps, n=n)
+    for rule, w in maps.items():
+        flat = w.min() >= 1 / (2 * n) and w.max() <= 2 / n
+        m = re.search(rf"in {re.escape(sc.RULE_LABELS[rule])}'s map every weight lies between {PCT} and {PCT}", text)
+        assert bool(m) == flat, (rule, text, w.min(), w.max())
+        if m:
+            assert pct_ok(m[1], w.min()) and pct_ok(m[2], w.max())
+    assert (text == "") == (not any(w.min() >= 1 / (2 * n) and w.max() <= 2 / n for w in maps.values()))
+
+
+def test_d_k_options_reach_the_saturation_headlines_ends():
+    """The headline's "from d_k = 16" exists in the sweep (it starts below 16) for every sweep the page runs."""
+    assert 16 in D_K_OPTIONS and min(LabState(view="saturation").sweep.d_k) <= 16
