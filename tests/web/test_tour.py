@@ -11,7 +11,7 @@ import pytest
 import sdpa_core as sc
 from web import claims
 from web.state import LabState
-from web.tour import STEPS, TRAIN_CHECK, answer, feedback
+from web.tour import SELF_CHECK, STEPS, TRAIN_CHECK, answer, feedback, recap, step_state
 from web.training_state import TrainingState
 from web.urlstate import apply_query, step_query, to_query
 
@@ -255,3 +255,73 @@ def test_the_training_step_is_graded_only_on_its_own_runs():
     step = STEPS[lab.step - 1]
     train.d_k = 16
     assert "The question is about the step's own runs" in feedback(step, 0, lab, train)
+
+
+@pytest.mark.slow
+def test_the_training_steps_answer_holds_over_eight_seeds():
+    """Step 5's answer ("higher") is the tour's finding, not the default seed's: at the step's settings (d_k =
+    1024, Adam at 0.01) the unscaled run's mean loss over steps 80-100 is above 1.1× 1/√d_k's for seeds 0-7."""
+    ratios = []
+    for seed in range(8):
+        runs = {r: sc.Trainer(sc.TrainConfig(d_k=1024, rule=r, lr=0.01, seed=seed)) for r in ("none", "sqrt")}
+        for t in runs.values():
+            with np.errstate(all="ignore"):
+                t.run(TRAIN_CHECK)
+        a, b = (np.mean(runs[r].history["loss"][TRAIN_CHECK - 20:TRAIN_CHECK]) for r in ("none", "sqrt"))
+        ratios.append(a / b)
+    assert min(ratios) > 1.1, ratios
+
+
+def test_self_check_std_question_against_direct_draws():
+    """Self-check 1 ("256 → 1024: the std grows by about…"): the measured ratio against the std of unscaled q·k
+    from numpy draws made here, within 10%; the right answer is 2× (√4)."""
+    check = SELF_CHECK[0]
+    lab, train = step_state(check)
+    right, sentence = answer(check, lab, train)
+    rng = np.random.default_rng(3)
+    std = {d: (rng.standard_normal((4000, d)) * rng.standard_normal((4000, d))).sum(axis=1).std() for d in (256, 1024)}
+    shown = float(re.search(NUM + r"×", sentence)[1])
+    assert abs(shown / (std[1024] / std[256]) - 1) < 0.1, (sentence, std)
+    assert check.choices[right] == "2×"
+
+
+def test_self_check_saturation_question_against_fresh_draws():
+    """Self-check 2 (saturated rows at d_k = 4096, unscaled): the share against fresh numpy draws (32 matrices of
+    16×16, within 8 points), and the right answer is that share's range."""
+    check = SELF_CHECK[1]
+    lab, train = step_state(check)
+    right, sentence = answer(check, lab, train)
+    rng = np.random.default_rng(5)
+    q, k = rng.standard_normal((2, 32, lab.n, 4096))
+    z = q @ k.swapaxes(-1, -2)
+    p = np.exp(z - z.max(axis=-1, keepdims=True))
+    share = float(((p / p.sum(axis=-1, keepdims=True)).max(axis=-1) > 0.99).mean())
+    shown = float(re.search(r"(\d+)% of rows are saturated", sentence)[1]) / 100
+    assert abs(shown - share) < 0.08, (sentence, share)
+    assert right == claims.bucket(shown, check.edges) and check.choices[right] == "over 80%"
+
+
+def test_self_check_bug_question_is_the_square_root_of_32():
+    """Self-check 3 (LLaMA-2-7B divided by √d_model): the logits shrink by √32 = 5.66, the "5.7×" choice."""
+    check = SELF_CHECK[2]
+    value, _ = check.measure(*step_state(check))
+    assert value == pytest.approx(math.sqrt(32))
+    assert check.choices[answer(check, *step_state(check))[0]] == "5.7×"
+
+
+def test_the_recap_lists_every_step_with_the_learners_predictions():
+    """The last step's recap: one line per step, each with the number measured at that step's settings; a
+    revealed prediction is named and marked ✓ or ✗ as the step grades it, a step left alone says so."""
+    lab, train = at(len(STEPS))
+    picks = {1: 0, 3: 2}
+    lines = recap(picks, lab, train)
+    assert len(lines) == len(STEPS)
+    for i, (step, line) in enumerate(zip(STEPS, lines), 1):
+        assert line.startswith(f"{i}. {step.title}: ")
+        if i in picks:
+            right = feedback(step, picks[i], lab, train).startswith("Right.")
+            assert f"you predicted “{step.choices[picks[i]]}” {'✓' if right else '✗'}." in line
+        else:
+            assert "no prediction." in line
+        if step.measure.__name__ != "_training":
+            assert answer(step, *step_state(step))[1] in line

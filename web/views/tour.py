@@ -9,13 +9,14 @@ import param
 from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from ..tour import STEPS, grade, shown_choices
+from ..tour import SELF_CHECK, STEPS, grade, recap, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import caption, set_html
+from .common import caption, heading, set_html
 
-END = ("  \n**That was the last step.** The Questions view answers the common questions in short, each with a "
-       "button into the view that shows it; every view keeps the settings you leave it with.")
+END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
+       "self-check. The Questions view answers the common questions in short, each with a button into the view "
+       "that shows it; every view keeps the settings you leave it with.")
 CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "#f7f9fc", "padding": "4px 4px 8px 4px", "color": "#1a1a1a"}
 
 
@@ -53,13 +54,39 @@ class Tour(pn.viewable.Viewer):
                                        max_width=330)
         self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
         self.slot = pn.Column(sizing_mode="stretch_width")
+        self.picks: dict[int, int] = {}     # step -> the revealed prediction, for the recap
+        self._switching = False
+        self.recap = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
+        self.checks = [self._check_card(c) for c in SELF_CHECK]
+        self.end = pn.Column(heading("What you found"), self.recap, heading("Self-check", level=3),
+                             *(card for card, _, _ in self.checks), visible=False, sizing_mode="stretch_width")
         self._shown_step = None
         lab.param.watch(self._show_step, ["step", "view"])
         results = ["playground", "sweep", "dial", "gradients", "alignment", "precision", "real_model", "d_k",
                    "order"]
         lab.param.watch(self._update_feedback, [r for r in results if r in lab.param])
         self.train.param.watch(self._update_feedback, ["status"])
+        self.train.param.watch(self._update_recap, ["status"])
         self._show_step()
+
+    def _check_card(self, check):
+        """One self-check question: its choices, locked once answered, graded at the question's own settings."""
+        choices = pn.widgets.RadioBoxGroup(name=check.predict, options=dict(shown_choices(check)), value=None,
+                                           inline=False, margin=(0, 10, 0, 20))
+        out = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+
+        def reveal(event):
+            right, text = grade(check, event.new, self.lab, self.train)
+            choices.disabled = event.new is not None
+            mark = {True: "✓ ", False: "✗ ", None: ""}[right]
+            set_html(out, f"<div role='status' aria-live='polite'>{html.escape(mark + text, quote=False)}</div>"
+                     if event.new is not None else "")
+
+        choices.param.watch(reveal, ["value"])
+        card = pn.Column(pn.pane.HTML(f"<p style='margin:4px 0;font-size:15px'>{html.escape(check.predict)}</p>",
+                                      sizing_mode="stretch_width", margin=(0, 10)),
+                         choices, out, sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES)
+        return card, choices, out
 
     def go(self, step: int) -> None:
         """Open ``step`` as the tour sets it up: its settings, every other setting at its default."""
@@ -81,7 +108,11 @@ class Tour(pn.viewable.Viewer):
             self.question.object = f"<p style='margin:4px 0;font-size:15px'>{html.escape(step.question)}</p>"
             self.predict.object = (f"<p style='margin:4px 0;font-size:15px'><b>Predict first:</b> "
                                    f"{html.escape(step.predict)}</p>")
-            self.choices.param.update(options=dict(shown_choices(step)), value=None)
+            self._switching = True
+            try:
+                self.choices.param.update(options=dict(shown_choices(step)), value=None)
+            finally:
+                self._switching = False
             self.now_try.object = step.now_try + (END if i == len(STEPS) else "")
             self.leave.name = self.leave.label = f"Leave the tour here: the {VIEW_LABELS[step.view]} view →"
             self.prev.disabled = i == 1
@@ -89,12 +120,25 @@ class Tour(pn.viewable.Viewer):
             if self.jump.value != i:
                 self.jump.value = i
             self.slot.objects = [self.view_for(step.view)]
+            self.end.visible = i == len(STEPS)
         self._update_feedback()
+        self._update_recap()
 
     def _lock(self, event):
         answered = event.new is not None
         self.choices.disabled = answered
         self.try_again.visible = answered
+        if answered:
+            self.picks[self.lab.step] = event.new
+        elif not self._switching:
+            self.picks.pop(self.lab.step, None)
+        self._update_recap()
+
+    def _update_recap(self, *_):
+        if self.lab.view != "tour" or self.lab.step != len(STEPS):
+            return
+        items = "".join(f"<li>{html.escape(line, quote=False)}</li>" for line in recap(self.picks, self.lab, self.train))
+        set_html(self.recap, f"<ul style='list-style:none;padding-left:0;margin:4px 0;font-size:15px;line-height:1.45'>{items}</ul>")
 
     def _update_feedback(self, *_):
         if self.lab.view != "tour":
@@ -111,5 +155,5 @@ class Tour(pn.viewable.Viewer):
                          self.now_try,
                          nav, self.leave, sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES,
                          stylesheets=[CSS])
-        return pn.Column(card, self.slot, sizing_mode="stretch_width")
+        return pn.Column(card, self.slot, self.end, sizing_mode="stretch_width")
 
