@@ -40,7 +40,7 @@ class Tour(pn.viewable.Viewer):
         self.jump.param.watch(lambda e: self.go(e.new), ["value"])
         self.question = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.predict = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
-        self.choices = pn.widgets.RadioBoxGroup(name="Your prediction", options={}, value=None, inline=False,
+        self.choices = pn.widgets.RadioBoxGroup(name="Your prediction", options={}, value=None, inline=True,
                                                 margin=(0, 10, 0, 20))
         self.choices.param.watch(self._update_feedback, ["value"])
         # a prediction locks once revealed; "Try again" clears it
@@ -51,7 +51,7 @@ class Tour(pn.viewable.Viewer):
         self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.now_try = caption("")
         self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", sizing_mode="stretch_width",
-                                       max_width=330)
+                                       max_width=330, styles={"flex": "1 1 240px"})
         self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
         self.slot = pn.Column(sizing_mode="stretch_width")
         self.picks: dict[int, int] = {}     # step -> the revealed prediction, for the recap
@@ -71,8 +71,9 @@ class Tour(pn.viewable.Viewer):
 
     def _check_card(self, check):
         """One self-check question: its choices, locked once answered, graded at the question's own settings."""
-        choices = pn.widgets.RadioBoxGroup(name=check.predict, options=dict(shown_choices(check)), value=None,
-                                           inline=False, margin=(0, 10, 0, 20))
+        choices = pn.widgets.RadioBoxGroup(name=check.predict, options={}, value=None, inline=True,
+                                           margin=(0, 10, 0, 20))
+        choices.param.update(options=dict(shown_choices(check)), value=None)   # given at once, the first is picked
         out = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
 
         def reveal(event):
@@ -137,7 +138,8 @@ class Tour(pn.viewable.Viewer):
     def _update_recap(self, *_):
         if self.lab.view != "tour" or self.lab.step != len(STEPS):
             return
-        items = "".join(f"<li>{html.escape(line, quote=False)}</li>" for line in recap(self.picks, self.lab, self.train))
+        items = "".join("<li><b>{}</b>: {}</li>".format(*(html.escape(part, quote=False) for part in line.split(": ", 1)))
+                        for line in recap(self.picks, self.lab, self.train))
         set_html(self.recap, f"<ul style='list-style:none;padding-left:0;margin:4px 0;font-size:15px;line-height:1.45'>{items}</ul>")
 
     def _update_feedback(self, *_):
@@ -150,10 +152,13 @@ class Tour(pn.viewable.Viewer):
         set_html(self.feedback, out)
 
     def __panel__(self):
-        nav = pn.FlexBox(self.prev, self.next, self.jump, sizing_mode="stretch_width", align_items="end")
-        card = pn.Column(self.title, self.question, self.predict, self.choices, self.try_again, self.feedback,
-                         self.now_try,
-                         nav, self.leave, sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES,
+        # a compact card, so the step's figure starts on the first screen: the step list beside the title,
+        # the choices on one line, the feedback only once there is some
+        top = pn.FlexBox(pn.Column(self.title, styles={"flex": "1 1 300px"}), self.jump,
+                         sizing_mode="stretch_width", align_items="end")
+        nav = pn.FlexBox(self.prev, self.next, self.leave, sizing_mode="stretch_width", align_items="center")
+        card = pn.Column(top, self.question, self.predict, self.choices, self.try_again, self.feedback,
+                         self.now_try, nav, sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES,
                          stylesheets=[CSS])
         return pn.Column(card, self.slot, self.end, sizing_mode="stretch_width")
 
