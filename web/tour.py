@@ -284,7 +284,7 @@ def _saturated_at_widest(lab, train):
 SELF_CHECK = (
     Step("Self-check 1", "", "variance", {"d_k": 1024},
          "A head goes from d_k = 256 to d_k = 1024 (4× wider). Without scaling, the std of q·k grows by about…",
-         ("1× (no change)", "2×", "4×"), (1.5, 3.0), _std_ratio_256_1024, "", key="check-std"),
+         ("no change", "twice", "four times"), (1.5, 3.0), _std_ratio_256_1024, "", key="check-std"),
     Step("Self-check 2", "", "saturation", {"d_k": 4096},
          "At d_k = 4096 with no scaling, what share of attention rows are saturated (top weight above 0.99)?",
          ("under 30%", "30% to 80%", "over 80%"), (0.3, 0.8), _saturated_at_widest, "", key="check-saturated",
@@ -292,7 +292,7 @@ SELF_CHECK = (
     Step("Self-check 3", "", "models", {"preset": "llama-2-7b"},
          "LLaMA-2-7B is 4096 wide with 32 heads (d_k = 128). Code that divides by √4096 instead of √128 shrinks "
          "every logit by about…",
-         ("2×", "5.7×", "32×"), (3.5, 15.0), _bug_factor, "", key="check-bug"),
+         ("1.4×", "5.7×", "32×"), (3.5, 15.0), _bug_factor, "", key="check-bug"),
 )
 
 

@@ -274,7 +274,7 @@ def test_the_training_steps_answer_holds_over_eight_seeds():
 
 def test_self_check_std_question_against_direct_draws():
     """Self-check 1 ("256 → 1024: the std grows by about…"): the measured ratio against the std of unscaled q·k
-    from numpy draws made here, within 10%; the right answer is 2× (√4)."""
+    from numpy draws made here, within 10%; the right answer is "twice" (√4)."""
     check = SELF_CHECK[0]
     lab, train = step_state(check)
     right, sentence = answer(check, lab, train)
@@ -282,7 +282,7 @@ def test_self_check_std_question_against_direct_draws():
     std = {d: (rng.standard_normal((4000, d)) * rng.standard_normal((4000, d))).sum(axis=1).std() for d in (256, 1024)}
     shown = float(re.search(NUM + r"×", sentence)[1])
     assert abs(shown / (std[1024] / std[256]) - 1) < 0.1, (sentence, std)
-    assert check.choices[right] == "2×"
+    assert check.choices[right] == "twice"
 
 
 def test_self_check_saturation_question_against_fresh_draws():

@@ -111,10 +111,28 @@ def test_play_sweeps_rho_as_q_and_k_align(page: Page, runtime):
     """The alignment view's Play moves ρ up step by step (the address follows) and its sentence with it;
     Pause stops it."""
     runtime.open(page, "?view=alignment&d_k=256")
-    expect(page.get_by_text(re.compile(r"^At d_k = 256, σ = 1, n = 16, tokens attended from ρ = 0 to 1"))).to_be_visible(
-        timeout=60_000)
+    expect(page.get_by_text(re.compile(r"^At ρ = 0, 1/√d_k attends to about"))).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("At d_k = 256, σ = 1, n = 16", exact=False).first).to_be_visible()
     page.get_by_role("button", name=re.compile("Play: sweep ρ")).click()
     page.wait_for_function("() => /rho=0\\.[1-9]/.test(location.search)", timeout=30_000)
-    expect(page.get_by_text(re.compile(r"Now, at ρ = 0\.[1-9]"))).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(re.compile(r"^At ρ = 0\.[1-9]\d*, 1/√d_k attends to about"))).to_be_visible(timeout=30_000)
     page.get_by_role("button", name=re.compile("Pause")).click()
     expect(page.get_by_role("button", name=re.compile("Play: sweep ρ"))).to_be_visible(timeout=30_000)
+
+
+def test_the_last_step_recaps_the_predictions_and_grades_the_self_check(page: Page, runtime):
+    """On the last step, a revealed prediction appears in "What you found" with its ✓ or ✗, and each self-check
+    question, once answered, says "Right." or "Not quite" with the number measured at its own settings."""
+    last = len(STEPS)
+    runtime.open(page, step_query(last))
+    expect(page.get_by_role("heading", name="What you found")).to_be_visible(timeout=60_000)
+    step = STEPS[last - 1]
+    lab, train = state_of(step_query(last))
+    right, _ = answer(step, lab, train)
+    page.get_by_label(step.choices[right]).check()
+    expect(page.get_by_text(f"you predicted “{step.choices[right]}” ✓.", exact=False)).to_be_visible(timeout=60_000)
+    from web.tour import SELF_CHECK, step_state
+    for check in SELF_CHECK:
+        good, sentence = answer(check, *step_state(check))
+        page.get_by_role("radio", name=check.choices[good], exact=True).check()
+        expect(page.get_by_text("✓ Right. " + sentence, exact=True)).to_be_visible(timeout=60_000)

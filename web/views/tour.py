@@ -9,7 +9,7 @@ import param
 from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from ..tour import SELF_CHECK, STEPS, grade, recap, shown_choices
+from ..tour import SELF_CHECK, STEPS, grade, recap, shown_choices, step_state
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
 from .common import caption, heading, set_html
@@ -58,8 +58,10 @@ class Tour(pn.viewable.Viewer):
         self._switching = False
         self.recap = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
         self.checks = [self._check_card(c) for c in SELF_CHECK]
-        self.end = pn.Column(heading("What you found"), self.recap, heading("Self-check", level=3),
-                             *(card for card, _, _ in self.checks), visible=False, sizing_mode="stretch_width")
+        # drawn on the last step only (a hidden layout still puts its labels in the page)
+        self._end = [heading("What you found"), self.recap, heading("Self-check", level=3),
+                     *(card for card, _, _ in self.checks)]
+        self.end = pn.Column(sizing_mode="stretch_width")
         self._shown_step = None
         lab.param.watch(self._show_step, ["step", "view"])
         results = ["playground", "sweep", "dial", "gradients", "alignment", "precision", "real_model", "d_k",
@@ -77,7 +79,7 @@ class Tour(pn.viewable.Viewer):
         out = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
 
         def reveal(event):
-            right, text = grade(check, event.new, self.lab, self.train)
+            right, text = grade(check, event.new, *step_state(check))   # its own settings, not the page's
             choices.disabled = event.new is not None
             mark = {True: "✓ ", False: "✗ ", None: ""}[right]
             set_html(out, f"<div role='status' aria-live='polite'>{html.escape(mark + text, quote=False)}</div>"
@@ -121,7 +123,7 @@ class Tour(pn.viewable.Viewer):
             if self.jump.value != i:
                 self.jump.value = i
             self.slot.objects = [self.view_for(step.view)]
-            self.end.visible = i == len(STEPS)
+            self.end.objects = self._end if i == len(STEPS) else []
         self._update_feedback()
         self._update_recap()
 
