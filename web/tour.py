@@ -139,6 +139,10 @@ def _starved(lab, train):
     med = float(np.median(g["sqrt"]))
     if not med > 0:
         return None, "Even 1/√d_k is saturated at these settings, so there is no reference row."
+    floors = getattr(g, "floors", None)   # each row's float64 round-off size (sdpa_core.RowNorms)
+    if floors and not claims.starved_countable(med, max(float(np.max(floors[r])) for r in ("none", "sqrt"))):
+        return None, (f"At d_k = {lab.d_k}, ρ = {lab.rho:g}: 1/{1 / claims.STARVED:.0f} of the 1/√d_k median gradient "
+                      f"is below float64 round-off, so no query row is counted as starved.")
     share = float((g["none"] < claims.STARVED * med).mean())
     return share, (f"At d_k = {lab.d_k}, ρ = {lab.rho:g}: unscaled, {pct(share)} of {len(g['none'])} query rows get "
                    f"less than 1/{1 / claims.STARVED:.0f} of the 1/√d_k median gradient.")
