@@ -505,6 +505,11 @@ def bug_sentence(m: dict) -> str:
     if m["heads"] == 1:
         return (f"{head_words(m)}: with one head d_k = d_model, so dividing by √d_model is dividing by √d_k: "
                 f"the bug changes nothing.")
+    if m["factors"]["model"] == 1.0:   # T5: the init does the scaling, there is no factor to get wrong
+        return (f"{head_words(m)} divides q·k by nothing (its initialisation sets the logits' size), so it has no "
+                f"√d_k that could become √d_model. A head of this shape that divided by √{m['d_model']} instead of "
+                f"√{m['d_k']} would multiply every logit by √(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divide them "
+                f"by {m['bug_temperature']:.3g} = √heads.")
     return (f"{head_words(m)}: dividing by √{m['d_model']} instead of √{m['d_k']} multiplies every logit by "
             f"√(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divides them by {m['bug_temperature']:.3g} = √heads "
             f"(the softmax's temperature × {m['bug_temperature']:.3g}); at initialisation over {m['n']} tokens the "

@@ -253,7 +253,7 @@ STEPS = (
          "A real head's d_k is d_model / heads. What if the code divides by √d_model instead?",
          "models", {"preset": "gpt2"},
          "GPT-2 small is 768 wide with 12 heads (d_k = 64). Dividing by √768 instead of √64 shrinks the logits by…",
-         ("about 1.4×", "about 3.5×", "about 12×"), (2.2, 6.5), _bug_factor,
+         ("less than 2×", "2× to 4.5×", "4.5× to 8×", "more than 8×"), (2.0, 4.5, 8.0), _bug_factor,
          "Now try: set the heads to 1 (then d_k = d_model and the bug disappears), or pick LLaMA-2-7B, whose "
          "32 heads make it larger.", key="bug"),
 )

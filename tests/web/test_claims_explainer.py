@@ -139,6 +139,9 @@ def test_model_sentences_against_a_direct_draw(preset):
     text, bug = claims.model_summary(m), claims.bug_sentence(m)
     assert f"d_model {p.d_model}, {p.heads} heads, d_k {p.d_model // p.heads}" in text
     assert f"{math.sqrt(p.heads):.3g} = √heads" in bug and f"{math.sqrt(1 / p.heads):.3g}" in bug
+    # a model with no factor (T5) is said to have none; the top-weight comparison is for a real 1/√d_k
+    assert ("divides q·k by nothing" in bug) == (p.scale == "none")
+    assert ("top weight goes from" in bug) == (p.scale != "none")
     if p.qk_norm != "none":
         return   # normalised heads are checked in tests/core/test_real_models.py
     rng = np.random.default_rng(0)
