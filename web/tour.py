@@ -182,8 +182,9 @@ def _first_overflow(lab, train):
     text = (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, rows of the stable softmax first "
             f"contain inf or NaN at d_k = {first} (σ = {lab.sigma:g}, ρ = {lab.rho:g}): |q·k| passes 65504 there.")
     if naive is not None and naive < first:
-        text += (f" The naive softmax (exp without subtracting the row's maximum) breaks earlier, from d_k = "
-                 f"{naive}: exp(x) overflows float16 from x ≈ 11.1.")
+        text += (f" The naive softmax (exp without subtracting the row's maximum, taken in float16 here) breaks "
+                 f"earlier, from d_k = {naive}: exp(x) overflows float16 from x ≈ 11.1 (a kernel that takes exp in "
+                 f"float32 overflows only near x ≈ 88.7).")
     return first, text
 
 

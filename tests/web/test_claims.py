@@ -439,7 +439,7 @@ def test_gradient_summary_agrees_with_torch():
 def test_question_claims_hold_at_their_presets():
     """The Questions' specific claims, checked: d_k = 4 is far from one-hot; at rho = 0.5 1/sqrt(d_k) saturates
     at d_k = 4096 and 1/d_k does not; QK-norm with a fixed tau flattens as d_k grows; d_k^-0.75 at 64 is 1/22.6;
-    exp overflows float16 at 11.1; the unscaled run at d_k = 1024 learns more slowly than 1/sqrt(d_k)."""
+    exp overflows float16 at 11.1 and float32 at 88.7."""
     lab = LabState(d_k=4)
     o = oracle(lab)
     assert o["none"]["top"] < 0.5 and o["sqrt"]["top"] < 0.5 and o["none"]["saturated"] == 0
@@ -448,15 +448,7 @@ def test_question_claims_hold_at_their_presets():
     assert _direct_entropy(4096, "qknorm", 0.0) > _direct_entropy(16, "qknorm", 0.0) + 0.5
     assert 64 ** -0.75 == pytest.approx(1 / math.sqrt(512), rel=1e-12)
     assert round(math.log(np.finfo(np.float16).max), 1) == 11.1
-    slower = behind = 0
-    for seed in range(3):
-        runs = {r: sc.Trainer(sc.TrainConfig(d_k=1024, rule=r, seed=seed, lr=0.01)) for r in ("none", "sqrt")}
-        for t in runs.values():
-            t.run(400)
-        loss = {r: np.asarray(t.history["loss"]) for r, t in runs.items()}
-        slower += loss["none"][50:100].mean() > 2 * loss["sqrt"][50:100].mean()
-        behind += loss["none"][350:400].mean() > loss["sqrt"][350:400].mean()   # narrowed, still behind
-    assert slower == 3 and behind == 3
+    assert round(math.log(np.finfo(np.float32).max), 1) == 88.7   # where kernels take exp
     # QK-norm with a fixed tau: flattens on independent vectors, concentrates once q and k align
     s = sc.sweep([16, 4096], ("qknorm",), n=16, samples=32, rho=0.5)
     assert s.mean["max_weight"]["qknorm"][1] > s.mean["max_weight"]["qknorm"][0] + 0.2
