@@ -74,7 +74,7 @@ def _runs_are_the_steps(step: Step, train) -> bool:
     """The training step's runs cannot be recomputed (they are the learner's): graded only while they
     have the step's settings."""
     ref = step_state(step)[1]
-    return all(getattr(train, k) == getattr(ref, k) for k in ("d_k", "rule_a", "rule_b", "lr"))
+    return all(getattr(train, k) == getattr(ref, k) for k in ("d_k", "rule_a", "rule_b", "lr", "seed"))
 
 
 def grade(step: Step, picked: int | None, lab, train) -> tuple[bool | None, str]:
