@@ -256,7 +256,7 @@ def row_stats(weights, logits, visible=None) -> dict[str, float]:
     if not live.any():
         raise ValueError("weights has no row with an allowed key (every row is all zeros): nothing to average")
     keys = np.broadcast_to(visible.sum(axis=-1) if visible is not None else w.shape[-1], live.shape)
-    choice = (keys > 1)[live]   # rows that see more than one key
+    choice = (keys > 1)[live]  # rows that see more than one key
     w = w[live]
     if not np.isfinite(w).all():
         return {**dict.fromkeys(METRICS, float("nan")), "logit_std": logit_std}
