@@ -50,10 +50,12 @@ def rho_path(rhos, rules=RULE_NAMES, *, d_k, n=16, sigma=1.0, samples=32, seed=0
     -----
     What the path shows at n = 16, sigma = 1, 64 samples (checked in tests/core/test_alignment.py):
     1/sqrt(d_k) saturates half the rows from rho = 1.0, 0.5, 0.25 at d_k = 64, 256, 1024 (earlier the
-    larger d_k); 1/d_k never saturates, but never focuses either (top weight <= 0.16 even at rho = 1:
-    the matched logit gains only ``rho sigma^2``); QK-norm's point does not move with d_k and is set by
-    the temperature alone: at 0.1 (logits up to 10) half the rows saturate from rho = 0.75-0.8 at every
-    d_k; from 0.15 on (logits up to 6.7) fewer than half do even at rho = 1.
+    larger d_k); 1/d_k never saturates at sigma = 1, but never focuses either (top weight <= 0.16 even at
+    rho = 1: the matched logit gains only ``rho sigma^2``), while at sigma = 3 (matched logit up to 9) it
+    saturates half the rows from rho = 0.85-0.9 at d_k >= 64; QK-norm's point is set by the temperature and
+    stops moving with d_k from d_k ~ 256: at 0.1 (logits up to 10) half the rows saturate from rho = 1.0,
+    0.8, 0.75, 0.75 at d_k = 16, 64, 256, 1024; from 0.15 on (logits up to 6.7) fewer than half do even at
+    rho = 1.
     Cost at the defaults (11 rhos, five rules): ~10 ms on one core.
 
     Examples

@@ -88,8 +88,8 @@ def dial_attention(s, n=16, *, seed=0, causal=False, offset=0.0, diagonal_std=No
         at ``s = 1``, ``offset = 0`` on the same G), ``starved`` (share of rows whose norm is below
         ``STARVED_RATIO * grad_reference``), ``median_gap`` (median ``gap``), and ``two_token_p`` and
         ``two_token_slope`` (:func:`two_token_curve` at ``median_gap``: where a typical row sits on the
-        two-token picture). Rows with one visible key (causal row 0) are left out of ``grad_median``,
-        ``starved`` and ``median_gap``: their gradient is 0 at every s.
+        two-token picture). Rows with one visible key (causal row 0) are left out of ``saturated``,
+        ``grad_median``, ``starved`` and ``median_gap``: their weight is 1 and their gradient 0 at every s.
 
     Notes
     -----
@@ -133,7 +133,7 @@ def dial_attention(s, n=16, *, seed=0, causal=False, offset=0.0, diagonal_std=No
         "mean_entropy": float(ent.mean()),
         "mean_tokens": float(np.exp(ent).mean()),
         "mean_top": float(top.mean()),
-        "saturated": float(above(top, SATURATION).mean()),
+        "saturated": float(above(top[live], SATURATION).mean()),
         "grad_median": float(np.median(norms[live])),
         "grad_reference": reference,
         "starved": float((norms[live] < STARVED_RATIO * reference).mean()),

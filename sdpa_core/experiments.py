@@ -170,9 +170,11 @@ def query_gradient_norms(
 
     ``reps`` independent (n x d_k) draws with seeds ``seed, seed+1, ...`` (:func:`draw_qkv`, float64);
     the upstream gradient ``dL/dout`` of each draw has N(0, 1) entries from ``default_rng([seed, 1])``
-    (what :func:`upstream_gradient` returns). Returns ``rule -> (reps * n,)`` norms, rows in order.
-    With ``flush_round_off``, norms below their draw's float64 round-off size (``dq_floor`` of
-    :func:`rule_readouts`) are returned as 0, so every numpy build gives the same numbers.
+    (what :func:`upstream_gradient` returns). Returns ``rule -> (reps * n,)`` norms, rows in order, as a
+    :class:`RowNorms` whose ``floors`` give each row's float64 round-off size (``dq_floor`` of
+    :func:`rule_readouts` for its draw): a count against a threshold below it would count round-off.
+    With ``flush_round_off``, norms below their floor are returned as 0, so every numpy build gives
+    the same numbers.
     """
     n = integer(n, "n", low=2, high=512)
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
@@ -186,6 +188,7 @@ def query_gradient_norms(
     if reps * len(rules) * n * n * d_k > MAX_FLOPS:
         raise ValueError(f"too much work: reps * len(rules) * n * n * d_k must be <= {MAX_FLOPS}")
     out: dict[str, list[np.ndarray]] = {r: [] for r in rules}
+    floors: dict[str, list[np.ndarray]] = {r: [] for r in rules}
     for i in range(reps):
         s = seed + i
         q, k, v = draw_qkv(n, d_k, sigma=sigma, rho=rho, seed=s)
@@ -193,10 +196,21 @@ def query_gradient_norms(
         for r in rules:
             dq = rule_gradients(q, k, v, g, r, alpha=alpha, temperature=temperature, causal=causal)[0]
             norms = np.linalg.norm(dq, axis=-1)
+            floor = _round_off(q, k, v, g, r, alpha, temperature)
             if flush_round_off:
-                norms[norms < _round_off(q, k, v, g, r, alpha, temperature)] = 0.0
+                norms[norms < floor] = 0.0
             out[r].append(norms)
-    return {r: np.concatenate(out[r]) for r in rules}
+            floors[r].append(np.full(n, floor))
+    return RowNorms({r: np.concatenate(out[r]) for r in rules}, {r: np.concatenate(floors[r]) for r in rules})
+
+
+class RowNorms(dict):
+    """``rule -> (rows,)`` gradient norms (a dict, so it iterates like one), with ``floors``: ``rule ->
+    (rows,)`` the float64 round-off size of each row's norm (below it a norm is round-off)."""
+
+    def __init__(self, norms: dict, floors: dict):
+        super().__init__(norms)
+        self.floors = floors
 
 
 def upstream_gradient(n, d_v, *, seed=0, dtype=np.float64) -> np.ndarray:
@@ -217,6 +231,10 @@ def row_stats(weights, logits, visible=None) -> dict[str, float]:
     selecting at least one) limits the logit std to the scores the softmax can see (e.g. under a
     causal mask). Non-finite logits (float16 overflow) give an infinite logit_std; NaN or inf
     weights (the rows of overflowed logits) make every weight statistic NaN.
+
+    "saturated" is the share among rows with a choice: a row that sees one key (causal row 0, or
+    every row when S = 1) puts weight 1 on it at any logits, so counting it would call a flat
+    softmax saturated; it is NaN when no row has a choice. The other statistics average every row.
     """
     w = float_array(weights, "weights")
     z = float_array(logits, "logits")
@@ -237,6 +255,8 @@ def row_stats(weights, logits, visible=None) -> dict[str, float]:
     live = ~(w == 0).all(axis=-1)
     if not live.any():
         raise ValueError("weights has no row with an allowed key (every row is all zeros): nothing to average")
+    keys = np.broadcast_to(visible.sum(axis=-1) if visible is not None else w.shape[-1], live.shape)
+    choice = (keys > 1)[live]  # rows that see more than one key
     w = w[live]
     if not np.isfinite(w).all():
         return {**dict.fromkeys(METRICS, float("nan")), "logit_std": logit_std}
@@ -250,7 +270,7 @@ def row_stats(weights, logits, visible=None) -> dict[str, float]:
         "entropy": float(ent.mean()),
         "max_weight": float(top.mean()),
         "effective_support": float(np.exp(ent).mean()),
-        "saturated": float(above(top).mean()),
+        "saturated": float(above(top[choice]).mean()) if choice.any() else float("nan"),
         "jacobian_norm": float(rows_jacobian_norm(w).mean()),
     }
 

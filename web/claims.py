@@ -94,12 +94,17 @@ def conditions(*, d_k: int, rho: float, causal: bool = False, dtype: str = "floa
 
 
 # ---- the playground's verdict ---------------------------------------------------------------------
-def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bool) -> str:
+def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bool,
+            at_rho0: float | None = None) -> str:
     """Two sentences: how peaked the unscaled softmax is and what the rule changes (top weight, tokens
     attended, share of saturated rows), then the gradient that reaches q (scale included).
 
     ``sides`` is ``LabState.playground``: ``{"none": side, "rule": side}``, each side with
-    ``rule``, ``stats`` (``sdpa_core.row_stats``), ``nan_rows``, ``overflow`` and ``grad``.
+    ``rule``, ``stats`` (``sdpa_core.row_stats``), ``nan_rows``, ``overflow`` and ``grad``; the rule's
+    side may carry ``matched``: ``(mean, theory)`` of each query's logit with its own key. ``at_rho0``
+    is the rule's share of saturated rows on the same draw at ρ = 0: when both sides saturate at ρ > 0,
+    the sentence names ρ as the cause only if that share is below one half (else the spread is).
+    Under a causal mask row 0 sees one key: it is left out of the saturated share, and said to be.
     """
     none, rule = sides["none"], sides["rule"]
     label = RULE_LABELS[rule["rule"]]
@@ -118,9 +123,10 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
         return (head + f"; with {label} the weights stay finite: {pct(s1['max_weight'])} on the top token, "
                 f"about {s1['effective_support']:.1f} tokens attended {of}.")
     s0 = none["stats"]
+    alone = "; row 0, which sees one key, left out" if causal else ""
     head = (f"{where}, unscaled: {pct(s0['max_weight'])} of each row's weight on its top token on average, "
             f"about {s0['effective_support']:.1f} tokens attended {of}, {pct(s0['saturated'])} of rows saturated "
-            f"(top weight > {sc.SATURATION:g})")
+            f"(top weight > {sc.SATURATION:g}{alone})")
     if none["overflow"]:
         head += f"; some logits overflow {dtype} to −inf and get weight 0"
     if rule["rule"] == "none":
@@ -130,13 +136,28 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
     s1 = rule["stats"]
     e1 = s1["effective_support"]
     if s0["saturated"] >= 0.5 and s1["saturated"] >= 0.5:
-        why = (f"; at ρ = {rho:g} each matched logit q_i·k_i has mean ρ d_k σ², which grows faster than √d_k"
-               if rho > 0 else "")
+        why = ""
+        if rho > 0 and at_rho0 is not None and math.isfinite(at_rho0):
+            if at_rho0 >= 0.5:   # the draw's spread saturates the rule already: ρ is not the cause
+                why = (f"; the same draw at ρ = 0 already saturates {pct(at_rho0)} of rows with {label}, so the "
+                       f"logits' spread does it, not ρ")
+            else:
+                why = (f"; the same draw at ρ = 0 saturates {pct(at_rho0)} of rows with {label}, so aligning q and k "
+                       f"does it")
+                if "matched" in rule:
+                    mean, theory = rule["matched"]
+                    c = rule["scale"]
+                    form = ("ρ" if sc.RULES[rule["rule"]].normalizes else "ρ d_k σ²") + (
+                        f" × {c:.3g}" if c != 1 else "")
+                    why += (f": each query's own key gets a logit of {fmt(mean)} on average ({form} = "
+                            f"{fmt(theory)} in theory)")
         text = (head + f"; with {label} it is saturated too: {pct(s1['max_weight'])} on the top token, "
                 f"{pct(s1['saturated'])} of rows saturated{why}.")
     elif little_change(s0, s1):
         text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens attended, "
-                f"{pct(s1['saturated'])} of rows saturated, so the rule changes little here (each within {LITTLE - 1:.0%}).")
+                f"{pct(s1['saturated'])} of rows saturated, so the rule changes little here (top weight and tokens "
+                f"attended within a factor {LITTLE:g} of the unscaled ones, saturated rows within "
+                f"{LITTLE_SATURATED * 100:.0f} points).")
     else:
         text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens "
                 f"attended, {pct(s1['saturated'])} of rows saturated.")
@@ -182,11 +203,14 @@ def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = 
     text = (f" {GRADIENT_LEAD}{_in_float64(dtype)}: median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'], floor=f0)} "
             f"unscaled vs {fmt_sci(g1['median'], floor=f1)} with {label}; total ‖∂L/∂Q‖ "
             f"{fmt_sci(g0['total'], floor=f0)} vs {fmt_sci(g1['total'], floor=f1)}")
-    if g0["starved"] is not None and (g0["starved"] or g1["starved"]):
+    if g0["starved"] is not None and g1["starved"] is not None and (g0["starved"] or g1["starved"]):
         text += (f"; {g0['starved']} of {n} queries get less than 1/{1 / STARVED:.0f} of the 1/√d_k median "
                  f"unscaled, {g1['starved']} with {label}")
         if causal:
             text += " (row 0 sees only key 0 under the causal mask, so it never passes gradient)"
+    elif g0.get("round_off") or g1.get("round_off"):
+        text += (f"; no query is counted as starved: 1/{1 / STARVED:.0f} of the 1/√d_k median row's gradient is "
+                 f"below float64 round-off here")
     return text + "."
 
 
@@ -204,10 +228,12 @@ def readout_rows(n: int, causal: bool, dtype: str = "float64") -> list[tuple[str
         ("entropy (nats)", "entropy", f"0 = one token, {h:.2f} = uniform over {over}"),
         ("max weight", "max_weight", "share of the largest weight, averaged over queries"),
         ("tokens attended", "effective_support", f"exp(entropy): 1 = one token, {t:g} = all {over}"),
-        ("saturated rows", "saturated", f"share of rows whose top weight is above {sc.SATURATION:g}"),
+        ("saturated rows", "saturated", f"share of rows whose top weight is above {sc.SATURATION:g}"
+         + (" (row 0, which sees one key, left out)" if causal else "")),
         ("median ‖∂L/∂qᵢ‖", "grad_median", "gradient reaching one query row, scale included" + _in_float64(dtype)),
         ("total ‖∂L/∂Q‖", "grad_total", "the same over all rows together"),
-        ("starved queries", "grad_starved", f"rows getting < 1/{1 / STARVED:.0f} of the 1/√d_k median"),
+        ("starved queries", "grad_starved", f"rows getting < 1/{1 / STARVED:.0f} of the 1/√d_k median "
+                                            "(– when that is below round-off)"),
         ("output ~ one value", "out_cosine", "cos(oᵢ, nearest vⱼ), mean over queries: 1 = each output copies one value"),
         ("copied outputs", "out_copies", f"share of outputs with that cosine above {COPY:g}"),
     ]
@@ -268,21 +294,33 @@ def coincident_rules(d_ks, rules, *, alpha: float, temperature: float) -> str:
     return ("; ".join(said) + ", so its line is hidden under the other.") if said else ""
 
 
-def gradient_figures(norms: np.ndarray, ref: float) -> dict:
+def gradient_figures(norms: np.ndarray, ref: float, floor: float = 0.0) -> dict:
     """Median row, total and starved rows (below ``STARVED`` of ``ref``, the 1/sqrt(d_k) median) of
-    per-query ``||dL/dq_i||``: NaN and None when a row is NaN (its weights overflowed), starved None
-    when there is no reference (``ref`` 0)."""
+    per-query ``||dL/dq_i||``: NaN and None when a row is NaN (its weights overflowed). Starved is None
+    when there is no reference (``ref`` 0 or NaN) or when ``STARVED * ref`` is not above ``floor``, the
+    float64 round-off size of these norms and of the reference's (``round_off`` True then): such a
+    count would count round-off."""
     if not np.isfinite(norms).all():
-        return {"median": float("nan"), "total": float("nan"), "starved": None}
+        return {"median": float("nan"), "total": float("nan"), "starved": None, "round_off": False}
+    counted = starved_countable(ref, floor)
     return {"median": float(np.median(norms)), "total": float(np.sqrt((norms ** 2).sum())),
-            "starved": int((norms < STARVED * ref).sum()) if ref > 0 else None}
+            "starved": int((norms < STARVED * ref).sum()) if counted else None,
+            "round_off": bool(math.isfinite(ref) and not counted)}
+
+
+def starved_countable(ref: float, floor: float) -> bool:
+    """Whether rows can be counted as starved against the reference median ``ref``: ``STARVED * ref`` above
+    ``floor`` (the float64 round-off size of the norms compared), so no round-off is counted."""
+    return bool(math.isfinite(ref) and ref > 0 and STARVED * ref > floor)
 
 
 def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) -> str:
     """What is small and what is not in the per-query gradients at this state: rows vs the total."""
     g0, ref = norms["none"], norms["sqrt"]
     med = float(np.median(ref))
-    figs = {r: gradient_figures(v, med) for r, v in norms.items()}
+    floors = getattr(norms, "floors", None)   # sdpa_core.RowNorms: each row's round-off size
+    floor = max(float(np.max(floors[r])) for r in ("none", "sqrt")) if floors else 0.0
+    figs = {r: gradient_figures(v, med, floor) for r, v in norms.items()}
     tot = {r: f["total"] for r, f in figs.items()}
 
     def sci(x):   # norms below float64 round-off come flushed to 0 (sdpa_core.query_gradient_norms)
@@ -293,6 +331,11 @@ def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) ->
                 f"{pct(float((ref == 0).mean()))} of its rows and {pct(float((g0 == 0).mean()))} of the unscaled "
                 f"ones; total ‖∂L/∂Q‖ "
                 f"{sci(tot['none'])} unscaled vs {sci(tot['sqrt'])}.")
+    if not starved_countable(med, floor):
+        return (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): 1/{1 / STARVED:.0f} of the 1/√d_k "
+                f"median row's gradient is below float64 round-off (about {fmt_sci(floor)}), so no row is counted "
+                f"as starved; median row {sci(figs['none']['median'])} unscaled vs {sci(med)}; total ‖∂L/∂Q‖ "
+                f"{sci(tot['none'])} vs {sci(tot['sqrt'])}.")
     starved = figs["none"]["starved"] / len(g0)
     text = (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): unscaled, "
             f"{pct(starved)} of rows get less than 1/{1 / STARVED:.0f} of the 1/√d_k median; "
@@ -356,17 +399,19 @@ def bucket(value: float, edges) -> int:
 
 # ---- the logit dial --------------------------------------------------------------------------------
 def dial_summary(dial: dict, *, s: float, n: int) -> str:
-    """What the softmax does at logit std ``s`` (``sdpa_core.dial_attention``): weights and gradients."""
+    """What the softmax does at logit std ``s`` over ``n`` keys (``sdpa_core.dial_attention``): weights and the
+    measured gradient reaching the logits. The two-key picture is said to be one (it holds for n = 2 only):
+    with n keys the gradient goes through the whole Jacobian diag(p) − ppᵀ, which the measured norm is."""
     text = (f"At logit std s = {s:g} over n = {n} keys: the top key takes {pct(dial['mean_top'])} on average, "
             f"about {dial['mean_tokens']:.1f} tokens are attended (of {n}), {pct(dial['saturated'])} of rows "
             f"saturated (top weight > {sc.SATURATION:g}). A typical row's top two logits are "
-            f"{fmt(dial['median_gap'])} apart, where the two-token softmax gives the top one "
-            f"{pct(dial['two_token_p'])} and its slope p(1 − p) is {fmt_sci(dial['two_token_slope'])} "
+            f"{fmt(dial['median_gap'])} apart: if those were its only two keys, the top one would get "
+            f"{pct(dial['two_token_p'])} and the slope p(1 − p) would be {fmt_sci(dial['two_token_slope'])} "
             f"(0.25 at its steepest).")
     ref = dial["grad_reference"]
-    return text + (f" The median row's gradient ‖∂L/∂zᵢ‖ is {fmt_sci(dial['grad_median'])} "
-                   f"({_ratio_words(dial['grad_median'] / ref)} the median at s = 1); {pct(dial['starved'])} of "
-                   f"rows get less than 1/{1 / STARVED:.0f} of it.")
+    return text + (f" Over all {n} keys, the measured median row's gradient ‖∂L/∂zᵢ‖ is "
+                   f"{fmt_sci(dial['grad_median'])} ({_ratio_words(dial['grad_median'] / ref)} the median at s = 1); "
+                   f"{pct(dial['starved'])} of rows get less than 1/{1 / STARVED:.0f} of that median at s = 1.")
 
 
 def _ratio_words(r: float) -> str:
@@ -460,6 +505,11 @@ def bug_sentence(m: dict) -> str:
     if m["heads"] == 1:
         return (f"{head_words(m)}: with one head d_k = d_model, so dividing by √d_model is dividing by √d_k: "
                 f"the bug changes nothing.")
+    if m["factors"]["model"] == 1.0:   # T5: the init does the scaling, there is no factor to get wrong
+        return (f"{head_words(m)} divides q·k by nothing (its initialisation sets the logits' size), so it has no "
+                f"√d_k that could become √d_model. A head of this shape that divided by √{m['d_model']} instead of "
+                f"√{m['d_k']} would multiply every logit by √(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divide them "
+                f"by {m['bug_temperature']:.3g} = √heads.")
     return (f"{head_words(m)}: dividing by √{m['d_model']} instead of √{m['d_k']} multiplies every logit by "
             f"√(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divides them by {m['bug_temperature']:.3g} = √heads "
             f"(the softmax's temperature × {m['bug_temperature']:.3g}); at initialisation over {m['n']} tokens the "

@@ -53,7 +53,7 @@ VIEW_SETTINGS = {
     "playground": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed"},
     "variance": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
     "saturation": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
-    "training": {"seed", "alpha", "temperature"},
+    "training": {"alpha", "temperature"},
     "precision": {"d_k", "n", "sigma", "rho", "seed"},
     "dial": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
     "alignment": {"d_k", "n", "sigma", "rho", "alpha", "temperature", "seed"},
@@ -64,6 +64,7 @@ SHARED_SETTINGS = ("d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "
 #: Why a view ignores a shared setting, where "the view does not use it" would not say enough.
 WHY_UNUSED = {
     ("training", "d_k"): "Train it has its own d_k (next to the plots).",
+    ("training", "seed"): "Train it has its own seed (next to the plots).",
     ("training", "rule"): "Train it compares the two rules chosen next to the plots.",
     ("training", "n"): "The trained head sees 8 keys per example.",
     ("training", "sigma"): "The trained head's q and k come from its weights, not from σ.",

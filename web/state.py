@@ -124,14 +124,27 @@ class LabState(param.Parameterized):
         for side, rule in (("none", "none"), ("rule", self.rule)):
             r = out[rule]
             # below dq_floor a norm is float64 round-off (a saturated row's 1e-60 comes out as 1e-19 in
-            # CPython, 1e-22 in Pyodide): it reads "≈ 0"
-            grad = {"floor": r["dq_floor"], **claims.gradient_figures(r["dq_norms"], ref)}
+            # CPython, 1e-22 in Pyodide): it reads "≈ 0", and no row is counted against a reference
+            # whose 1/1000 is below it
+            floor = max(r["dq_floor"], out["sqrt"]["dq_floor"])
+            grad = {"floor": r["dq_floor"], **claims.gradient_figures(r["dq_norms"], ref, floor)}
             stats = {**r["stats"], "grad_floor": grad["floor"], "grad_median": grad["median"],
                      "grad_total": grad["total"], "grad_starved": grad["starved"],
                      **claims.output_figures(r["weights"], v)}
             sides[side] = {"rule": rule, "weights": r["weights"], "stats": stats, "overflow": r["overflow"],
                            "nan_rows": r["nan_rows"], "scale": r["scale"], "grad": grad}
-        text = claims.verdict(sides, n=n, d_k=d_k, dtype=self.dtype, rho=self.rho, causal=self.causal)
+        at_rho0 = None
+        if self.rho > 0 and self.rule != "none":
+            # what aligning q and k did: the rule on the same draw (same q and z) at ρ = 0
+            q0, k0, v0 = sc.draw_qkv(n, d_k, sigma=self.sigma, rho=0.0, seed=self.seed, dtype=dtype)
+            at_rho0 = sc.rule_readouts(q0, k0, v0, g, self.rule, **knobs)["stats"]["saturated"]
+            with np.errstate(all="ignore"):   # float16 logits past 65504 are inf: their mean is too
+                matched = float(np.diagonal(out[self.rule]["logits"]).astype(np.float64).mean())
+            theory = sc.settings_logit_moments(d_k, sigma=self.sigma, rho=self.rho, rule=self.rule, alpha=self.alpha,
+                                               temperature=self.temperature)["m"]
+            sides["rule"]["matched"] = (matched, theory)
+        text = claims.verdict(sides, n=n, d_k=d_k, dtype=self.dtype, rho=self.rho, causal=self.causal,
+                              at_rho0=at_rho0)
         # one update: every watcher sees the new weights and the sentence about them together
         self.param.update(playground=sides, verdict=text,
                           timings={**self.timings, "playground": time.perf_counter() - t0})

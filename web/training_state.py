@@ -17,6 +17,19 @@ from .options import LR_OPTIONS, MAX_TRAIN_STEPS, RULE_LABELS, TRAIN_D_K_OPTIONS
 if TYPE_CHECKING:
     from .state import LabState
 
+#: The runs' default seed, near the median of 16 seeds (0-15) at the default d_k = 1024, lr = 0.01: its
+#: unscaled / 1/sqrt(d_k) loss ratio (mean over steps 280-300) is 3.13, against a median of 3.83 over the
+#: 16 seeds and 3.07 over seeds 0-11 (10.3 and 5.3 at steps 80-100 and 180-200, medians 10.1 and 4.7).
+#: Seed 0, the page's shared default, is among the most extreme (5.73); seed 8 the other way (0.92).
+TRAIN_SEED = 9
+#: What training shows over seeds 0 to SEEDS - 1 at lr 0.01, a run's loss being its mean over steps 280-300
+#: (the Questions say it; tests/web/test_claims.py recomputes every number): at d_k = 1024 the unscaled run's
+#: loss is more than twice 1/sqrt(d_k)'s in 11 of 12 seeds, median ratio 3.07 (seed 8 is the exception, 0.92);
+#: at d_k = 16 it is still higher in 12 of 12, median ratio 1.56, both runs near 97% accuracy.
+SEEDS = 12
+OVER_SEEDS = {1024: {"more_than": 2.0, "seeds": 11, "median": 3.07},
+              16: {"more_than": 1.0, "seeds": 12, "median": 1.56}}
+
 
 class TrainingState(param.Parameterized):
     """Two runs of sdpa_core's tiny attention model that differ only in the scaling rule."""
@@ -26,6 +39,8 @@ class TrainingState(param.Parameterized):
     lr = param.Number(default=0.01, bounds=(min(LR_OPTIONS), max(LR_OPTIONS)), doc="Adam learning rate (both runs).")
     d_k = param.Integer(default=1024, bounds=(min(TRAIN_D_K_OPTIONS), max(TRAIN_D_K_OPTIONS)),
                         doc="Key/query width of the trained head (both runs).")
+    seed = param.Integer(default=TRAIN_SEED, bounds=(0, 99999),
+                         doc="Seed of both runs' data, initial weights and example (the same for both).")
     running = param.Boolean(default=False, doc="True while the animation advances the runs.")
     status = param.String(default="", doc="Plain-words status of both runs.")
     version = param.Integer(default=0, doc="Bumped on reset, so views clear their curves.")
@@ -34,15 +49,15 @@ class TrainingState(param.Parameterized):
         super().__init__(**params)
         self.lab = lab
         self.reset()
-        if lab is not None:  # the shared seed, α and τ are part of each run's config
-            lab.param.watch(lambda *_: self.reset(), ["seed", "alpha", "temperature"])
+        if lab is not None:  # the shared α and τ are part of each run's config (the seed is the runs' own)
+            lab.param.watch(lambda *_: self.reset(), ["alpha", "temperature"])
 
     def config(self, rule: str):
         lab = self.lab
-        return sc.TrainConfig(d_k=self.d_k, rule=rule, lr=self.lr, seed=lab.seed if lab else 0,
+        return sc.TrainConfig(d_k=self.d_k, rule=rule, lr=self.lr, seed=self.seed,
                               alpha=lab.alpha if lab else 0.5, temperature=lab.temperature if lab else 0.1)
 
-    @param.depends("rule_a", "rule_b", "lr", "d_k", watch=True)
+    @param.depends("rule_a", "rule_b", "lr", "d_k", "seed", watch=True)
     def reset(self):
         self.running = False
         self.trainers = {"a": sc.Trainer(self.config(self.rule_a)), "b": sc.Trainer(self.config(self.rule_b))}

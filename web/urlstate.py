@@ -54,6 +54,7 @@ KEYS = {
     "rule_b": ("train", "rule_b", "select", None),
     "lr": ("train", "lr", "float", LR_OPTIONS),
     "train_d_k": ("train", "d_k", "int", TRAIN_D_K_OPTIONS),
+    "train_seed": ("train", "seed", "int", None),
 }
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 

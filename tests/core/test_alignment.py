@@ -47,6 +47,19 @@ def test_sqrt_saturates_earlier_as_d_k_grows_and_qk_norm_does_not_move():
     assert math.isnan(sc.rho_path([0.0, 1.0], ("linear",), d_k=256)["half_saturated_rho"]["linear"])
 
 
+def test_where_qk_norm_settles_and_where_1_over_d_k_saturates():
+    """QK-norm's point stops moving with d_k only from d_k ~ 256 (at d_k = 16 it comes at rho = 1, later than at
+    256 and 1024, which agree within a step); 1/d_k saturates half its rows at sigma = 3 from rho ~ 0.85-0.9,
+    not at sigma = 1 (its matched logit is rho sigma^2)."""
+    rhos = np.linspace(0, 1, 21)
+    half = {d: sc.rho_path(rhos, ("qknorm",), d_k=d, samples=64)["half_saturated_rho"]["qknorm"] for d in (16, 256, 1024)}
+    assert half[16] >= half[256] + 0.15 and abs(half[256] - half[1024]) <= 0.05 + 1e-12, half
+    for d in (64, 1024):
+        hot = sc.rho_path(rhos, ("linear",), d_k=d, sigma=3.0, samples=64)["half_saturated_rho"]["linear"]
+        assert 0.8 <= hot <= 0.95, (d, hot)
+        assert math.isnan(sc.rho_path(rhos, ("linear",), d_k=d, sigma=1.0, samples=64)["half_saturated_rho"]["linear"])
+
+
 @pytest.mark.parametrize("d_k,sigma,knobs", [(64, 1.0, {}), (8, 2.0, {"alpha": 0.8, "temperature": 0.4})])
 def test_every_rho_is_what_sweep_gives_there(d_k, sigma, knobs):
     """All rhos in one pass = one sweep per rho with the same seed (same draws; float32 statistics)."""

@@ -193,3 +193,17 @@ def test_dot_histograms_samples_follow_the_pair_theory(rule, rho):
         assert h["sample_std"][i] == pytest.approx(std, rel=0.03)
         hist = h[side]
         assert float((hist["density"] * (hist["right"] - hist["left"])).sum()) == pytest.approx(1.0)
+
+
+def test_saturated_share_leaves_out_rows_with_one_visible_key():
+    """Causal row 0 sees one key, so its weight is 1 at any logits: it is not counted as saturated (else a
+    flat softmax over n = 2 would read 50% saturated); with no row that has a choice the share is NaN."""
+    w = np.array([[1.0, 0.0], [0.5, 0.5]])
+    z = np.zeros((2, 2))
+    causal = np.tri(2, dtype=bool)
+    stats = row_stats(w, z, causal)
+    assert stats["saturated"] == 0.0 and stats["max_weight"] == 0.75   # the other averages keep row 0
+    assert row_stats(np.array([[0.995, 0.005], [0.5, 0.5]]), z, causal)["saturated"] == 0.0
+    assert row_stats(np.array([[1.0, 0.0], [0.995, 0.005]]), z, causal)["saturated"] == 1.0
+    assert row_stats(w, z)["saturated"] == 0.5   # without a mask row 0 chose key 0 itself
+    assert math.isnan(row_stats(np.ones((3, 1)), np.zeros((3, 1)))["saturated"])

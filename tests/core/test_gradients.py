@@ -43,6 +43,23 @@ def test_query_gradient_norms_are_the_rows_of_dq():
         np.testing.assert_allclose(norms[rule], np.concatenate(rows), rtol=1e-12)
 
 
+def test_query_gradient_norms_carry_each_rows_round_off_floor():
+    """Each row's floor is its draw's dq_floor (rule_readouts): a count against a threshold below it
+    would count round-off. Flushing sets exactly the norms below it to 0."""
+    raw = sc.query_gradient_norms(8, 256, ("none", "sqrt"), reps=2, seed=3, rho=0.9, sigma=2.0)
+    flushed = sc.query_gradient_norms(8, 256, ("none", "sqrt"), reps=2, seed=3, rho=0.9, sigma=2.0,
+                                      flush_round_off=True)
+    for rule in ("none", "sqrt"):
+        want = []
+        for s in (3, 4):
+            q, k, v = sc.draw_qkv(8, 256, rho=0.9, sigma=2.0, seed=s)
+            want.append(np.full(8, sc.rule_readouts(q, k, v, sc.upstream_gradient(8, 256, seed=s), rule)["dq_floor"]))
+        np.testing.assert_array_equal(raw.floors[rule], np.concatenate(want))
+        below = raw[rule] < raw.floors[rule]
+        assert below.any() or rule == "sqrt"   # the unscaled rows at rho = 0.9, d_k = 256 are round-off
+        np.testing.assert_array_equal(flushed[rule], np.where(below, 0.0, raw[rule]))
+
+
 def test_without_scaling_the_total_grows_while_most_rows_starve():
     """At d_k = 1024 the unscaled total ||dL/dQ|| is larger than with 1/sqrt(d_k), yet about half the
     rows get less than 1/1000 of the scaled median: saturation makes the gradient sparse."""

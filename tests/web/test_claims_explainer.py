@@ -53,8 +53,18 @@ def test_dial_sentence_against_torch(s, n, seed):
     assert m, text
     assert pct_ok(m[1], top.mean()) and abs(float(m[2]) - np.exp(ent).mean()) <= 0.051 and int(m[3]) == n
     assert pct_ok(m[4], (top > sc.SATURATION).mean())
-    starved = re.search(PCT + r" of rows get less than 1/1000 of it", text)[1]
+    starved = re.search(PCT + r" of rows get less than 1/1000 of that median at s = 1", text)[1]
     assert pct_ok(starved, (norms < 1e-3 * np.median(ref)).mean())
+    # the two-key numbers are said to be a two-key picture, and the gradient is measured over all n keys
+    m = re.search(r"A typical row's top two logits are " + NUM + r" apart: if those were its only two keys, the top "
+                  r"one would get " + PCT + r" and the slope p\(1 − p\) would be " + NUM, text)
+    two = np.sort(s * g, axis=-1)[:, -2:]
+    gap = float(np.median(two[:, 1] - two[:, 0]))
+    p2 = 1 / (1 + math.exp(-gap))
+    assert m and pct_ok(m[2], p2) and float(m[3]) == pytest.approx(p2 * (1 - p2), rel=0.051, abs=1e-300), text
+    m = re.search(rf"Over all {n} keys, the measured median row's gradient ‖∂L/∂zᵢ‖ is " + NUM, text)
+    assert m and float(m[1]) == pytest.approx(np.median(norms), rel=0.051, abs=1e-300), (text, np.median(norms))
+    assert "every gradient" not in text
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -129,6 +139,9 @@ def test_model_sentences_against_a_direct_draw(preset):
     text, bug = claims.model_summary(m), claims.bug_sentence(m)
     assert f"d_model {p.d_model}, {p.heads} heads, d_k {p.d_model // p.heads}" in text
     assert f"{math.sqrt(p.heads):.3g} = √heads" in bug and f"{math.sqrt(1 / p.heads):.3g}" in bug
+    # a model with no factor (T5) is said to have none; the top-weight comparison is for a real 1/√d_k
+    assert ("divides q·k by nothing" in bug) == (p.scale == "none")
+    assert ("top weight goes from" in bug) == (p.scale != "none")
     if p.qk_norm != "none":
         return   # normalised heads are checked in tests/core/test_real_models.py
     rng = np.random.default_rng(0)

@@ -62,21 +62,28 @@ def test_a_shared_link_shows_its_own_verdict():
     assert lab.verdict.startswith("At d_k = 4096, ρ = 1, float16, unscaled: the logits overflow float16")
 
 
-def test_training_follows_the_shared_seed_alpha_and_temperature():
-    """?view=training&seed=3 trains seed 3; changing α or τ restarts the runs with the new value."""
+def test_training_has_its_own_seed_and_follows_the_shared_alpha_and_temperature():
+    """?view=training&train_seed=3 trains seed 3 (the page's seed does not move it; by default the runs use
+    TRAIN_SEED, a seed near the median); changing α, τ or the runs' seed restarts them with the new value."""
+    from web.training_state import TRAIN_SEED
     lab = LabState()
     train = TrainingState(lab)
-    apply_query("?view=training&seed=3&alpha=0.8&rule_a=alpha&rule_b=qknorm&temperature=0.3", lab, train)
+    assert train.trainers["a"].config.seed == TRAIN_SEED
+    apply_query("?view=training&train_seed=3&alpha=0.8&rule_a=alpha&rule_b=qknorm&temperature=0.3", lab, train)
     cfg_a, cfg_b = (t.config for t in train.trainers.values())
     assert (cfg_a.seed, cfg_a.alpha, cfg_a.rule, cfg_b.temperature, cfg_b.rule) == (3, 0.8, "alpha", 0.3, "qknorm")
     train.advance(3)
-    lab.seed = 4
+    lab.seed = 5
+    assert train.steps_done == 3 and train.trainers["a"].config.seed == 3
+    train.seed = 4
     assert train.steps_done == 0 and train.trainers["a"].config.seed == 4
+    lab.alpha = 0.6
+    assert train.trainers["a"].config.alpha == 0.6
 
 
 @pytest.mark.parametrize("view, unused, used", [
     ("playground", {"alpha", "temperature"}, {"d_k", "causal", "dtype"}),
-    ("training", {"d_k", "n", "sigma", "rho", "rule", "causal", "dtype", "alpha", "temperature"}, {"seed"}),
+    ("training", {"d_k", "n", "sigma", "rho", "rule", "causal", "dtype", "alpha", "temperature", "seed"}, set()),
     ("saturation", {"causal", "dtype"}, {"alpha", "temperature", "n"}),
     ("precision", {"rule", "alpha", "temperature", "causal", "dtype"}, {"d_k", "sigma", "rho", "seed"}),
     ("questions", {"d_k", "seed", "rule"}, set()),

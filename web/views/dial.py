@@ -1,5 +1,5 @@
-"""The logit dial: one number, the spread s of the logits, decides how peaked attention is; d_k, σ and
-every scaling rule only move s (at ρ = 0)."""
+"""The logit dial: for n keys, one number, the spread s of the logits, decides how peaked attention is; d_k,
+σ and every scaling rule only move s (at ρ = 0)."""
 from __future__ import annotations
 
 import html
@@ -136,16 +136,19 @@ class Dial(pn.viewable.Viewer):
             beside(figure_row(self.curve_fig, self.map_fig, basis=260),
                    [self.slider, caption("Turn s up: the top key takes almost all of each row.")]),
             self.summary,
-            caption("A softmax only sees its logits. Their spread s (standard deviation) decides everything: at "
-                    "s ≈ 0 every key gets the same weight; as s grows, the top key's logit stands further above "
-                    "the rest and takes almost all of it. Here the logits are s times one fixed random matrix, so "
-                    "moving the dial rescales one picture."),
+            caption("A softmax only sees its logits. For a given number of keys n, their spread s (standard "
+                    "deviation) decides how peaked it is: at s ≈ 0 every key gets the same weight; as s grows, the "
+                    "top key's logit stands further above the rest and takes almost all of it (more keys need a "
+                    "larger s for that). The gradient reaching q is the one reaching the logits times the rule's "
+                    "factor (∂L/∂qᵢ = factor · Σⱼ ∂L/∂zᵢⱼ kⱼ), which the dial leaves out. Here the logits are s "
+                    "times one fixed random matrix, so moving the dial rescales one picture."),
             figure_row(self.grad_fig),
             caption("Two keys (first plot): logits x and 0. Past x ≈ 5 the first key's weight is above 99% and the "
-                    "slope p(1 − p), which every gradient through this softmax is multiplied by, is near 0; the dots "
-                    "mark a typical row's gap between its top two logits. The gradient plot: each query's ‖∂L/∂zᵢ‖ for "
-                    "one fixed random ∂L/∂p (log scale); dashed: the median at s = 1, dotted (when in range): 1/1000 "
-                    "of it."),
+                    "slope p(1 − p), by which a two-key softmax multiplies the gradient reaching its logits, is near "
+                    "0; the dots mark a typical row's gap between its top two logits, as if they were its only keys. "
+                    "With n keys the gradient goes through the whole Jacobian diag(p) − ppᵀ instead: the gradient "
+                    "plot measures it, each query's ‖∂L/∂zᵢ‖ for one fixed random ∂L/∂p (log scale); dashed: the "
+                    "median at s = 1, dotted (when in range): 1/1000 of it."),
             heading("Where do d_k, σ and the rule put you?", level=3),
             self.settings,
             pn.FlexBox(self.to_none, self.to_rule, sizing_mode="stretch_width"),

@@ -131,7 +131,9 @@ class Precision(pn.viewable.Viewer):
             heading("Half precision: at which d_k do inf and NaN appear?"),
             beside(figs, controls, basis=640),
             self.summary,
-            caption("float16 cannot hold a number above 65504, and exp(x) passes that already at x ≈ 11.1. The same "
+            caption("float16 cannot hold a number above 65504. A softmax that takes exp in float16, as the naive one "
+                    "here does, overflows from x ≈ 11.1; real kernels take exp in float32, which overflows only near "
+                    "x ≈ 88.7. The same "
                     "random q and k are rounded to each dtype; the logits are computed unscaled, scaled after the "
                     "matmul ((q·kᵀ)/√d_k: the product itself can overflow) or before it ((q/√d_k)·kᵀ), then softmaxed "
                     "the naive way exp(x)/Σexp(x) or the stable way (subtract the row maximum first)."),

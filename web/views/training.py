@@ -72,6 +72,8 @@ class Training(pn.viewable.Viewer):
                                              sizing_mode="stretch_width")
         self.lr = choice_slider(tr, "lr", LR_OPTIONS, "Learning rate (Adam)", sizing_mode="stretch_width")
         self.d_k = choice_slider(tr, "d_k", TRAIN_D_K_OPTIONS, "d_k of the trained head", sizing_mode="stretch_width")
+        self.seed = pn.widgets.IntInput.from_param(tr.param.seed, name="Seed (data and initial weights)",
+                                                   sizing_mode="stretch_width")
         self.play = pn.widgets.Button(label="▶ Play", color="primary", width=110)
         self.step_btn = pn.widgets.Button(label="Step ×10", color="default", width=110)
         self.reset_btn = pn.widgets.Button(label="Reset", color="default", width=110)
@@ -179,7 +181,7 @@ class Training(pn.viewable.Viewer):
         self.status.object = self.train.status
 
     def __panel__(self):
-        controls = [self.rule_a, self.rule_b, self.d_k, self.lr,
+        controls = [self.rule_a, self.rule_b, self.d_k, self.lr, self.seed,
                     pn.FlexBox(self.play, self.step_btn, self.reset_btn, sizing_mode="stretch_width"),
                     caption("Press Play: both runs start from the same weights and batches; only the rule differs. "
                             "Changing a setting resets them.")]
