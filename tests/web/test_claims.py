@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
+from training_runs import losses as training_losses
 
 import sdpa_core as sc
 from web import claims
@@ -466,12 +467,10 @@ def test_training_claims_hold_over_the_seeds_they_count():
     for d_k in OVER_SEEDS:
         ratios[d_k], accuracy[d_k] = [], []
         for seed in range(SEEDS):
-            runs = {r: sc.Trainer(sc.TrainConfig(d_k=d_k, rule=r, seed=seed, lr=0.01)) for r in ("none", "sqrt")}
-            for t in runs.values():
-                t.run(300)
-            loss = {r: np.mean(t.history["loss"][280:300]) for r, t in runs.items()}
+            runs = {r: training_losses(d_k, r, seed) for r in ("none", "sqrt")}
+            loss = {r: np.mean(lo[280:300]) for r, (lo, _) in runs.items()}
             ratios[d_k].append(loss["none"] / loss["sqrt"])
-            accuracy[d_k].append([np.mean(t.history["accuracy"][280:300]) for t in runs.values()])
+            accuracy[d_k].append([np.mean(acc[280:300]) for _, acc in runs.values()])
         r, want = np.array(ratios[d_k]), OVER_SEEDS[d_k]
         assert (r > want["more_than"]).sum() == want["seeds"], (d_k, r)
         assert np.median(r) == pytest.approx(want["median"], abs=0.005), (d_k, r)
