@@ -35,7 +35,7 @@ class Alignment(pn.viewable.Viewer):
         self.sources = {r: ColumnDataSource({"rho": [], "tokens": [], "saturated": []}) for r in sc.RULE_NAMES}
         self.figs, self.marks = {}, []
         for metric, title, ylabel in (("tokens", "Tokens attended (exp entropy)", "tokens attended"),
-                                      ("saturated", "Share of saturated rows (top weight > 0.99)", "share of rows")):
+                                      ("saturated", "Saturated rows (top weight > 0.99)", "share of rows")):
             p = make_figure(title=title, x_label="ρ (q/k correlation)", y_label=ylabel, height=320,
                             x_range=Range1d(0, 1), hover=[("ρ", "@rho{0.00}"), (ylabel, f"@{metric}{{0.00}}")])
             for rule in sc.RULE_NAMES:
@@ -143,9 +143,10 @@ class Alignment(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Column(
             heading("As q and k align, does 1/√d_k still keep attention spread?"),
-            beside(figure_row(*(self.maps[r] for r in ALIGN_MAP_RULES), basis=200, min_width=200),
+            beside([self.maps[r] for r in ALIGN_MAP_RULES],
                    [self.play, self.rho, control(self.lab, "d_k"),
-                    caption("Press Play, or drag ρ: the maps sharpen as each key lines up with its query.")]),
+                    caption("Press Play, or drag ρ: the maps sharpen as each key lines up with its query.")],
+                   basis=200, min_width=200),
             self.flat,
             self.summary,
             caption("At initialisation q and k are independent (ρ = 0), and 1/√d_k keeps the logits' spread at σ². "

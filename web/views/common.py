@@ -14,7 +14,7 @@ from bokeh.models import CustomJSTickFormatter
 from ..options import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS, STATIC_SITE_ENV
 from ..state import LabState
 from ..training_state import TrainingState
-from ..theme import CSS, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
+from ..theme import CSS, PHONE, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
 
 
 def held(method):
@@ -115,14 +115,24 @@ def live_mark() -> pn.pane.HTML:
                         styles={"position": "absolute", "top": "0", "right": "0", "z-index": "10"})
 
 
-def beside(figure, controls: list, *, basis: int = 560) -> pn.FlexBox:
-    """A figure with the controls that move it: to its right on a desktop, under it on a phone (after the
-    whole figure row: a view with two or three figures there puts its controls below the first screen)."""
+#: Where a section's controls go among its figures (CSS ``order`` on the flex items' own hosts): after every
+#: figure on a desktop, so they sit at the row's right; right after the first figure on a phone, so the
+#: figure and what moves it share the first screen.
+CONTROLS_ORDER = f":host {{ order: 3; }} @media {PHONE} {{ :host {{ order: 1; }} }}"
+
+
+def beside(figures, controls: list, *, basis: int = 560, min_width: int = 250) -> pn.FlexBox:
+    """One figure, or several (a list), with the controls that move them: to their right on a desktop,
+    directly under the first figure on a phone (``basis``: each figure's width before the row wraps)."""
+    figures = list(figures) if isinstance(figures, (list, tuple)) else [figures]
+    first = pn.Column(figures[0], live_mark(), sizing_mode="stretch_width", min_width=min_width,
+                      styles={"flex": f"3 1 {basis}px", "position": "relative"})
+    rest = [pn.Column(f, sizing_mode="stretch_width", min_width=min_width, styles={"flex": f"3 1 {basis}px", "order": "2"})
+            for f in figures[1:]]
     return pn.FlexBox(
-        pn.Column(figure, live_mark(), sizing_mode="stretch_width", min_width=250,
-                  styles={"flex": f"3 1 {basis}px", "position": "relative"}),
+        first, *rest,
         pn.Column(*controls, sizing_mode="stretch_width", styles={"flex": "1 1 240px"}, min_width=220,
-                  css_classes=["sdpa-controls"], stylesheets=[CSS]),
+                  css_classes=["sdpa-controls"], stylesheets=[CSS, CONTROLS_ORDER]),
         sizing_mode="stretch_width")
 
 

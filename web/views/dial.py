@@ -37,7 +37,7 @@ class Dial(pn.viewable.Viewer):
         p, slope = sc.two_token_curve(x)
         curve = ColumnDataSource({"x": x, "p": p, "slope": slope})
         self.point = ColumnDataSource({"x": [0.0], "p": [0.5], "slope": [0.25]})
-        f = make_figure(title="Two keys, logits x and 0: the first key's weight", x_label="logit gap x",
+        f = make_figure(title="Two keys: the first one's weight", x_label="logit gap x",
                         y_label="weight p, slope p(1 − p)", height=320, y_range=Range1d(-0.02, 1.05),
                         x_range=Range1d(-X_MAX, X_MAX), hover=[("x", "@x{0.00}"), ("p", "@p{0.0000}"),
                                                               ("slope", "@slope{0.0000}")])
@@ -59,7 +59,7 @@ class Dial(pn.viewable.Viewer):
         m.grid.visible = False
         self.map_fig = m
         self.grad_source = ColumnDataSource({"query": [], "norm": []})
-        g = make_figure(title="Gradient reaching each query's logits", x_label="query i", y_label="‖∂L/∂zᵢ‖",
+        g = make_figure(title="Gradient at each query's logits", x_label="query i", y_label="‖∂L/∂zᵢ‖",
                         height=320, y_axis_type="log", hover=[("query i", "@query"), ("‖∂L/∂zᵢ‖", "@norm{0.00e0}")])
         g.scatter("query", "norm", source=self.grad_source, size=8, color=OKABE_ITO["vermillion"])
         self.reference = Span(location=1.0, dimension="width", line_color=THEORY_COLOR, line_dash="dashed",
@@ -133,8 +133,8 @@ class Dial(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Column(
             heading("The logit dial: how does the logits' spread decide how peaked attention is?"),
-            beside(figure_row(self.curve_fig, self.map_fig, basis=260),
-                   [self.slider, caption("Turn s up: the top key takes almost all of each row.")]),
+            beside([self.curve_fig, self.map_fig],
+                   [self.slider, caption("Turn s up: the top key takes almost all of each row.")], basis=260),
             self.summary,
             caption("A softmax only sees its logits. For a given number of keys n, their spread s (standard "
                     "deviation) decides how peaked it is: at s ≈ 0 every key gets the same weight; as s grows, the "

@@ -55,7 +55,7 @@ class Models(pn.viewable.Viewer):
         self.source = caption("")
         self.width_sources = {v: ColumnDataSource({"d_model": [], "std": []}) for v in WIDTH_LINES}
         self.here = ColumnDataSource({"d_model": [], "std": []})
-        p = make_figure(title="Logit std at initialisation against the width", x_label="d_model (heads and init std fixed)",
+        p = make_figure(title="Logit std at init vs the width", x_label="d_model (heads and init std fixed)",
                         y_label="logit std", height=340, x_axis_type="log", y_axis_type="log",
                         hover=[("d_model", "@d_model"), ("logit std", "@std{0.000}")])
         for v, (color, dash) in WIDTH_LINES.items():

@@ -12,7 +12,7 @@ from ..claims import first_broken, precision_headline
 from ..options import ORDER_LABELS, PRECISION_N
 from ..state import LabState
 from ..theme import CSS, WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
-from .common import beside, caption, control, figure_row, heading, headline_html, held, set_html
+from .common import beside, caption, control, heading, headline_html, held, set_html
 
 DTYPE_NAMES = ("float16", "float32", "float64")
 KIND_DASH = {"naive": "dashed", "stable": "solid"}
@@ -30,7 +30,7 @@ class Precision(pn.viewable.Viewer):
         lab = self.lab
         self.logit_sources = {t: ColumnDataSource({"d_k": [], "y": [], "over_d_k": [], "over_y": []}) for t in DTYPE_NAMES}
         self.over_sources = {t: ColumnDataSource({"d_k": [], "y": []}) for t in DTYPE_NAMES}
-        p = make_figure(title="Largest |logit| the matmul produces", x_label="d_k", y_label="max |logit|", height=400,
+        p = make_figure(title="Largest |logit| of the matmul", x_label="d_k", y_label="max |logit|", height=400,
                         x_axis_type="log", y_axis_type="log", y_range=Range1d(0.3, 1e6),
                         hover=[("dtype", "@dtype"), ("d_k", "@d_k"), ("max |logit|", "@y{0.00}")])
         dtype_items, over_renderers = [], []
@@ -51,7 +51,7 @@ class Precision(pn.viewable.Viewer):
         legends_below(p, dtype_items, [("overflowed to inf (drawn at the top)", [*over_renderers, key])])
         self.logit_fig = p
         self.row_sources = {(t, k): ColumnDataSource({"d_k": [], "y": []}) for t in DTYPE_NAMES for k in ("naive", "stable")}
-        q = make_figure(title="Rows of attention weights containing NaN or inf", x_label="d_k",
+        q = make_figure(title="Rows with NaN or inf weights", x_label="d_k",
                         y_label="share of rows", height=400, x_axis_type="log", y_range=Range1d(-0.03, 1.05),
                         hover=[("d_k", "@d_k"), ("share", "@y{0%}")])
         dtype_items, kind_items = [], {k: [] for k in KIND_DASH}
@@ -124,12 +124,12 @@ class Precision(pn.viewable.Viewer):
             fig._sdpa_mark.location = self.lab.d_k
 
     def __panel__(self):
-        figs = figure_row(self.logit_fig, self.row_fig, basis=300)
+        figs = [self.logit_fig, self.row_fig]
         controls = [self.order, caption("Where the 1/√d_k scaling happens."), self.preset,
                     caption("Large, aligned q and k: float16 products pass 65504 at large d_k."), control(self.lab, "d_k")]
         return pn.Column(
             heading("Half precision: at which d_k do inf and NaN appear?"),
-            beside(figs, controls, basis=640),
+            beside(figs, controls, basis=300),
             self.summary,
             caption("float16 cannot hold a number above 65504. A softmax that takes exp in float16, as the naive one "
                     "here does, overflows from x ≈ 11.1; real kernels take exp in float32, which overflows only near "

@@ -58,7 +58,7 @@ class Saturation(pn.viewable.Viewer):
             style_legend(p, below=True, ncols=2)
             self.marks[metric], self.figs[metric] = mark, p
         self.grad_sources = {r: ColumnDataSource({"rank": [], "norm": []}) for r in sc.RULE_NAMES}
-        p = make_figure(title="Gradient reaching each query at the current d_k", x_label="query rows, largest first (share)",
+        p = make_figure(title="Gradient reaching each query", x_label="query rows, largest first (share)",
                         y_label="‖∂L/∂qᵢ‖", height=360, y_axis_type="log",
                         hover=[("rule", "@rule"), ("share of rows", "@rank{0%}"), ("‖∂L/∂qᵢ‖", "@norm{0.00e0}")])
         self.grad_lines = {}
@@ -150,12 +150,12 @@ class Saturation(pn.viewable.Viewer):
             line.glyph.line_width = 4.5 if rule == self.lab.rule else 2.0
 
     def __panel__(self):
-        figs = figure_row(*(self.figs[m] for m in PLOTS), basis=300)
+        figs = [self.figs[m] for m in PLOTS]
         controls = [control(self.lab, "rule"), control(self.lab, "d_k"), control(self.lab, "rho"),
                     caption("The chosen rule is drawn thicker; the dashed line marks d_k.")]
         return pn.Column(
             heading("Saturation and gradients: which rules keep the softmax from saturating as d_k grows?"),
-            beside(figs, controls, basis=700),
+            beside(figs, controls, basis=300),
             self.note,
             caption("The paper's claim, measured on random q and k: without scaling the softmax saturates as d_k grows "
                     "(entropy → 0, max weight → 1, every row saturated). For independent q and k (ρ = 0) 1/√d_k keeps "

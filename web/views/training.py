@@ -185,10 +185,10 @@ class Training(pn.viewable.Viewer):
                     pn.FlexBox(self.play, self.step_btn, self.reset_btn, sizing_mode="stretch_width"),
                     caption("Press Play: both runs start from the same weights and batches; only the rule differs. "
                             "Changing a setting resets them.")]
-        figs = figure_row(self.loss_fig, self.acc_fig, basis=300)
+        figs = [self.loss_fig, self.acc_fig]
         return pn.Column(
             heading("Train it: does the same model learn slower without scaling?"),
-            beside(figs, controls, basis=640),
+            beside(figs, controls, basis=300),
             self.status,
             caption("A one-head attention model learns to retrieve: it sees 8 keys with class labels and a noisy copy "
                     "of one key as the query, and must output that key's label, which it can only do by attending to "

@@ -122,12 +122,12 @@ class Variance(pn.viewable.Viewer):
         self.mark_label.text = f"d_k = {self.lab.d_k}"
 
     def __panel__(self):
-        hists = figure_row(self.hists["unscaled"][0], self.hists["scaled"][0], basis=260)
+        hists = [self.hists["unscaled"][0], self.hists["scaled"][0]]
         controls = [control(self.lab, "d_k"), control(self.lab, "sigma"), control(self.lab, "rule"),
                     caption("Drag d_k: the raw histogram widens like √d_k; the scaled one keeps its width.")]
         return pn.Column(
             heading("Why does the spread of q·k grow with d_k?"),
-            beside(hists, controls),
+            beside(hists, controls, basis=260),
             self.summary,
             caption("Each logit is a sum of d_k products qᵢkᵢ. For independent q and k (ρ = 0) with entries of "
                     "variance σ², the sum has mean 0 and variance d_k σ⁴: its standard deviation grows like √d_k, and "
