@@ -1,7 +1,7 @@
 """The explorable layout in a real browser (`panel serve`), at a desktop's, a phone's and the
 narrowest phone's size: each view's question and first figure are on the first screen, so is the
-control beside that figure (on the desktop; on a phone it comes under the figure row), and no text box
-crosses the screen's edge. Screenshots of every view at
+control beside that figure (on a phone: directly under the first figure), and no text box crosses the
+screen's edge. Screenshots of every view at
 each size, light and dark (the page has no dark theme yet: the dark ones show what such a reader
 sees), go to artifacts/screenshots/layout/."""
 import pytest
@@ -54,7 +54,7 @@ def test_question_figure_and_control_share_the_first_screen(page: Page, app_url,
     for view in VIEWS:
         page.goto(f"{app_url}?view={view}")
         expect(page.locator("h1.sdpa-h1")).to_be_visible(timeout=60_000)
-        if view not in ("models", "questions"):
+        if view != "questions":
             page.locator("canvas").first.wait_for(timeout=60_000)
         else:
             page.locator("#main h2").first.wait_for(timeout=60_000)
@@ -62,13 +62,17 @@ def test_question_figure_and_control_share_the_first_screen(page: Page, app_url,
         b = page.evaluate(BOXES_JS)
         if b["h2"] is None or b["h2"]["top"] >= height:
             problems.append(f"{view}: its question is not on the first screen ({b['h2']})")
-        # the tour's step card (question, prediction) comes before its figure: not checked there yet
-        if view not in ("models", "questions", "tour") and (b["canvas"] is None or b["canvas"]["top"] >= height - 40):
+        # the tour's step card (question, prediction) comes before its figure: on a desktop the figure starts
+        # on the first screen too, on a phone below it
+        if view != "questions" and not (view == "tour" and width < 1000) and (
+                b["canvas"] is None or b["canvas"]["top"] >= height - 40):
             problems.append(f"{view}: its first figure starts below the first screen ({b['canvas']})")
         if view not in ("tour", "questions") and b["control"] is None:
             problems.append(f"{view}: no control beside its figure")
-        # on a phone the controls come under the whole figure row: checked on the desktop only (known gap)
-        if width >= 1000 and b["control"] is not None and b["control"]["bottom"] > height:
+        # on a phone the controls come right under the first figure; at 320 x 640 the page's header and the
+        # figure fill the first screen, so they start on the second, and on a phone's tour the step card does
+        if (width >= 1000 or (width >= 400 and view != "tour")) and b["control"] is not None \
+                and b["control"]["bottom"] > height:
             problems.append(f"{view}: the control beside its figure is below the first screen ({b['control']})")
         # the tour at 320 px is laid out 329 px wide (its nesting of the step's view; not found yet)
         if b["out"] and not (view == "tour" and width < 400):
