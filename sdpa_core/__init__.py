@@ -2,7 +2,8 @@
 
 Modules, one idea each: ``softmax`` (stable, log, naive), ``attention`` (forward and backward,
 PyTorch semantics), ``scaling`` (the rules), ``stats`` (entropy, saturation, Jacobian),
-``experiments`` (Monte-Carlo sweeps with theory), ``model`` + ``train`` (a tiny trainable head); for the
+``experiments`` (Monte-Carlo sweeps with theory), ``geometry`` (lengths and cosines of random vectors:
+why sqrt(d)), ``model`` + ``train`` (a tiny trainable head); for the
 explainer: ``dial`` (attention as a function of the logit std alone), ``real_models`` (published heads at
 initialisation), ``outputs`` (copy or average: what softmax(.)V hands on), ``alignment`` (rho from 0 to 1).
 """
@@ -10,6 +11,7 @@ initialisation), ``outputs`` (copy or average: what softmax(.)V hands on), ``ali
 from .alignment import rho_path
 from .attention import attention, attention_backward
 from .dial import dial_attention, settings_logit_moments, two_token_curve
+from .geometry import expected_norm, random_geometry
 from .experiments import (
     FLOAT16_MAX,
     METRICS,
@@ -77,6 +79,8 @@ __all__ = [
     "ORDERS",
     "FLOAT16_MAX",
     "draw_qkv",
+    "random_geometry",
+    "expected_norm",
     "rule_attention",
     "rule_gradients",
     "query_gradient_norms",

@@ -612,3 +612,13 @@ def flat_maps(maps: dict, *, n: int) -> str:
         return ""
     return (f"Flat, not empty: {'; '.join(flat)}, within {FLAT_MAP:g}× of uniform ({pct(1 / n)}), near the bottom "
             f"of the shared scale.")
+
+
+# ---- why √d_k, geometrically -----------------------------------------------------------------------
+def geometry_headline(geo: dict, *, d_k: int, sigma: float) -> str:
+    """q·k = |q| |k| cos θ at ``d_k`` (``sdpa_core.random_geometry``, independent q and k): the lengths'
+    measured product, the cosine's spread and the dot product's spread, with the dot's theory σ²√d_k."""
+    i = int(np.argmin(np.abs(np.asarray(geo["d_k"]) - d_k)))
+    d = int(geo["d_k"][i])
+    return (f"At d_k = {d}, |q| |k| ≈ {fmt(geo['norms_mean'][i])} and cos θ spreads ±{fmt(geo['cos_std'][i])}, so "
+            f"q·k = |q| |k| cos θ spreads ±{fmt(geo['dot_std'][i])} (σ²√d_k = {fmt(geo['dot_theory'][i])}).")

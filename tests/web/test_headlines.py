@@ -240,3 +240,27 @@ def test_flat_maps_names_exactly_the_maps_within_2x_of_uniform(d_k, rho, n):
 def test_d_k_options_reach_the_saturation_headlines_ends():
     """The headline's "from d_k = 16" exists in the sweep (it starts below 16) for every sweep the page runs."""
     assert 16 in D_K_OPTIONS and min(LabState(view="saturation").sweep.d_k) <= 16
+
+
+@pytest.mark.parametrize("d_k, sigma", [(1, 1.0), (64, 1.0), (256, 0.5), (4096, 2.0)])
+def test_geometry_headline_decomposes_the_dot_product_of_direct_draws(d_k, sigma):
+    """"At d_k = 256, |q| |k| ≈ A and cos θ spreads ±B, so q·k = |q| |k| cos θ spreads ±C (σ²√d_k = D)": A, B
+    and C against 4000 direct numpy draws of independent q and k (within 8%), D exactly."""
+    from web.views.geometry import SAMPLES
+    geo = sc.random_geometry(sc.POW2_D_K, sigma=sigma, samples=SAMPLES, seed=0)
+    text = short(claims.geometry_headline(geo, d_k=d_k, sigma=sigma))
+    num = r"(\d+(?:\.\d+)?(?:e[+-]\d+)?)"
+    m = re.fullmatch(rf"At d_k = {d_k}, \|q\| \|k\| ≈ {num} and cos θ spreads ±{num}, so q·k = \|q\| \|k\| cos θ "
+                     rf"spreads ±{num} \(σ²√d_k = {num}\)\.", text)
+    assert m, text
+    rng = np.random.default_rng(9)
+    q, k = sigma * rng.standard_normal((2, 4000, min(d_k, 1024)))
+    if d_k > 1024:   # the same law, drawn through the chi-square lengths to keep the arrays small
+        nq, nk = (sigma * np.sqrt(rng.chisquare(d_k, 4000)) for _ in range(2))
+        cos = rng.standard_normal(4000) / math.sqrt(d_k)
+    else:
+        nq, nk = np.linalg.norm(q, axis=1), np.linalg.norm(k, axis=1)
+        cos = (q * k).sum(axis=1) / (nq * nk)
+    for shown, direct in ((m[1], (nq * nk).mean()), (m[2], cos.std()), (m[3], (nq * nk * cos).std())):
+        assert abs(float(shown) / direct - 1) < 0.08, (text, direct)
+    assert float(m[4]) == pytest.approx(sigma ** 2 * math.sqrt(d_k), rel=5e-3)

@@ -13,6 +13,7 @@ from ..claims import fmt, loglog_summary, variance_headline, variance_summary
 from ..options import HIST_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
+from .geometry import Geometry
 from .common import beside, caption, control, figure_row, heading, headline_html, held, rule_color, set_html
 
 
@@ -63,6 +64,7 @@ class Variance(pn.viewable.Viewer):
                                                                                     ("rule", "chosen rule"))])
         self.rule_item = rules.items[1]
         self.loglog = p
+        self.geometry = Geometry(lab=self.lab)
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES,
                                     stylesheets=[CSS])
         self.slopes = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
@@ -136,6 +138,7 @@ class Variance(pn.viewable.Viewer):
             caption("Histograms of 20 000 exact samples of one query-key pair at the "
                     "current d_k (left: raw q·k, right: after the chosen rule), with the normal curve theory predicts "
                     "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit)."),
+            self.geometry,
             figure_row(self.loglog),   # a bare figure here collapses the row above inside the tour
             self.slopes,
             caption("Spread of all n×n logits against d_k on log-log axes. At ρ = 0 the unscaled line has slope ½, "
