@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sitebuild import build_module, pyodide_dist
+from sitebuild import NO_DIST, build_module, pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -26,8 +26,7 @@ def flip(data: bytes) -> bytes:
 def faulty(request, browser):
     """Open the served site with one file replaced (a changed body, or None for 404); yields the page."""
     if pyodide_dist() is None:
-        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json> "
-                    "(/work/shared/tools/pyodide-dist assembles one)")
+        pytest.skip(NO_DIST)
     site, served = request.getfixturevalue("site"), request.getfixturevalue("served")
     contexts = []
 

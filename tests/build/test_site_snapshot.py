@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from node_tools import node
-from sitebuild import build_module, pyodide_dist
+from sitebuild import NO_DIST, build_module, pyodide_dist
 from web.options import D_K_OPTIONS
 
 pytestmark = pytest.mark.ui
@@ -50,8 +50,7 @@ ENTRIES = """async (name) => {
 @pytest.fixture
 def live_site(site, served):
     if pyodide_dist() is None:
-        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json> "
-                    "(/work/shared/tools/pyodide-dist assembles one)")
+        pytest.skip(NO_DIST)
     assert site.config["snapshot"] == {"folder": offline.SNAPSHOT_FOLDER}
     return served
 
