@@ -52,7 +52,7 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
   function registerServiceWorker() {
     if (!("serviceWorker" in navigator)) {
       offlineNote(window.isSecureContext === false ? "it was not opened over a secure (https) connection"
-        : "this browser offers no service workers here (private windows often do not)");
+        : "service workers are not available (private windows often lack them)");
       return;
     }
     navigator.serviceWorker.addEventListener("message", (event) => {
@@ -69,9 +69,10 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
       if (reg.installing) watch(reg.installing);
       if (reg.waiting && navigator.serviceWorker.controller) notifyUpdate(reg.waiting);
     }).catch((err) => {
-      console.warn("service worker not registered:", err);
-      offlineNote(`the file that makes it work offline (${SERVICE_WORKER.url.replace(/^\.\//, "")}) did not install` +
-                  ` (${err.message || err})`);
+      console.warn("service worker not registered:", err);      // the browser's words, for developers
+      const file = SERVICE_WORKER.url.replace(/^\.\//, "");
+      offlineNote(err && err.name === "SecurityError" ? `the browser refused the file that makes it work offline (${file})`
+        : `the file that makes it work offline (${file}) is missing or damaged`);
     });
     navigator.serviceWorker.ready.then(() => lab.checkOffline());
     // the cache can be cleared while the page is open (browser settings, storage pressure)
