@@ -588,5 +588,6 @@
     sendQueue();
   }
 
-  startWorker();
+  // a new version waiting for this reload goes first (setup.js); any failure there: boot this one
+  setup.takeWaitingVersion().catch(() => false).then((reloading) => reloading || startWorker());
 })();

@@ -127,6 +127,28 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     return checking;
   };
 
+  // A new version waits while a page of the old one is open, and a reload alone does not let it in
+  // (the reloading page keeps the old version in use). Before booting, a page that finds a version
+  // waiting asks it to take over if this is the only page open, then reloads once: the reload gets the
+  // new version, every file from it. Resolves true when that reload is coming.
+  async function takeWaitingVersion() {
+    if (!("serviceWorker" in navigator) || !navigator.serviceWorker.controller) return false;
+    const reg = await navigator.serviceWorker.getRegistration(SERVICE_WORKER.scope).catch(() => null);
+    if (!reg || !reg.waiting) return false;
+    const taken = new Promise((resolve) => navigator.serviceWorker.addEventListener("controllerchange", () => resolve(true)));
+    const answer = new Promise((resolve) => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = (event) => resolve(!!(event.data && event.data.alone));
+      reg.waiting.postMessage({type: "takeOverIfAlone"}, [channel.port2]);
+    });
+    const late = (seconds) => new Promise((resolve) => setTimeout(() => resolve(false), seconds * 1000));
+    if (!(await Promise.race([answer, late(3)]))) return false;      // other pages of the old version are open
+    if (!(await Promise.race([taken, late(10)]))) return false;
+    lab.updating = true;
+    location.reload();
+    return true;
+  }
+
   function notifyUpdate(waiting) {
     if (document.getElementById("sdpa-update")) return;
     const bar = document.createElement("div");
@@ -218,5 +240,5 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     };
   }
 
-  return {afterBoot, blockSnapshots, clearSnapshotBlock};
+  return {afterBoot, blockSnapshots, clearSnapshotBlock, takeWaitingVersion};
 }

@@ -111,13 +111,22 @@ self.addEventListener("activate", (event) => {
   })());
 });
 
-// The page asks {type: "status"} (how complete is the cache?) and {type: "refill"} (download what
-// is missing, then say), with a MessagePort for the answer.
+// The page asks {type: "status"} (how complete is the cache?), {type: "refill"} (download what
+// is missing, then say) and, to a waiting version, {type: "takeOverIfAlone"}, with a MessagePort for
+// the answer.
 self.addEventListener("message", (event) => {
   const msg = event.data || {};
   const reply = (answer) => event.ports[0] && event.ports[0].postMessage(answer);
   if (msg.type === "skipWaiting") {
     self.skipWaiting();
+  } else if (msg.type === "takeOverIfAlone") {
+    // a page reloaded while this version waited: take over only if no other page of the old one is open
+    // (that one goes on with the old version's files, which activating would delete)
+    event.waitUntil(self.clients.matchAll({type: "window", includeUncontrolled: true}).then((pages) => {
+      const alone = pages.length <= 1;
+      reply({alone});
+      return alone ? self.skipWaiting() : undefined;
+    }));
   } else if (msg.type === "status") {
     event.waitUntil(inventory().then(reply));
   } else if (msg.type === "refill") {
