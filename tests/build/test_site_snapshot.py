@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -278,6 +279,6 @@ def test_a_restored_python_writes_the_same_document(live_site, site, tmp_path):
     that does not fit the runtime fails before any Python runs, and a normal boot follows."""
     script = Path(__file__).with_name("snapshot_node.mjs")
     done = subprocess.run([node(), str(script), str(site.root)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "SNAP_WORK": str(tmp_path)})
+                          env={**os.environ, "SNAP_WORK": str(tmp_path), "SNAP_PYTHON": sys.executable})
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.stdout.strip().splitlines()[-1].startswith("OK"), done.stdout[-3000:]
