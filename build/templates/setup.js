@@ -144,7 +144,6 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     const late = (seconds) => new Promise((resolve) => setTimeout(() => resolve(false), seconds * 1000));
     if (!(await Promise.race([answer, late(3)]))) return false;      // other pages of the old version are open
     if (!(await Promise.race([taken, late(10)]))) return false;
-    lab.updating = true;
     location.reload();
     return true;
   }
