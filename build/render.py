@@ -318,11 +318,12 @@ def boot_js(worker: bytes, registration: dict, snapshots: bool = False, first_pa
             default_first_paint: str = "tour-1") -> str:
     """boot.js knows worker.js's sha256 and size (it checks the file before running it), whether the
     worker can save a memory snapshot (a self-hosted, patched Pyodide) and where the service worker
-    is registered (offline.REGISTRATION)."""
+    is registered (offline.REGISTRATION); setup.js (what is set up once the page is live) is inside."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
                                    "size": len(worker), "snapshots": snapshots},
                 SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR,
-                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}})
+                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}},
+                SETUP_JS=(TEMPLATES / "setup.js").read_text())
 
 
 def boot_css(identity: Identity) -> str:

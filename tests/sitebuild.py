@@ -43,6 +43,19 @@ def pyodide_dist() -> Path | None:
     return Path(dist) if dist and (Path(dist) / "pyodide-lock.json").is_file() else None
 
 
+#: Why a test that boots the self-hosted site is skipped (no path of any machine: DEVELOPERS.md says how).
+NO_DIST = ("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST to a folder holding its pyodide-lock.json "
+           "(DEVELOPERS.md, 'A local Pyodide distribution', says how to assemble one)")
+
+
+def require_pyodide_dist() -> Path:
+    """The distribution, or a skip that says what is missing."""
+    dist = pyodide_dist()
+    if dist is None:
+        pytest.skip(NO_DIST)
+    return dist
+
+
 class Site:
     """A built site and the data the build put in it, read with the build's own reader (render.embedded)."""
 

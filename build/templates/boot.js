@@ -1,6 +1,6 @@
 // Page side of the app: starts the Python worker, shows each loading step, swaps the
 // pre-rendered first paint for the live document, syncs patches (Panel's protocol),
-// and registers the service worker that makes the next visit work offline.
+// and once live sets up the offline copy and the warm-boot snapshot (setup.js, included below).
 // No step can fail or stall silently: a damaged or missing file, an error in any step, or a step
 // without news for too long shows a message naming the file or step, with Retry.
 "use strict";
@@ -25,15 +25,16 @@
   const FIRST_PAINT = /*FIRST_PAINT*/{}/*END*/;
   // Seconds without news before the page says a step is stuck (tests shorten them through
   // window.sdpaLabLimits). The worker cannot report while Python computes, hence the larger limits
-  // for the steps that do; a download is "stuck" when no byte arrived for `download` seconds.
-  const LIMITS = Object.assign({worker: 30, download: 30, runtime: 60, packages: 60, import: 90, app: 90,
+  // for the steps that do; a download (worker.js included) is "stuck" when no byte arrived for
+  // `download` seconds. A notice only: no download is abandoned while its connection is open.
+  const LIMITS = Object.assign({download: 20, runtime: 60, packages: 60, import: 90, app: 90,
                                 render: 60}, window.sdpaLabLimits || {});
   // Timings in ms since navigation start (performance.now()), read by tests and build/measure_site.py.
   const SNAPSHOT_SECONDS = 180;       // making one takes 3-5 s here; a stuck one is stopped
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
                                 error: null, errorFile: null, stalled: null, offline: null, adopted: null,
                                 boot: null, snapshot: null, snapshotFailure: null,
-                                snapshotUnreadable: null, firstPaint: null};
+                                snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null};
   // The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
   // the tour its step. A link the page will correct (an unknown view, step 9) gets the default first
   // paint; the live page then shows where the correction leads.
@@ -141,6 +142,7 @@
 
   part("sdpa-actions").addEventListener("click", (event) => {
     const act = event.target.dataset && event.target.dataset.act;
+    if (act) setup.clearSnapshotBlock();     // the reader asks for a new try: a snapshot may be made again
     if (act === "retry") location.reload();
     if (act === "fresh") reloadFromNetwork();
   });
@@ -195,7 +197,7 @@
       clearInterval(watchdog);
       return;
     }
-    if (!worker) return;         // fetching worker.js: it has its own time limit
+    if (!worker && !waiting.length) return;       // between worker.js and the worker
     const quiet = (performance.now() - lastNews) / 1000;
     const limit = waiting.length ? LIMITS.download : (LIMITS[current] || 60);
     if (quiet < limit) return;
@@ -250,24 +252,35 @@
 
   let workerBody = null;     // worker.js as checked, for the snapshot worker
 
-  async function startWorker({snapshot = true} = {}) {
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), LIMITS.worker * 1000);
-    let body;
+  // worker.js as the worker's downloads are: each byte is news (the watchdog says when none came for
+  // LIMITS.download seconds), and it is waited for as long as the connection stays open.
+  async function fetchWorker() {
+    waiting = [WORKER.path];
     try {
-      const response = await fetch(`./${WORKER.path}`, {cache: fresh ? "reload" : "default", signal: abort.signal});
+      const response = await fetch(`./${WORKER.path}`, {cache: fresh ? "reload" : "default"});
+      news();
       if (!response.ok) {
         fatal(`${WORKER.path} could not be downloaded (HTTP ${response.status})`, {file: WORKER.path});
-        return;
+        return null;
       }
-      body = await response.arrayBuffer();
+      const reader = response.body.getReader();
+      const chunks = [];
+      for (let got = await reader.read(); !got.done; got = await reader.read()) {
+        chunks.push(got.value);
+        news();
+      }
+      return await new Blob(chunks).arrayBuffer();
     } catch (err) {
-      fatal(abort.signal.aborted ? `${WORKER.path} did not arrive within ${LIMITS.worker} s`
-        : `${WORKER.path} could not be downloaded (${err.message || err})`, {file: WORKER.path});
-      return;
+      fatal(`${WORKER.path} could not be downloaded (${err.message || err})`, {file: WORKER.path});
+      return null;
     } finally {
-      clearTimeout(timer);
+      waiting = [];
     }
+  }
+
+  async function startWorker({snapshot = true} = {}) {
+    const body = await fetchWorker();
+    if (body === null) return;
     const digest = await sha256hex(body);
     if (body.byteLength !== WORKER.size || (digest !== null && digest !== WORKER.sha256)) {
       fatal(`${WORKER.path} is damaged: ${body.byteLength.toLocaleString("en")} bytes received, ` +
@@ -299,63 +312,22 @@
     return new Worker(URL.createObjectURL(new Blob([prefix, workerBody], {type: "text/javascript"})));
   }
 
+  // What is set up once the page is live: the offline copy, the snapshot (setup.js).
+  @@SETUP_JS@@
+  const setup = sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorker, snapshotKey,
+                           snapshotSeconds: SNAPSHOT_SECONDS});
+
   // A restored Python that fails before the page is live: the worker has dropped its snapshot (or the
-  // next one drops it); boot again the usual way, and make no new snapshot for this version here.
-  function withoutSnapshot(msg, detail) {
+  // next one drops it); boot again the usual way. A damaged snapshot is made anew after this boot;
+  // any other failure would repeat, so no new snapshot is made for this version for a while.
+  function withoutSnapshot(msg, detail, damaged) {
     lab.snapshotFailure = msg;
     lab.boot = null;
     console.warn(`SDPA Lab: the saved snapshot did not restore (${msg}); starting Python afresh\n${detail || ""}`);
-    try {
-      localStorage.setItem("sdpa-snapshot-failed", WORKER.sha256);
-    } catch (_) { /* storage disabled */ }
+    if (!damaged) setup.blockSnapshots();
     worker.terminate();
     worker = null;
     startWorker({snapshot: false});
-  }
-
-  // Once the page is live and its files are kept for offline use: a second worker builds the app
-  // again, in the background, and saves a memory snapshot of Python for the next visit.
-  async function makeSnapshot() {
-    if (lab.snapshot !== null) return;
-    if (lab.boot === "snapshot") {
-      lab.snapshot = {state: "used"};       // this visit was restored from it
-      return;
-    }
-    let failedHere = null;
-    try {
-      failedHere = localStorage.getItem("sdpa-snapshot-failed");
-    } catch (_) { /* storage disabled */ }
-    const connection = navigator.connection || {};
-    const why = !WORKER.snapshots ? "this build loads Pyodide from its CDN, unpatched"
-      : !(navigator.storage && navigator.storage.getDirectory) ? "no origin private file system"
-      : !(await snapshotKey()) ? "no WebCrypto (not a secure context)"
-      : failedHere === WORKER.sha256 ? "a snapshot of this version did not restore in this browser"
-      : connection.saveData ? "the browser asks to save data"
-      : navigator.deviceMemory && navigator.deviceMemory < 4 ? "less than 4 GB of memory: a second Python would not fit well"
-      : null;
-    if (why) {
-      lab.snapshot = {state: "unavailable", why};
-      return;
-    }
-    lab.snapshot = {state: "making"};
-    const maker = await newWorker("snapshot");
-    const limit = setTimeout(() => done({state: "failed", msg: `not made within ${SNAPSHOT_SECONDS} s`}), SNAPSHOT_SECONDS * 1000);
-    function done(state) {
-      if (lab.snapshot.state !== "making") return;
-      clearTimeout(limit);
-      lab.snapshot = state;
-      maker.terminate();
-      if (state.state !== "stored") console.warn(`SDPA Lab: no snapshot for the next visit: ${state.msg}`);
-    }
-    maker.onmessage = (event) => {
-      const msg = event.data || {};
-      if (msg.type === "snapshot-stored") done({state: "stored", bytes: msg.bytes, ms: Math.round(msg.ms)});
-      else if (msg.type === "error") done({state: "failed", msg: msg.msg});
-    };
-    maker.onerror = (event) => {
-      event.preventDefault();
-      done({state: "failed", msg: event.message || "the snapshot worker stopped"});
-    };
   }
 
   // Changes go to Python as one patch per event-loop task (a slider step sets `value` and
@@ -569,8 +541,11 @@
       lab.boot = "snapshot";
     } else if (msg.type === "snapshot-unreadable") {
       lab.snapshotUnreadable = msg.msg;      // not tried: booted the usual way (kept for the next visit)
+    } else if (msg.type === "snapshot-damaged") {
+      lab.snapshotDamaged = msg.msg;         // dropped, not tried: booted the usual way; a new one follows
+      console.warn(`SDPA Lab: the saved snapshot was damaged (${msg.msg}); starting Python afresh`);
     } else if (msg.type === "snapshot-failed") {
-      withoutSnapshot(msg.msg, msg.detail);
+      withoutSnapshot(msg.msg, msg.detail, msg.damaged);
     } else if (msg.type === "render") {
       try {
         await render(msg);
@@ -592,9 +567,7 @@
       worker.postMessage({type: "keep-offline"});   // then "kept", then the service worker
     } else if (msg.type === "kept") {
       // the worker's downloads are in the offline cache: precaching will not download them again
-      registerServiceWorker();
-      const later = window.requestIdleCallback || ((f) => setTimeout(f, 1000));
-      later(() => makeSnapshot(), {timeout: 5000});
+      setup.afterBoot(msg);
     } else if (msg.type === "patch") {
       try {
         patching += 1;
@@ -615,74 +588,6 @@
     sendQueue();
   }
 
-  // Offline after one visit. Registered once the app runs, so precaching never competes
-  // with the first boot for bandwidth (it mostly revalidates what the browser just fetched).
-  function registerServiceWorker() {
-    if (!("serviceWorker" in navigator)) return;
-    navigator.serviceWorker.register(SERVICE_WORKER.url, {scope: SERVICE_WORKER.scope}).then((reg) => {
-      if (!reg) return;     // registration refused (e.g. blocked by a test harness)
-      reg.addEventListener("updatefound", () => {
-        const incoming = reg.installing;
-        incoming.addEventListener("statechange", () => {
-          if (incoming.state === "installed" && navigator.serviceWorker.controller) notifyUpdate(incoming);
-        });
-      });
-      if (reg.waiting && navigator.serviceWorker.controller) notifyUpdate(reg.waiting);
-    }).catch((err) => console.warn("service worker not registered:", err));
-    navigator.serviceWorker.ready.then(() => lab.checkOffline());
-    // the cache can be cleared while the page is open (browser settings, storage pressure)
-    document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && lab.checkOffline());
-    window.addEventListener("online", () => lab.checkOffline());
-  }
-
-  // Ask the active service worker something; its answer comes back on a MessagePort.
-  function askServiceWorker(message, seconds) {
-    return navigator.serviceWorker.ready.then((reg) => new Promise((resolve, reject) => {
-      const channel = new MessageChannel();
-      const timer = setTimeout(() => reject(new Error(`no answer to ${message.type} in ${seconds} s`)), seconds * 1000);
-      channel.port1.onmessage = (event) => {
-        clearTimeout(timer);
-        resolve(event.data);
-      };
-      reg.active.postMessage(message, [channel.port2]);
-    }));
-  }
-
-  // "Works offline" means every file of this version is in the service worker's cache, as counted
-  // now: lab.offline = {total, missing}. When files are missing (Cache Storage cleared), the service
-  // worker downloads them in the background (unless refill is false) and the state is counted again.
-  let checking = null;
-  lab.checkOffline = ({refill = true} = {}) => {
-    if (!("serviceWorker" in navigator)) return Promise.resolve(false);
-    const report = (state) => {
-      lab.offline = {total: state.total, missing: state.missing.length};
-      lab.offlineReady = state.missing.length === 0;
-      document.documentElement.dataset.sdpaOffline = String(lab.offlineReady);
-      return state;
-    };
-    if (checking === null) {
-      checking = askServiceWorker({type: "status"}, 30).then(report)
-        .then((state) => (refill && state.missing.length && navigator.onLine !== false
-          ? askServiceWorker({type: "refill"}, 600).then(report) : state))
-        .catch((err) => console.warn("SDPA Lab: could not check the offline cache:", err))
-        .then(() => lab.offlineReady)
-        .finally(() => { checking = null; });
-    }
-    return checking;
-  };
-
-  function notifyUpdate(waiting) {
-    if (document.getElementById("sdpa-update")) return;
-    const bar = document.createElement("div");
-    bar.id = "sdpa-update";
-    bar.setAttribute("role", "alert");
-    bar.innerHTML = 'A new version of SDPA Lab is ready. <button type="button">Reload</button>';
-    bar.querySelector("button").addEventListener("click", () => {
-      navigator.serviceWorker.addEventListener("controllerchange", () => location.reload());
-      waiting.postMessage({type: "skipWaiting"});
-    });
-    document.body.appendChild(bar);
-  }
-
-  startWorker();
+  // a new version waiting for this reload goes first (setup.js); any failure there: boot this one
+  setup.takeWaitingVersion().catch(() => false).then((reloading) => reloading || startWorker());
 })();

@@ -54,7 +54,7 @@ async function fill(paths, cache) {
   const lanes = Array.from({length: 6}, async () => {
     while (todo.length) {
       const path = todo.shift();
-      await precache(path, cache).catch((err) => failed.push([path, `${err.message || err}`]));
+      await precache(path, cache).catch((err) => failed.push([path, `${err.message || err}`, err.name]));
     }
   });
   await Promise.all(lanes);
@@ -84,10 +84,18 @@ function refill() {
   return refilling;
 }
 
+// An install that cannot store every file fails (the page goes on without offline use); the pages
+// open are told why, so they can say it (setup.js).
 self.addEventListener("install", (event) => {
   event.waitUntil((async () => {
     const failed = await fill(Object.keys(ASSETS), await caches.open(CACHE));
-    if (failed.length) throw new Error(failed.map(([p, why]) => `${p}: ${why}`).join("; "));
+    if (!failed.length) return;
+    const msg = failed.map(([p, why]) => `${p}: ${why}`).join("; ");
+    const full = failed.some(([, , name]) => name === "QuotaExceededError");
+    for (const client of await self.clients.matchAll({type: "window", includeUncontrolled: true})) {
+      client.postMessage({type: "install-failed", full, msg: msg.slice(0, 500)});
+    }
+    throw new Error(msg);
   })());
 });
 
@@ -103,13 +111,22 @@ self.addEventListener("activate", (event) => {
   })());
 });
 
-// The page asks {type: "status"} (how complete is the cache?) and {type: "refill"} (download what
-// is missing, then say), with a MessagePort for the answer.
+// The page asks {type: "status"} (how complete is the cache?), {type: "refill"} (download what
+// is missing, then say) and, to a waiting version, {type: "takeOverIfAlone"}, with a MessagePort for
+// the answer.
 self.addEventListener("message", (event) => {
   const msg = event.data || {};
   const reply = (answer) => event.ports[0] && event.ports[0].postMessage(answer);
   if (msg.type === "skipWaiting") {
     self.skipWaiting();
+  } else if (msg.type === "takeOverIfAlone") {
+    // a page reloaded while this version waited: take over only if no other page of the old one is open
+    // (that one goes on with the old version's files, which activating would delete)
+    event.waitUntil(self.clients.matchAll({type: "window", includeUncontrolled: true}).then((pages) => {
+      const alone = pages.length <= 1;
+      reply({alone});
+      return alone ? self.skipWaiting() : undefined;
+    }));
   } else if (msg.type === "status") {
     event.waitUntil(inventory().then(reply));
   } else if (msg.type === "refill") {

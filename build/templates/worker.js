@@ -393,11 +393,16 @@ async function bootPython(options) {
 const RESTORE_SECONDS = 30;
 const FIND_SECONDS = 10;
 let restored = false;      // Python came from a snapshot: until the page is live, any failure is the snapshot's
+// A snapshot whose bytes are not the ones saved (a disk error, an edited file): dropped, and a new one
+// made, since a fresh snapshot will restore. Any other failure to restore would repeat (boot.js).
+class SnapshotDamaged extends Error {}
 const snapshots = {
   // In the origin's private file system (OPFS), read and written with a synchronous access handle
   // (Cache Storage took 0.4-0.6 s to hand the 63 MB heap back, this about half as long).
   // <key>.heap is the heap; <key>.json, written last, the rest: what snapshot.js puts back, the
   // heap's size and sha256, and the document as the app wrote it (so a restore skips write_doc).
+  // The .json file's first line is the sha256 of the rest: the document and the side data are
+  // checked before anything of them is used, the heap while Pyodide starts.
   available: () => !!(CONFIG.snapshot && BOOT.snapshotKey && BOOT.snapshotScope && navigator.storage &&
                       navigator.storage.getDirectory && self.FileSystemFileHandle &&
                       "createSyncAccessHandle" in FileSystemFileHandle.prototype),
@@ -449,7 +454,7 @@ const snapshots = {
     try {
       const reading = (async () => {
         const folder = await this.folder();
-        const saved = JSON.parse(new TextDecoder().decode(await this.read(folder, `${BOOT.snapshotKey}.json`)));
+        const saved = await this.parse(await this.read(folder, `${BOOT.snapshotKey}.json`));
         return {...saved, heap: await this.read(folder, `${BOOT.snapshotKey}.heap`)};
       })();
       // a file held by another tab's worker, or a storage that does not answer: boot without it
@@ -457,7 +462,10 @@ const snapshots = {
         `not read within ${FIND_SECONDS} s`)), FIND_SECONDS * 1000));
       return await Promise.race([reading, late]);
     } catch (err) {
-      if (err.name !== "NotFoundError") {
+      if (err instanceof SnapshotDamaged) {
+        await this.drop().catch(() => {});
+        post({type: "snapshot-damaged", msg: err.message});
+      } else if (err.name !== "NotFoundError") {
         console.warn("SDPA Lab: the saved snapshot could not be read:", err);
         post({type: "snapshot-unreadable", msg: `${err.name || "Error"}: ${err.message || err}`});
       }
@@ -465,14 +473,36 @@ const snapshots = {
     }
   },
 
+  // <key>.json as written by make(): its sha256 line, then {meta, doc}.
+  async encode(record) {
+    const body = new TextEncoder().encode(JSON.stringify(record));
+    const head = new TextEncoder().encode(`${await sha256hex(body)}\n`);
+    const all = new Uint8Array(head.byteLength + body.byteLength);
+    all.set(head, 0);
+    all.set(body, head.byteLength);
+    return all;
+  },
+
+  async parse(bytes) {
+    const cut = bytes.indexOf(10);
+    const saved = cut === 64 ? new TextDecoder().decode(bytes.subarray(0, cut)) : null;
+    const body = bytes.subarray(cut + 1);
+    if (saved === null || !/^[0-9a-f]{64}$/.test(saved)) throw new SnapshotDamaged("the saved document has no valid sha256 line");
+    const digest = await sha256hex(body);
+    if (digest !== saved) {
+      throw new SnapshotDamaged(`the saved document's sha256 ${digest.slice(0, 12)}… differs from the one saved with it`);
+    }
+    return JSON.parse(new TextDecoder().decode(body));
+  },
+
   async restore({meta, heap, doc}) {
     status("runtime", "Restoring Python as this browser saved it");
     // A damaged heap can make Pyodide's start hang (a failed wasm instantiation never rejects):
     // its size is checked first, its sha256 while Pyodide starts, and the restore has a time limit.
     const saved = meta.heap || {};
-    if (heap.byteLength !== saved.bytes) throw new Error(`snapshot is ${heap.byteLength} bytes, ${saved.bytes} were saved`);
+    if (heap.byteLength !== saved.bytes) throw new SnapshotDamaged(`snapshot is ${heap.byteLength} bytes, ${saved.bytes} were saved`);
     const checked = sha256hex(heap).then((digest) => {
-      if (digest !== null && digest !== saved.sha256) throw new Error(`snapshot's sha256 ${digest.slice(0, 12)}… differs from the one saved`);
+      if (digest !== saved.sha256) throw new SnapshotDamaged(`snapshot's sha256 ${digest.slice(0, 12)}… differs from the one saved`);
     });
     checked.catch(() => {});
     const files = guard(readArchive());     // awaited once the runtime has compiled (snapshot.js)
@@ -514,7 +544,7 @@ const snapshots = {
     }
     try {
       await this.write(folder, `${BOOT.snapshotKey}.heap`, heap);
-      await this.write(folder, `${BOOT.snapshotKey}.json`, new TextEncoder().encode(JSON.stringify({meta, doc})));
+      await this.write(folder, `${BOOT.snapshotKey}.json`, await this.encode({meta, doc}));
     } catch (err) {
       await this.drop().catch(() => {});      // no half-written snapshot (e.g. over the storage quota)
       throw err;
@@ -523,11 +553,12 @@ const snapshots = {
   },
 
   // A restore that failed (or a restored Python that failed before the page is live): dropped so it is
-  // not tried again; the page starts a new worker without it.
+  // not tried again; the page starts a new worker without it (and, unless the snapshot was damaged,
+  // makes no new one for a while: the same failure would repeat).
   async abandon(err) {
     const {msg, detail} = describe(err);
     await this.drop().catch(() => {});
-    post({type: "snapshot-failed", msg, detail});
+    post({type: "snapshot-failed", msg, detail, damaged: err instanceof SnapshotDamaged});
   },
 
   async drop() {
@@ -583,8 +614,11 @@ async function start() {
 // worker after "kept".
 self.addEventListener("message", (event) => {
   if (!event.data || event.data.type !== "keep-offline") return;
-  keepOffline().catch((err) => console.warn("SDPA Lab: offline copy not stored:", err))
-    .finally(() => post({type: "kept"}));
+  // the page says a failure (a full storage) in words: the page will not work offline
+  keepOffline().then(() => post({type: "kept"}), (err) => {
+    console.warn("SDPA Lab: offline copy not stored:", err);
+    post({type: "kept", error: {name: err && err.name || "Error", msg: `${err && err.message || err}`}});
+  });
 });
 
 async function keepOffline() {
@@ -627,7 +661,7 @@ async function fail(err) {
     if (bad) err = bad.reason;
   }
   const {msg, detail} = describe(err);
-  post({type: "error", step, file: err && err.file || null, msg, detail});
+  post({type: "error", step, file: err && err.file || null, msg, detail, name: err && err.name || null});
 }
 
 self.onmessage = async (event) => {

@@ -62,7 +62,8 @@ const ASM_PATCHED = path.join(WORK, "pyodide.asm.js");
 
 function prepareFiles() {
   fs.writeFileSync(STDLIB, zlib.gunzipSync(fs.readFileSync(path.join(SITE, CONFIG.stdlib))));
-  const out = execFileSync(path.join(REPO, ".venv/bin/python"), ["-c", `
+  // the Python running the tests (a git worktree has no .venv of its own)
+  const out = execFileSync(process.env.SNAP_PYTHON || path.join(REPO, ".venv/bin/python"), ["-c", `
 import sys; sys.path.insert(0, ${JSON.stringify(path.join(REPO, "build"))})
 from pyodide_patch import patch_pyodide_asm
 src = open(${JSON.stringify(path.join(PYODIDE_DIR, "pyodide.asm.js"))}, encoding="utf-8").read()

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sitebuild import build_module, pyodide_dist
+from sitebuild import NO_DIST, build_module, pyodide_dist, require_pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -26,8 +26,7 @@ def flip(data: bytes) -> bytes:
 def faulty(request, browser):
     """Open the served site with one file replaced (a changed body, or None for 404); yields the page."""
     if pyodide_dist() is None:
-        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json> "
-                    "(/work/shared/tools/pyodide-dist assembles one)")
+        pytest.skip(NO_DIST)
     site, served = request.getfixturevalue("site"), request.getfixturevalue("served")
     contexts = []
 
@@ -132,3 +131,40 @@ def test_reload_from_the_network_recovers(faulty, site):
         page.get_by_role("button", name="Reload from the network").click()
     page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=120_000)
     assert page.evaluate("window.sdpaLab.error") is None
+
+
+def test_slow_worker_script_is_waited_for(site, served, browser):
+    """worker.js whose first byte comes after 40 s (the connection open meanwhile): the page says it is
+    still waiting after about 20 s without a byte (the default limit, as for every download), never
+    gives up, and boots once the file arrives; the notice goes."""
+    require_pyodide_dist()
+    context = browser.new_context(service_workers="block")
+    held = []
+
+    def route(r):
+        if r.request.url.split("?")[0] == served + "worker.js" and not held:
+            held.append((time.monotonic(), r))      # answered below, 40 s after it was asked for
+        else:
+            r.continue_()
+
+    context.route("**/*", route)
+    try:
+        page = context.new_page()
+        page.goto(served)
+        page.wait_for_function("window.sdpaLab && window.sdpaLab.stalled", timeout=60_000)
+        asked, held_route = held[0]
+        notice = time.monotonic() - asked
+        stalled = page.evaluate("window.sdpaLab.stalled")
+        print(f"\nworker.js held: notice after {notice:.1f} s: {stalled}")
+        assert "worker.js" in stalled, stalled
+        assert page.get_by_role("button", name="Retry").is_visible()
+        # the scenario's delay (not a wait for the page): the first byte comes 40 s after the request
+        page.wait_for_timeout(max(0.0, 40 - (time.monotonic() - asked)) * 1000)
+        assert page.evaluate("window.sdpaLab.error") is None      # still waiting, not given up
+        held_route.continue_()
+        page.wait_for_function("window.sdpaLab.ready || window.sdpaLab.error", timeout=120_000)
+        assert page.evaluate("window.sdpaLab.error") is None, page.evaluate("window.sdpaLab.error")
+        assert page.evaluate("window.sdpaLab.stalled") is None
+        print(f"ready {time.monotonic() - asked:.1f} s after worker.js was asked for")
+    finally:
+        context.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from node_tools import node, tool
 
-from sitebuild import ROOT
+from sitebuild import NO_DIST, ROOT
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -27,9 +27,8 @@ MAX_CLS = 0.1
 def lighthouse(site, served):
     """Run the flow on the served site: returns form factor -> its summary (scores, cls, failing audits)."""
     if not site.self_hosted:
-        pytest.skip("Lighthouse audits the self-hosted site, whose page boots: set PYODIDE_DIST=<folder with "
-                    "pyodide-lock.json> (/work/shared/tools/pyodide-dist assembles one); this build loads Pyodide "
-                    f"from {site.config['pyodideJs'].rsplit('/', 1)[0]}/ at run time")
+        pytest.skip(f"Lighthouse audits the self-hosted site, whose page boots; {NO_DIST}; this build loads "
+                    f"Pyodide from {site.config['pyodideJs'].rsplit('/', 1)[0]}/ at run time")
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (make test installs it: apt-get install chromium)")

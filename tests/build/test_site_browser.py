@@ -7,7 +7,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from sitebuild import build_module, pyodide_dist
+from sitebuild import NO_DIST, build_module, pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -29,8 +29,7 @@ PLOT_STATE = """() => {
 @pytest.fixture
 def offline_site(site):
     if pyodide_dist() is None:
-        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json> "
-                    "(/work/shared/tools/pyodide-dist assembles one)")
+        pytest.skip(NO_DIST)
     assert site.self_hosted
     return site
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from sitebuild import pyodide_dist
+from sitebuild import NO_DIST, pyodide_dist
 from web.options import D_K_OPTIONS
 from web.state import LabState
 
@@ -59,8 +59,7 @@ LOG_MESSAGES = r"""
 @pytest.fixture
 def live_site(site, served):
     if pyodide_dist() is None:
-        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json> "
-                    "(/work/shared/tools/pyodide-dist assembles one)")
+        pytest.skip(NO_DIST)
     return served + "?view=playground"
 
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from sitebuild import pyodide_dist
+from sitebuild import NO_DIST, pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -65,8 +65,7 @@ def test_worker_cannot_reach_other_origins(site, served, browser, other_origin):
     """First visit and a visit served by the service worker: every probe from the worker is blocked and
     the other origin's server sees no request."""
     if pyodide_dist() is None:
-        pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json> "
-                    "(/work/shared/tools/pyodide-dist assembles one)")
+        pytest.skip(NO_DIST)
     other, seen = other_origin
     context = browser.new_context()
     page = context.new_page()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from panel_server import free_port, start_panel_serve
-from sitebuild import pyodide_dist
+from sitebuild import NO_DIST, pyodide_dist
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"  # not test-results/: pytest-playwright empties it at every session start
@@ -52,8 +52,7 @@ def runtime(request):
     if request.param == "panel serve":
         return Runtime("serve", request.getfixturevalue("app_url"))
     if pyodide_dist() is None:
-        pytest.skip("the built-site runtime needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with "
-                    "pyodide-lock.json> (/work/shared/tools/pyodide-dist assembles one)")
+        pytest.skip(f"the built-site runtime {NO_DIST}")
     return Runtime("site", request.getfixturevalue("served"))
 
 

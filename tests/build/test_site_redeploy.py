@@ -1,0 +1,122 @@
+"""A redeploy while a tab is open: the open tab keeps working on its version; a reload of it gets the
+new version whole (every file of one version: boot.js checks worker.js's sha256, index.html
+boot.js's, so a mix fails the boot), and the old version's snapshot is not used for the new one."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sitebuild import build_module, require_pyodide_dist
+
+pytestmark = pytest.mark.ui
+
+BOOT_MS = 120_000
+SETTLED_MS = 240_000
+HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'
+PLOT_STATE = """() => {
+  const parts = [];
+  for (const m of Bokeh.documents[Bokeh.documents.length - 1].all_models) {
+    if (m.constructor.__name__ !== "ColumnDataSource") continue;
+    for (const [k, v] of (m.data instanceof Map ? [...m.data] : Object.entries(m.data))) parts.push(k + ":" + Array.from(v).join(","));
+  }
+  return parts.sort().join("|");
+}"""
+VERSION = "document.querySelector('meta[name=sdpa-test-version]')?.content || 'A'"
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """A new file in place (the served copy hard-links the built site's files: never write through)."""
+    path.unlink()
+    path.write_bytes(data)
+
+
+def integrity(data: bytes) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+def redeploy(root: Path, version: str) -> None:
+    """Version `version` of the site: worker.js changed, so boot.js (which holds its sha256), index.html
+    (which holds boot.js's and now names the version) and sw.js (which lists every file's) change too."""
+    render, offline = build_module("render"), build_module("offline")
+    worker = (root / "worker.js").read_bytes() + f"\n// version {version}\n".encode()
+    boot = (root / "boot.js").read_bytes()
+    info = render.embedded(boot.decode(), "WORKER")
+    info.update(sha256=hashlib.sha256(worker).hexdigest(), size=len(worker))
+    new_boot = re.sub(r"/\*WORKER\*/.*?/\*END\*/", lambda _: f"/*WORKER*/{json.dumps(info, indent=1, sort_keys=True)}/*END*/",
+                      boot.decode(), count=1, flags=re.S).encode()
+    html = (root / "index.html").read_text()
+    assert html.count(integrity(boot)) == 1
+    html = html.replace(integrity(boot), integrity(new_boot)).replace(
+        "</head>", f'<meta name="sdpa-test-version" content="{version}">\n</head>', 1)
+    replace_file(root / "worker.js", worker)
+    replace_file(root / "boot.js", new_boot)
+    replace_file(root / "index.html", html.encode())
+    replace_file(root / offline.SW_FILE, render.service_worker(offline.policy(root)).encode())
+
+
+@pytest.fixture
+def deployable(site, tmp_path):
+    """A copy of the built site (hard links) served on its own port, which the test redeploys."""
+    require_pyodide_dist()
+    root = tmp_path / "site"
+    shutil.copytree(site.root, root, copy_function=os.link)
+    server, url = build_module("serve").start(root)
+    yield root, url
+    server.shutdown()
+
+
+def ready(page):
+    page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=BOOT_MS)
+    assert page.evaluate("window.sdpaLab.error") is None, page.evaluate("window.sdpaLab.error")
+
+
+def still_usable(page):
+    before = page.evaluate(PLOT_STATE)
+    handle = page.locator(HANDLE)
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function(f"({PLOT_STATE})() !== {before!r}", timeout=30_000)
+
+
+def test_a_redeploy_with_an_open_tab(deployable, browser):
+    root, url = deployable
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    errors = []
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
+        page.goto(url)
+        ready(page)
+        page.wait_for_function("sdpaLab.offlineReady", timeout=SETTLED_MS)
+        page.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SETTLED_MS)
+        assert page.evaluate("sdpaLab.snapshot.state") == "stored"
+        page.reload()               # now served by version A's service worker, restored from A's snapshot
+        ready(page)
+        assert page.evaluate("[navigator.serviceWorker.controller !== null, sdpaLab.boot]") == [True, "snapshot"]
+
+        redeploy(root, "B")
+        still_usable(page)          # the open tab goes on with the version it has
+        page.evaluate("navigator.serviceWorker.getRegistration().then((r) => r.update())")
+        page.wait_for_selector("#sdpa-update", timeout=SETTLED_MS)     # B installed, waiting: said
+        still_usable(page)
+        assert page.evaluate(VERSION) == "A"
+
+        page.reload()               # the only tab of A: B takes over, and the page reloads into it
+        page.wait_for_function(f"({VERSION}) === 'B' && window.sdpaLab && (sdpaLab.ready || sdpaLab.error)",
+                               timeout=BOOT_MS)
+        assert page.evaluate("sdpaLab.error") is None, page.evaluate("sdpaLab.error")
+        assert page.evaluate("sdpaLab.boot") == "python"      # A's snapshot is not B's
+        still_usable(page)
+        assert page.evaluate("navigator.serviceWorker.controller.state") == "activated"
+        page.wait_for_function("sdpaLab.offlineReady", timeout=SETTLED_MS)      # B's files, all kept
+        assert errors == [], errors
+    finally:
+        context.close()
