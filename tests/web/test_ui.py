@@ -107,7 +107,7 @@ def test_slider_moves_replace_history_and_view_changes_push(page: Page, app_url)
     expect(page.locator("#main").get_by_text("d_k (key/query dimension): 192")).to_be_visible()
     page.go_forward()
     page.wait_for_function("() => location.search.includes('view=variance')")
-    expect(page.get_by_text(re.compile(r"^At d_k = 192, σ = 1, ρ = 0: one query with its own key"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^At d_k = 192, q·k has std"))).to_be_visible()
     assert page.evaluate("() => history.length") == start + 1
 
 
@@ -116,7 +116,7 @@ def test_a_link_restores_the_view(page: Page, app_url):
     open_page(page, f"{app_url}?view=saturation&d_k=512&rule=linear&n=8")
     expect(page.get_by_text(re.compile("^Saturation and gradients: which rules"))).to_be_visible()
     expect(page.locator("#main").get_by_text("d_k (key/query dimension): 512")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"random 8×8 attention matrices per d_k"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^At σ = 1, ρ = 0, n = 8 · details"))).to_be_visible()   # the headline's conditions
     expect(page.locator("#main select").nth(1)).to_have_value(re.compile("linear|1/d_k"))   # the rule beside the plots
     assert "Some settings in the link were corrected" not in page.content()
 
