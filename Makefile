@@ -42,9 +42,9 @@ npm-tools:
 test: $(STAMP) chromium npm-tools lint
 	$(PY) -m pytest
 
-# ruff (pyflakes + pycodestyle) on sdpa_core, web and tests; ruff's formatting and mypy on sdpa_core (pyproject.toml)
+# ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting and mypy on sdpa_core (pyproject.toml)
 lint: $(STAMP)
-	$(PY) -m ruff check sdpa_core web tests
+	$(PY) -m ruff check sdpa_core web build tests
 	$(PY) -m ruff format --check sdpa_core
 	$(PY) -m mypy
 
