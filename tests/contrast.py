@@ -3,6 +3,16 @@
 
 WCAG_AA = 4.5
 
+# Colours are read once they are final: every stylesheet in every shadow root loaded, and no colour
+# transition running (a button eases from Bootstrap's solid blue to its outline style as they load).
+SETTLED_JS = """() => {
+  const links = []; const visit = (root) => { for (const el of root.querySelectorAll('*')) {
+    if (el.tagName === 'LINK' && el.rel === 'stylesheet') links.push(el);
+    if (el.shadowRoot) visit(el.shadowRoot); } }; visit(document);
+  return links.every((l) => l.sheet !== null)
+    && document.getAnimations().every((a) => !(a instanceof CSSTransition) || a.playState !== 'running');
+}"""
+
 # Every piece of text on screen and the Bokeh-drawn text, with its contrast ratio (WCAG 2.x).
 CONTRAST_JS = """() => {
   const probe = document.createElement('canvas').getContext('2d');

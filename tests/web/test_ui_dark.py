@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from contrast import CONTRAST_JS, WCAG_AA, lowest
+from contrast import CONTRAST_JS, SETTLED_JS, WCAG_AA, lowest
 from web.options import VIEWS
 from web.tour import STEPS
 from web.theme import DARK, FIGURE_DARK, LIGHT
@@ -45,6 +45,7 @@ def open_view(page: Page, url: str, view: str, scheme: str, query: str = ""):
     # the plots have the scheme's colours (web/dark_figures.py), and Bokeh's widgets have their names
     page.wait_for_function("(s) => document.documentElement.dataset.sdpaFigures === s", arg=scheme)
     page.wait_for_function("() => window.__sdpaA11y === true")
+    page.wait_for_function(SETTLED_JS)
 
 
 @pytest.fixture(params=SCHEMES)
@@ -108,6 +109,7 @@ def test_the_settings_drawer_and_a_notice_read_too(browser: Browser, app_url, sc
     expect(page.locator("#sidebar")).to_have_class(re.compile(r"\bshow\b"))
     expect(page.locator('#sidebar .noUi-handle[aria-label="d_k (key/query dimension)"]')).to_be_visible()
     page.wait_for_function("(s) => document.documentElement.dataset.sdpaFigures === s", arg=scheme)
+    page.wait_for_function(SETTLED_JS)
     found = page.evaluate(CONTRAST_JS)
     kinds = {t["kind"] for t in found["texts"]}
     assert {"slider title", "widget label", "button"} <= kinds, kinds
