@@ -10,7 +10,7 @@ import panel as pn
 import param
 from bokeh.models import CustomJS
 
-from . import a11y
+from . import a11y, dark_figures
 from .options import STATIC_SITE_ENV
 from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
 from .tour import STEPS
@@ -320,6 +320,7 @@ def create_app(search: str | None = None):
     if cut:
         page.notices = cut + page.notices
     a11y.install(pn.state.curdoc)
+    dark_figures.install(pn.state.curdoc)   # the plots' colours follow prefers-color-scheme
     install_history(pn.state.curdoc)  # slider moves replace the history entry; view changes push one
     collapse_sidebar_on_phones(pn.state.curdoc)
     mark_embedded(pn.state.curdoc)

@@ -21,6 +21,8 @@ RULE_COLORS = {
 RULE_DASH = {"none": "solid", "sqrt": "solid", "linear": "dashed", "alpha": "dotdash", "qknorm": "dotted"}
 DTYPE_COLORS = {"float16": OKABE_ITO["vermillion"], "float32": OKABE_ITO["sky"], "float64": OKABE_ITO["black"]}
 THEORY_COLOR = "#555555"
+#: Text in vermillion on a plot (the float16 limit's label): #D55E00 is 3.9:1 on white; this is 5.3:1.
+WARN_TEXT = "#B34D00"
 MARK_COLOR = "#444444"
 HEATMAP = Viridis256
 NAN_COLOR = "#ff00ff"  # magenta: not in viridis, so an overflowed (NaN) weight cannot be mistaken
@@ -34,11 +36,52 @@ FOCUS_COLOR = "#1d4e89"
 #: Below Bootstrap's md breakpoint (where the template's navbar collapses) the layout is a phone's.
 PHONE = "(max-width: 767.98px)"
 
+#: The page's colours, light and dark, as CSS custom properties on the document's :root (TEMPLATE_CSS).
+#: The page is drawn once for every reader (the static site pre-renders it), so the browser picks the
+#: set from ``prefers-color-scheme``, never Python. Custom properties inherit into Panel's and Bokeh's
+#: shadow roots: the page's own CSS (``CSS``, host ``styles``) reads the ``--sdpa-*`` ones, and Panel's
+#: Bootstrap design reads its colours from the ``--design-*`` ones (panel/theme/css/bootstrap.css, the
+#: documented way to re-colour a design), Bokeh's toolbar its icons from ``--bokeh-icon-color``.
+#: Every text colour is at least 4.5:1 on the backgrounds it is used on (tests/web/test_ui_dark.py).
+LIGHT = {
+    "--sdpa-bg": "#ffffff", "--sdpa-text": "#1a1a1a", "--sdpa-muted": "#333333", "--sdpa-soft": "#444444",
+    "--sdpa-accent": ACCENT, "--sdpa-code": CODE_COLOR, "--sdpa-focus": FOCUS_COLOR, "--sdpa-link": CODE_COLOR,
+    "--sdpa-verdict-bg": "#f2f6fb", "--sdpa-card-bg": "#f7f9fc", "--sdpa-notice-bg": "#fff4ec",
+    "--sdpa-rule-line": "#dddddd", "--sdpa-mark-fg": "#5a4500", "--sdpa-mark-bg": "#fff3c4",
+}
+DARK = {
+    "--sdpa-bg": "#15181c", "--sdpa-text": "#e6e8eb", "--sdpa-muted": "#c9ced6", "--sdpa-soft": "#b9bfc8",
+    "--sdpa-accent": OKABE_ITO["sky"], "--sdpa-code": "#9ec5fe", "--sdpa-focus": "#9ec5fe", "--sdpa-link": "#9ec5fe",
+    "--sdpa-verdict-bg": "#1a2532", "--sdpa-card-bg": "#1a2532", "--sdpa-notice-bg": "#35241a",
+    "--sdpa-rule-line": "#3a4048", "--sdpa-mark-fg": "#ffe08a", "--sdpa-mark-bg": "#3d3210",
+    # Panel's design variables (read inside every component's shadow root)
+    "--design-background-color": "#15181c", "--design-background-text-color": "#e6e8eb",
+    "--design-surface-color": "#1f242b", "--design-surface-text-color": "#e6e8eb",
+    "--design-secondary-color": "#2b3139", "--design-secondary-text-color": "#e6e8eb",
+    # Bootstrap's own, for the template's document-level parts (sidebar, form controls' borders)
+    "--bs-border-color": "#3a4048", "--bs-secondary-bg": "#2b3139", "--bs-tertiary-bg": "#1f242b",
+    "--bs-emphasis-color": "#ffffff", "--bs-secondary-color": "#c9ced6",
+    # Bokeh's toolbar icons
+    "--bokeh-icon-color": "#c9ced6",
+}
+
+#: The plots' own colours (set in the browser by web/dark_figures.py: a canvas takes no CSS). Light: the
+#: plot's fill only (every other colour is the figure's own). Dark: the plot is the page's background,
+#: its text as the page's, ticks and grid muted.
+FIGURE_LIGHT = {"background": LIGHT["--sdpa-bg"]}
+FIGURE_DARK = {"background": DARK["--sdpa-bg"], "text": DARK["--sdpa-text"], "soft": DARK["--sdpa-muted"],
+               "axis": "#8a929c", "grid": "#596069", "border": "#3a4048"}
+#: Data colours that would vanish on the dark background, and what they become there (the reference
+#: and marker greys, black for float64 and the training target, the darkened vermillion of text); every
+#: other data colour stays (Okabe-Ito's are at least 3:1 on both backgrounds).
+DARK_DATA = {OKABE_ITO["black"]: "#e6e8eb", THEORY_COLOR: "#a9b0b8", MARK_COLOR: "#b9bfc8", WARN_TEXT: "#F0843C"}
+
 #: host styles (Panel panes live in shadow DOM: ``styles`` reach the pane itself, CSS classes would not)
-VERDICT_STYLES = {"border-left": "5px solid " + OKABE_ITO["blue"], "background": "#f2f6fb", "padding": "2px 12px",
-                  "font-size": "15.5px", "font-weight": "400", "border-radius": "3px", "color": "#1a1a1a"}
-NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "background": "#fff4ec",
-                 "padding": "2px 12px", "border-radius": "3px", "color": "#1a1a1a"}
+VERDICT_STYLES = {"border-left": "5px solid " + OKABE_ITO["blue"], "background": "var(--sdpa-verdict-bg)",
+                  "padding": "2px 12px", "font-size": "15.5px", "font-weight": "400", "border-radius": "3px",
+                  "color": "var(--sdpa-text)"}
+NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "background": "var(--sdpa-notice-bg)",
+                 "padding": "2px 12px", "border-radius": "3px", "color": "var(--sdpa-text)"}
 
 
 def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, tools: str = "save",
@@ -61,8 +104,11 @@ def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, to
         ax.major_label_text_font_size = "12px"
     p.outline_line_color = None
     p.grid.grid_line_alpha = 0.4
-    p.background_fill_color = "#ffffff"
-    p.border_fill_color = "#ffffff"
+    # No fill from Python: the page's background shows through from the first paint, light or dark. The
+    # browser then fills the plot with the page's colour (web/dark_figures.py), so a saved PNG has one;
+    # a light fill drawn first and a dark one after would leave a light hairline at the canvas's edge.
+    p.background_fill_color = None
+    p.border_fill_color = None
     if hover:
         p.add_tools(HoverTool(tooltips=hover, visible=False))
     return p
@@ -126,43 +172,61 @@ def legends_below(p, *groups, ncols=None):
 
 
 CSS = """
-:root { --sdpa-accent: %(accent)s; }
 body { font-size: 16px; line-height: 1.5; }
 .sdpa-intro { max-width: 70em; }
 .sdpa-intro p { margin: 0.3em 0; }
-.sdpa-caption { color: #333; font-size: 14px; margin: 2px 0 10px 0; max-width: 70em; }
+.sdpa-caption { color: var(--sdpa-muted); font-size: 14px; margin: 2px 0 10px 0; max-width: 70em; }
 .sdpa-caption p { margin: 0; }
 .sdpa-verdict { font-size: 17px; font-weight: 600; border-left: 5px solid var(--sdpa-accent);
-                padding: 6px 12px; background: #f2f6fb; }
-.sdpa-notice { border-left: 5px solid #D55E00; background: #fff4ec; padding: 6px 12px; }
-table.sdpa-readouts { border-collapse: collapse; font-size: 15px; width: 100%%; }
-table.sdpa-readouts th, table.sdpa-readouts td { padding: 4px 8px; border-bottom: 1px solid #ddd; text-align: right; }
+                padding: 6px 12px; background: var(--sdpa-verdict-bg); }
+.sdpa-notice { border-left: 5px solid #D55E00; background: var(--sdpa-notice-bg); padding: 6px 12px; }
+table.sdpa-readouts { border-collapse: collapse; font-size: 15px; width: 100%; }
+table.sdpa-readouts th, table.sdpa-readouts td { padding: 4px 8px; border-bottom: 1px solid var(--sdpa-rule-line);
+                                                 text-align: right; }
 table.sdpa-readouts th:first-child, table.sdpa-readouts td:first-child { text-align: left; }
-table.sdpa-readouts caption { text-align: left; font-weight: 600; padding: 4px 0; }
+table.sdpa-readouts caption { text-align: left; font-weight: 600; padding: 4px 0; color: inherit; }
 table.sdpa-readouts th { font-weight: 600; }
 table.sdpa-readouts th[scope=col] { white-space: nowrap; }
-.sdpa-meaning { font-weight: normal; font-size: 13px; color: #444; }
+.sdpa-meaning { font-weight: normal; font-size: 13px; color: var(--sdpa-soft); }
 .sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
 .sdpa-status { font-size: 15px; }
-code { color: %(code)s; }
-.sdpa-muted { color: #333; font-size: 14px; }
+code { color: var(--sdpa-code); }
+a { color: var(--sdpa-link); }
+.sdpa-muted { color: var(--sdpa-muted); font-size: 14px; }
 .sdpa-headline { font-size: 17px; font-weight: 400; line-height: 1.45; margin: 4px 0 2px 0; max-width: 46em; }
 .sdpa-headline b { font-weight: 700; color: var(--sdpa-accent); }
-.sdpa-details { font-size: 14px; color: #333; margin: 0 0 6px 0; max-width: 70em; }
-.sdpa-details summary { cursor: pointer; color: #444; }
+.sdpa-details { font-size: 14px; color: var(--sdpa-muted); margin: 0 0 6px 0; max-width: 70em; }
+.sdpa-details summary { cursor: pointer; color: var(--sdpa-soft); }
 .sdpa-details p { margin: 4px 0; }
-.sdpa-live-mark { display: inline-block; font-size: 13px; color: #5a4500; background: #fff3c4; border-radius: 3px;
-                  padding: 1px 8px; }
+.sdpa-live-mark { display: inline-block; font-size: 13px; color: var(--sdpa-mark-fg); background: var(--sdpa-mark-bg);
+                  border-radius: 3px; padding: 1px 8px; }
 .sdpa-h1 { font-size: 1.15rem; font-weight: 700; margin: 2px 0; line-height: 1.3; }
-.sdpa-about summary { cursor: pointer; font-size: 14px; color: #1d4e89; }
+.sdpa-about summary { cursor: pointer; font-size: 14px; color: var(--sdpa-link); }
 .sdpa-about p { margin: 0.3em 0; font-size: 15px; max-width: 70em; }
-:focus-visible { outline: 3px solid %(focus)s !important; outline-offset: 2px; }
-""" % {"accent": ACCENT, "code": CODE_COLOR, "focus": FOCUS_COLOR}
+:focus-visible { outline: 3px solid var(--sdpa-focus) !important; outline-offset: 2px; }
+"""
+
+
+def _declarations(colours: dict) -> str:
+    return " ".join(f"{name}: {value};" for name, value in colours.items())
+
+
+#: The page's colours on the document's :root, and the dark set under the reader's preference.
+COLOUR_CSS = """
+:root { %(light)s }
+@media (prefers-color-scheme: dark) {
+  :root { color-scheme: dark; %(dark)s }
+  /* Panel veils the static site's page until Python is live (half-transparent white): dim with the
+     dark background instead, not wash the dark page out to grey */
+  body.pn-loading::after { background-color: rgba(%(veil)s, 0.5); }
+}
+""" % {"light": _declarations(LIGHT), "dark": _declarations(DARK),
+       "veil": ", ".join(str(int(DARK["--sdpa-bg"][i:i + 2], 16)) for i in (1, 3, 5))}
 
 
 #: Document-level CSS for the template's own (non-shadow) layout: on a phone the settings stack
 #: above the views instead of squeezing them, and the page scrolls as a whole.
-TEMPLATE_CSS = """
+TEMPLATE_CSS = COLOUR_CSS + """
 /* Room for Panel's busy spinner (measured: 52x30 px) before BokehJS draws it and while the static
    site swaps its pre-rendered page for the live one: on a phone it sits on a line of its own, and
    the header would grow and shrink by it (layout shifts). */
@@ -171,7 +235,8 @@ TEMPLATE_CSS = """
 #sidebar-toggle::after { content: "All settings"; font-size: 14px; color: #fff; margin-left: 6px; }
 #sidebar-toggle { display: inline-flex !important; align-items: center; border-color: rgba(255,255,255,.5); }
 #sidebar-toggle:focus-visible, #header a:focus-visible { outline: 3px solid #fff !important; outline-offset: 2px; }
-.sdpa-skip { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.sdpa-skip { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap;
+             background: #fff; color: #1d3557; }
 .sdpa-skip:focus { left: 8px; top: 8px; width: auto; height: auto; clip: auto; z-index: 2000; background: #fff;
                    color: #1d3557; padding: 6px 12px; }
 /* ?embed=1 (web/page.py EMBED_JS): the view alone, for an <iframe> */

@@ -336,6 +336,7 @@
   let flushing = false;
   function sendChange(jsdoc, event) {
     if ((event.setter_id != null && event.setter_id === "py") || patching > 0 || !worker || !worker.queue) return;
+    if (event.sync === false) return;    // drawn in the page only (web/dark_figures.py: the plots' colours)
     if (event.model && event.attr) {
       worker.queue = worker.queue.filter((e) => !(e.model === event.model && e.attr === event.attr));
     }

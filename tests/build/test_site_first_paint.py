@@ -4,6 +4,7 @@ live, the page is the link's state, drawn from the same models (adopted, not dra
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -94,4 +95,35 @@ def test_ready_means_the_links_state_is_drawn(site, served, browser, link, key, 
     # at the moment it is ready, the link's value is on the page already (no later patch brings it)
     assert page.locator("#main").get_by_text(shown, exact=True).first.is_visible(), link
     assert not page.locator(".sdpa-live-mark").first.is_visible()
+    context.close()
+
+
+def test_the_first_paint_follows_a_dark_preference(site, served, browser):
+    """A reader whose system prefers dark gets the first paint dark, before Python is live: the page's
+    colours are CSS (web/theme.py) and the plots' are set in the browser (web/dark_figures.py), so the
+    one pre-render serves both. Every text on it reads at 4.5:1 or more, the plots' too."""
+    from contrast import CONTRAST_JS, SETTLED_JS, WCAG_AA
+    from web.theme import DARK
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block",
+                                  color_scheme="dark")
+    context.route(re.compile(r".*/worker\.js(\?.*)?$"), lambda r: r.abort())   # boot stops before Python
+    page = context.new_page()
+    for key in ("playground", "precision", "tour-3"):
+        page.goto(served + first_paint_links()[key])
+        page.wait_for_function(DRAWN_JS, timeout=60_000)
+        page.wait_for_function(f"() => ({H2_JS})().length > 0", timeout=30_000)
+        page.wait_for_function("() => document.documentElement.dataset.sdpaFigures === 'dark'", timeout=30_000)
+        page.wait_for_function(SETTLED_JS, timeout=30_000)
+        found = page.evaluate(CONTRAST_JS)
+        assert found["page"] == DARK["--sdpa-bg"], key
+        assert len(found["canvas"]) >= 3, key
+        low = [t for t in found["texts"] + found["canvas"] if t["ratio"] < WCAG_AA]
+        assert low == [], (key, low[:8])
+        assert page.evaluate("sdpaLab.ready") is False
+        # the veil over the page until Python is live dims it with the dark background, not white
+        veil = page.evaluate("() => getComputedStyle(document.body, '::after').backgroundColor")
+        assert veil == "rgba({}, {}, {}, 0.5)".format(*(int(DARK["--sdpa-bg"][i:i + 2], 16) for i in (1, 3, 5))), veil
+        folder = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots" / "dark"
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / f"site-first-paint-{key}-1280x900.png"))
     context.close()

@@ -1,9 +1,8 @@
 """The explorable layout in a real browser (`panel serve`), at a desktop's, a phone's and the
 narrowest phone's size: each view's question and first figure are on the first screen, so is the
 control beside that figure (on a phone: directly under the first figure), and no text box crosses the
-screen's edge. Screenshots of every view at
-each size, light and dark (the page has no dark theme yet: the dark ones show what such a reader
-sees), go to artifacts/screenshots/layout/."""
+screen's edge. Screenshots of every view at each size, light and dark, go to
+artifacts/screenshots/layout/ (dark mode's own checks are in test_ui_dark.py)."""
 import pytest
 from playwright.sync_api import Page, expect
 

@@ -11,7 +11,7 @@ import sdpa_core as sc
 from ..claims import first_broken, precision_headline
 from ..options import ORDER_LABELS, PRECISION_N
 from ..state import LabState
-from ..theme import CSS, WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, legend_key, legends_below, make_figure
+from ..theme import CSS, WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
 from .common import beside, caption, control, heading, headline_html, held, set_html
 
 DTYPE_NAMES = ("float16", "float32", "float64")
@@ -46,7 +46,7 @@ class Precision(pn.viewable.Viewer):
         key = legend_key(p, "scatter", color=MARK_COLOR, size=12, marker="x", line_width=3)
         p.add_layout(Span(location=sc.FLOAT16_MAX, dimension="width", line_color="#D55E00", line_width=2,
                           line_dash="dashed"))
-        p.add_layout(Label(x=1, y=sc.FLOAT16_MAX, text="float16 max 65504", text_font_size="12px", text_color="#D55E00",
+        p.add_layout(Label(x=1, y=sc.FLOAT16_MAX, text="float16 max 65504", text_font_size="12px", text_color=WARN_TEXT,
                            x_offset=4, y_offset=4))
         legends_below(p, dtype_items, [("overflowed to inf (drawn at the top)", [*over_renderers, key])])
         self.logit_fig = p

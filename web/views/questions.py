@@ -149,6 +149,6 @@ class Questions(pn.viewable.Viewer):
             items.append(caption(f"Source: {q.source}"))
             items.append(button)
             cards.append(pn.Column(*items, sizing_mode="stretch_width", margin=(0, 10, 12, 10),  # aligned with the text
-                                   styles={"border-left": "4px solid #0072B2", "background": "#f7f9fc",
+                                   styles={"border-left": "4px solid #0072B2", "background": "var(--sdpa-card-bg)",
                                            "padding": "6px 4px"}))
         return pn.Column(*cards, sizing_mode="stretch_width")

@@ -17,7 +17,7 @@ from .common import caption, heading, set_html
 END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
        "that shows it; every view keeps the settings you leave it with.")
-CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "#f7f9fc", "padding": "4px 4px 8px 4px", "color": "#1a1a1a"}
+CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "var(--sdpa-card-bg)", "padding": "4px 4px 8px 4px", "color": "var(--sdpa-text)"}
 
 
 class Tour(pn.viewable.Viewer):
@@ -105,7 +105,7 @@ class Tour(pn.viewable.Viewer):
         step = STEPS[i - 1]
         if self._shown_step != i:
             self._shown_step = i
-            self.title.object = (f"<div style='font-size:14px;color:#333'>Guided tour · step {i} of {len(STEPS)}</div>"
+            self.title.object = (f"<div style='font-size:14px;color:var(--sdpa-muted)'>Guided tour · step {i} of {len(STEPS)}</div>"
                                  f"<h2 style='margin:2px 0;font-size:1.3rem;font-weight:700;line-height:1.3'>"
                                  f"{html.escape(step.title)}</h2>")
             self.question.object = f"<p style='margin:4px 0;font-size:15px'>{html.escape(step.question)}</p>"
