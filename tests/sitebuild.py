@@ -80,3 +80,16 @@ class Site:
         if not hasattr(self, "_archive"):
             self._archive = build_module("archive").members(self.root / self.config["archive"]["path"])
         return self._archive
+
+
+#: The d_k slider's handle beside the figure, for the site tests that move it.
+HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'
+#: Every ColumnDataSource's data in one string: changes when any plot's data does.
+PLOT_STATE = """() => {
+  const parts = [];
+  for (const m of Bokeh.documents[Bokeh.documents.length - 1].all_models) {
+    if (m.constructor.__name__ !== "ColumnDataSource") continue;
+    for (const [k, v] of (m.data instanceof Map ? [...m.data] : Object.entries(m.data))) parts.push(k + ":" + Array.from(v).join(","));
+  }
+  return parts.sort().join("|");
+}"""

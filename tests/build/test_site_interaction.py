@@ -8,14 +8,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from sitebuild import NO_DIST, pyodide_dist
+from sitebuild import HANDLE, NO_DIST, pyodide_dist
 from web.options import D_K_OPTIONS
 from web.state import LabState
 
 pytestmark = pytest.mark.ui
 
 BOOT_MS = 120_000
-HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'
 # Models drawn as Panel's LoadingSpinner (the template's busy indicator) in the live document.
 BUSY_MODELS = """[...Bokeh.documents[Bokeh.documents.length - 1].all_models]
   .filter((m) => (m.stylesheets || []).some((s) => String(s && s.url !== undefined ? s.url : s).includes("loadingspinner")))

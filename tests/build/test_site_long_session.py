@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from sitebuild import require_pyodide_dist
+from sitebuild import HANDLE, require_pyodide_dist
 from web.options import VIEW_LABELS, VIEWS
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
@@ -19,7 +19,6 @@ pytestmark = [pytest.mark.ui, pytest.mark.slow]
 BOOT_MS = 120_000
 STEPS = int(os.environ.get("SDPA_LONG_SESSION_STEPS", "300"))
 PER_VIEW = int(os.environ.get("SDPA_LONG_SESSION_PER_VIEW", "25"))
-HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'
 # Before boot.js: count Python's answers to the page's patches (a patch marked done, or "idle").
 COUNT_ANSWERS = r"""
 (() => {

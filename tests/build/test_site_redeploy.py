@@ -13,21 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import build_module, require_pyodide_dist
+from sitebuild import HANDLE, PLOT_STATE, build_module, require_pyodide_dist
 
 pytestmark = pytest.mark.ui
 
 BOOT_MS = 120_000
 SETTLED_MS = 240_000
-HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'
-PLOT_STATE = """() => {
-  const parts = [];
-  for (const m of Bokeh.documents[Bokeh.documents.length - 1].all_models) {
-    if (m.constructor.__name__ !== "ColumnDataSource") continue;
-    for (const [k, v] of (m.data instanceof Map ? [...m.data] : Object.entries(m.data))) parts.push(k + ":" + Array.from(v).join(","));
-  }
-  return parts.sort().join("|");
-}"""
 VERSION = "document.querySelector('meta[name=sdpa-test-version]')?.content || 'A'"
 
 

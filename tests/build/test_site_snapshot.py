@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from node_tools import node
-from sitebuild import NO_DIST, build_module, pyodide_dist
+from sitebuild import HANDLE, PLOT_STATE, NO_DIST, build_module, pyodide_dist
 from web.options import D_K_OPTIONS
 
 pytestmark = pytest.mark.ui
@@ -26,16 +26,6 @@ offline = build_module("offline")
 
 BOOT_MS = 120_000
 SNAPSHOT_MS = 240_000
-HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'
-# Every ColumnDataSource's data in one string: changes when any plot's data does.
-PLOT_STATE = """() => {
-  const parts = [];
-  for (const m of Bokeh.documents[Bokeh.documents.length - 1].all_models) {
-    if (m.constructor.__name__ !== "ColumnDataSource") continue;
-    for (const [k, v] of (m.data instanceof Map ? [...m.data] : Object.entries(m.data))) parts.push(k + ":" + Array.from(v).join(","));
-  }
-  return parts.sort().join("|");
-}"""
 # The snapshot's files in the origin's private file system (a folder per copy of the site):
 # [path, bytes] of each.
 ENTRIES = """async (name) => {
