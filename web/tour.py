@@ -116,16 +116,20 @@ def _top_weight(lab, train):
             f"query's weight on average (uniform would be {pct(1 / lab.n)}).")
 
 
-def _std_growth(lab, train):
-    sw = lab.sweep
-    if sw is None:
-        return None, ""
-    d = list(sw.d_k)
-    std = sw.mean["logit_std"]["none"]
-    lo, hi = std[d.index(16)], std[d.index(256)]
-    return (hi / lo, f"Measured std of the unscaled q·k: {fmt(lo)} at d_k = 16, {fmt(hi)} at d_k = 256, "
-            f"{hi / lo:.1f}× larger for 16× the width (σ = {lab.sigma:g}, ρ = {lab.rho:g}; theory at ρ = 0: "
-            f"√16 = 4×).")
+def _std_growth(narrow: int, wide: int) -> Callable:
+    """How much the unscaled q·k's measured std grows from d_k = ``narrow`` to ``wide`` (a power of 4 apart)."""
+    def measure(lab, train):
+        sw = lab.sweep
+        if sw is None:
+            return None, ""
+        d = list(sw.d_k)
+        std = sw.mean["logit_std"]["none"]
+        lo, hi = std[d.index(narrow)], std[d.index(wide)]
+        times = wide // narrow
+        return (hi / lo, f"Measured std of the unscaled q·k: {fmt(lo)} at d_k = {narrow}, {fmt(hi)} at d_k = {wide}, "
+                f"{hi / lo:.1f}× larger for {times}× the width (σ = {lab.sigma:g}, ρ = {lab.rho:g}; theory at "
+                f"ρ = 0: √{times} = {math.isqrt(times)}×).")
+    return measure
 
 
 def _dial_top(lab, train):
@@ -215,7 +219,7 @@ STEPS = (
          "q·k adds up d_k products. What happens to its typical size when the head gets wider?",
          "variance", {"d_k": 256},
          "d_k grows 16× (from 16 to 256). The standard deviation of the unscaled q·k grows by about…",
-         ("1× (no change)", "4×", "16×"), (2.0, 8.0), _std_growth,
+         ("1× (no change)", "4×", "16×"), (2.0, 8.0), _std_growth(16, 256),
          "Now try: move σ beside the histograms: the std grows like σ², and 1/√d_k does not undo that.",
          key="variance"),
     Step("What a softmax does with large logits",
@@ -266,17 +270,6 @@ STEPS = (
 
 
 # ---- the recap's self-check: three questions that carry the tour's findings to new settings -------------
-def _std_ratio_256_1024(lab, train):
-    sw = lab.sweep
-    if sw is None:
-        return None, ""
-    d = list(sw.d_k)
-    std = sw.mean["logit_std"]["none"]
-    lo, hi = std[d.index(256)], std[d.index(1024)]
-    return (hi / lo, f"Measured std of the unscaled q·k: {fmt(lo)} at d_k = 256, {fmt(hi)} at d_k = 1024, "
-            f"{hi / lo:.2f}× (σ = {lab.sigma:g}, ρ = {lab.rho:g}; theory √4 = 2×).")
-
-
 def _saturated_at_widest(lab, train):
     sw = lab.sweep
     if sw is None:
@@ -289,7 +282,7 @@ def _saturated_at_widest(lab, train):
 SELF_CHECK = (
     Step("Self-check 1", "", "variance", {"d_k": 1024},
          "A head goes from d_k = 256 to d_k = 1024 (4× wider). Without scaling, the std of q·k grows by about…",
-         ("no change", "twice", "four times"), (1.5, 3.0), _std_ratio_256_1024, "", key="check-std"),
+         ("no change", "twice", "four times"), (1.5, 3.0), _std_growth(256, 1024), "", key="check-std"),
     Step("Self-check 2", "", "saturation", {"d_k": 4096},
          "At d_k = 4096 with no scaling, what share of attention rows are saturated (top weight above 0.99)?",
          ("under 30%", "30% to 80%", "over 80%"), (0.3, 0.8), _saturated_at_widest, "", key="check-saturated",
