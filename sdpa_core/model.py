@@ -23,9 +23,11 @@ from .attention import attention, attention_backward
 from .scaling import RULES, check_rule, logit_scale, qk_normalize, qk_normalize_backward
 from .softmax import unchecked_log_softmax
 
-__all__ = ["TrainConfig", "Batch", "make_batch", "clear_example", "init_params", "loss_and_grads"]
+__all__ = ["TrainConfig", "OPTIMIZERS", "Batch", "make_batch", "clear_example", "init_params", "loss_and_grads"]
 
 
+#: The optimizers a run can use (sdpa_core.train).
+OPTIMIZERS = ("adam", "sgd")
 #: Cap on the numbers one training step holds per batch (keys, their projections, values).
 MAX_BATCH_NUMBERS = 2**26
 
@@ -48,6 +50,8 @@ class TrainConfig:
     lr: float = 1e-2        # Adam learning rate
     noise: float = 0.5      # query = matching key + noise * N(0, 1): retrieval by similarity
     seed: int = 0           # data and init; shared by runs that are compared
+    q_init: float = 1.0     # factor on W_q's init: 1/sqrt(d_k) folds the scale into the init (T5), not the logits
+    optimizer: str = "adam"  # "adam" or "sgd": the fold and an explicit scale agree at step 0, not after it
     # fmt: on
 
     def __post_init__(self):
@@ -61,6 +65,9 @@ class TrainConfig:
         real(self.lr, "lr", low=0.0, low_open=True, high=10.0)
         real(self.noise, "noise", low=0.0, high=100.0)
         integer(self.seed, "seed", low=0)
+        real(self.q_init, "q_init", low=0.0, low_open=True, high=1e3)
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}, got {self.optimizer!r}")
         if self.batch * self.n_keys * (self.d_in + self.d_k + self.d_v) > MAX_BATCH_NUMBERS:
             raise ValueError(
                 f"batch * n_keys * (d_in + d_k + d_v) must be <= {MAX_BATCH_NUMBERS}, got "
@@ -107,9 +114,10 @@ def clear_example(rng: np.random.Generator, cfg: TrainConfig, candidates: int = 
 
 
 def init_params(rng: np.random.Generator, cfg: TrainConfig) -> dict[str, np.ndarray]:
-    """Unit-variance q and k entries at init (``Wq, Wk ~ N(0, 1/d_in)``), as in a standard transformer."""
+    """Unit-variance q and k entries at init (``Wq, Wk ~ N(0, 1/d_in)``), as in a standard transformer; W_q
+    times ``cfg.q_init`` (the same draw: a folded run starts from the explicit run's logits exactly)."""
     return {
-        "Wq": rng.standard_normal((cfg.d_in, cfg.d_k)) / math.sqrt(cfg.d_in),
+        "Wq": rng.standard_normal((cfg.d_in, cfg.d_k)) / math.sqrt(cfg.d_in) * cfg.q_init,
         "Wk": rng.standard_normal((cfg.d_in, cfg.d_k)) / math.sqrt(cfg.d_in),
         "Wv": rng.standard_normal((cfg.n_classes, cfg.d_v)),
         "Wo": rng.standard_normal((cfg.d_v, cfg.n_classes)) / math.sqrt(cfg.d_v),

@@ -1,4 +1,4 @@
-"""Adam and a step-by-step training loop for the tiny model (the page animates it one step at a time)."""
+"""Adam, SGD and a step-by-step training loop for the tiny model (the page animates it one step at a time)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from ._checks import integer
 from .model import TrainConfig, clear_example, init_params, loss_and_grads, make_batch
 
-__all__ = ["Adam", "StepResult", "Trainer", "train"]
+__all__ = ["Adam", "SGD", "StepResult", "Trainer", "train"]
 
 
 class Adam:
@@ -29,6 +29,18 @@ class Adam:
             self.m[k] = self.b1 * self.m[k] + (1 - self.b1) * g
             self.v[k] = self.b2 * self.v[k] + (1 - self.b2) * g * g
             self.params[k] -= self.lr * (self.m[k] / c1) / (np.sqrt(self.v[k] / c2) + self.eps)
+
+
+class SGD:
+    """Plain gradient descent, updating a dict of arrays in place: each step moves a weight by lr times its
+    gradient, so a factor on the logits scales the step (Adam divides it out)."""
+
+    def __init__(self, params: dict, lr: float):
+        self.params, self.lr = params, lr
+
+    def step(self, grads: dict) -> None:
+        for k, g in grads.items():
+            self.params[k] -= self.lr * g
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,7 @@ class Trainer:
         self._data = np.random.default_rng([config.seed, 1])
         # a fixed example whose attention map the page shows evolving
         self._example = clear_example(np.random.default_rng([config.seed, 2]), config)
-        self.optimizer = Adam(self.params, config.lr)
+        self.optimizer = Adam(self.params, config.lr) if config.optimizer == "adam" else SGD(self.params, config.lr)
         self.history: dict[str, list] = {"step": [], "loss": [], "accuracy": []}
         self.diverged = False
         self.message = ""
@@ -74,7 +86,7 @@ class Trainer:
         return len(self.history["step"])
 
     def step(self) -> StepResult | None:
-        """One Adam step on a fresh batch; the loss/accuracy reported are the batch's before the update.
+        """One optimizer step on a fresh batch; the loss/accuracy reported are the batch's before the update.
         Returns None (and changes nothing) once the run has diverged."""
         if self.diverged:
             return None

@@ -622,3 +622,24 @@ def geometry_headline(geo: dict, *, d_k: int, sigma: float) -> str:
     d = int(geo["d_k"][i])
     return (f"At d_k = {d}, |q| |k| ≈ {fmt(geo['norms_mean'][i])} and cos θ spreads ±{fmt(geo['cos_std'][i])}, so "
             f"q·k = |q| |k| cos θ spreads ±{fmt(geo['dot_std'][i])} (σ²√d_k = {fmt(geo['dot_theory'][i])}).")
+
+
+# ---- scale versus initialisation (Train it) -----------------------------------------------------------
+FOLD_WINDOW = 20   # steps averaged for the comparison
+
+
+def fold_sentence(folded: list, explicit: list, *, d_k: int, optimizer: str, lr: float) -> str:
+    """What folding 1/√d_k into W_q's init does next to the explicit factor, from the two runs' losses
+    (each a list per step): the same first loss, then the mean over the last ``FOLD_WINDOW`` steps."""
+    if not folded or not explicit:
+        return ""
+    text = (f"Folded into W_q's init, 1/√d_k gives the same first loss as the explicit factor "
+            f"({folded[0]:.3f} and {explicit[0]:.3f}): the logits start equal.")
+    done = min(len(folded), len(explicit))
+    if done < FOLD_WINDOW:
+        return text
+    a, b = (float(np.mean(x[done - FOLD_WINDOW:done])) for x in (folded, explicit))
+    factor = f"√d_k = {math.sqrt(d_k):.3g}" if optimizer == "Adam" else f"d_k = {d_k}"
+    return text + (f" After {done} steps of {optimizer} at learning rate {lr:g}, d_k = {d_k}, the mean loss over the "
+                   f"last {FOLD_WINDOW} steps is {a:.3f} folded and {b:.3f} explicit. They differ because {optimizer}'s "
+                   f"step on W_q moves the folded logits {factor}× as far (its steps on W_k move both alike).")

@@ -26,6 +26,12 @@ SAMPLES_OPTIONS = [8, 16, 32, 64, 128, 256]
 DTYPES = ("float64", "float32", "float16")
 ORDER_LABELS = {"none": "no scaling", "after": "scale after q·kᵀ", "before": "scale q before the matmul"}
 RULE_LABELS = sc.RULE_LABELS                    # name -> label, from the rule registry
+#: What a training run can use: every rule, or no scaling with 1/√d_k folded into W_q's initialisation
+#: (as T5 does): the same logits at step 0 as 1/√d_k, a different run after it.
+FOLD = "fold"
+TRAIN_RULES = (*sc.RULE_NAMES, FOLD)
+TRAIN_RULE_LABELS = {**RULE_LABELS, FOLD: "none, W_q init ÷ √d_k (T5)"}
+OPTIMIZER_LABELS = {"adam": "Adam", "sgd": "SGD"}
 
 #: Set by the site build's pre-render (build/prerender.py): the page as the static site shows it, drawn
 #: in CPython (web/page.py static_site, web/views/common.py prerendering).

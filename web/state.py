@@ -203,7 +203,8 @@ class LabState(param.Parameterized):
         """Sidebar settings the current view ignores, each with the reason shown next to it."""
         view = self.shown
         used = VIEW_SETTINGS[view]
-        rules = {train.rule_a, train.rule_b} if (view == "training" and train is not None) else {self.rule}
+        rules = ({train.rule_a, train.rule_b} & set(sc.RULES) if (view == "training" and train is not None)
+                 else {self.rule})
         if view in ("saturation", "alignment"):
             rules = set(sc.RULE_NAMES)   # every rule is plotted there
         out = {}

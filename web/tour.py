@@ -79,7 +79,7 @@ def _runs_are_the_steps(step: Step, train) -> bool:
     """The training step's runs cannot be recomputed (they are the learner's): graded only while they
     have the step's settings."""
     ref = step_state(step)[1]
-    return all(getattr(train, k) == getattr(ref, k) for k in ("d_k", "rule_a", "rule_b", "lr", "seed"))
+    return all(getattr(train, k) == getattr(ref, k) for k in ("d_k", "rule_a", "rule_b", "lr", "seed", "optimizer"))
 
 
 def grade(step: Step, picked: int | None, lab, train) -> tuple[bool | None, str]:
@@ -166,8 +166,8 @@ def _training(lab, train):
         return None, f"({done} of {TRAIN_CHECK} steps so far.)"
     a, b = (float(np.mean(train.trainers[k].history["loss"][TRAIN_CHECK - 20:TRAIN_CHECK])) for k in ("a", "b"))
     return a / b, (f"Mean loss over steps {TRAIN_CHECK - 20}–{TRAIN_CHECK} at d_k = {train.d_k}: "
-                   f"{a:.3f} for run A ({claims.RULE_LABELS[train.rule_a]}) vs {b:.3f} for run B "
-                   f"({claims.RULE_LABELS[train.rule_b]}), a ratio of {a / b:.2f}.")
+                   f"{a:.3f} for run A ({train.label('a')}) vs {b:.3f} for run B "
+                   f"({train.label('b')}), a ratio of {a / b:.2f}.")
 
 
 def _aligned_tokens(lab, train):

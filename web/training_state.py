@@ -12,7 +12,8 @@ import param
 
 import sdpa_core as sc
 
-from .options import LR_OPTIONS, MAX_TRAIN_STEPS, RULE_LABELS, TRAIN_D_K_OPTIONS
+from .claims import fold_sentence
+from .options import FOLD, LR_OPTIONS, MAX_TRAIN_STEPS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES
 
 if TYPE_CHECKING:
     from .state import LabState
@@ -34,8 +35,9 @@ OVER_SEEDS = {1024: {"more_than": 2.0, "seeds": 11, "median": 3.07},
 class TrainingState(param.Parameterized):
     """Two runs of sdpa_core's tiny attention model that differ only in the scaling rule."""
 
-    rule_a = param.Selector(default="none", objects=list(sc.RULE_NAMES), doc="Scaling rule of run A.")
-    rule_b = param.Selector(default="sqrt", objects=list(sc.RULE_NAMES), doc="Scaling rule of run B.")
+    rule_a = param.Selector(default="none", objects=list(TRAIN_RULES), doc="Scaling rule of run A (or the fold).")
+    rule_b = param.Selector(default="sqrt", objects=list(TRAIN_RULES), doc="Scaling rule of run B (or the fold).")
+    optimizer = param.Selector(default="adam", objects=list(OPTIMIZER_LABELS), doc="Optimizer of both runs.")
     lr = param.Number(default=0.01, bounds=(min(LR_OPTIONS), max(LR_OPTIONS)), doc="Adam learning rate (both runs).")
     d_k = param.Integer(default=1024, bounds=(min(TRAIN_D_K_OPTIONS), max(TRAIN_D_K_OPTIONS)),
                         doc="Key/query width of the trained head (both runs).")
@@ -53,11 +55,18 @@ class TrainingState(param.Parameterized):
             lab.param.watch(lambda *_: self.reset(), ["alpha", "temperature"])
 
     def config(self, rule: str):
+        """A run's config: ``rule`` a scaling rule, or FOLD (no scaling, W_q's init divided by √d_k)."""
         lab = self.lab
-        return sc.TrainConfig(d_k=self.d_k, rule=rule, lr=self.lr, seed=self.seed,
+        folded = rule == FOLD
+        return sc.TrainConfig(d_k=self.d_k, rule="none" if folded else rule, lr=self.lr, seed=self.seed,
+                              q_init=self.d_k ** -0.5 if folded else 1.0, optimizer=self.optimizer,
                               alpha=lab.alpha if lab else 0.5, temperature=lab.temperature if lab else 0.1)
 
-    @param.depends("rule_a", "rule_b", "lr", "d_k", "seed", watch=True)
+    def label(self, key: str) -> str:
+        """Run ``key``'s ("a" or "b") scaling as the page names it."""
+        return TRAIN_RULE_LABELS[self.rule_a if key == "a" else self.rule_b]
+
+    @param.depends("rule_a", "rule_b", "lr", "d_k", "seed", "optimizer", watch=True)
     def reset(self):
         self.running = False
         self.trainers = {"a": sc.Trainer(self.config(self.rule_a)), "b": sc.Trainer(self.config(self.rule_b))}
@@ -107,13 +116,13 @@ class TrainingState(param.Parameterized):
         lines = ["run,rule,step,loss,accuracy"]
         for key, tr in self.trainers.items():
             for s, lo, ac in zip(tr.history["step"], tr.history["loss"], tr.history["accuracy"]):
-                lines.append(f"{key.upper()},{tr.config.rule},{s},{lo:.6g},{ac:.6g}")
+                lines.append(f"{key.upper()},{self.rule_a if key == 'a' else self.rule_b},{s},{lo:.6g},{ac:.6g}")
         return "\n".join(lines) + "\n"
 
     def _update_status(self):
         parts = []
         for key, tr in self.trainers.items():
-            name = f"Run {key.upper()} ({RULE_LABELS[tr.config.rule]})"
+            name = f"Run {key.upper()} ({self.label(key)})"
             if tr.diverged:
                 parts.append(f"{name} stopped: {tr.message}.")
             elif tr.history["loss"]:
@@ -123,4 +132,8 @@ class TrainingState(param.Parameterized):
                 parts.append(f"{name}: not started (chance loss {tr.chance_loss:.2f}).")
         if self.steps_done >= MAX_TRAIN_STEPS:
             parts.append(f"Stopped after {MAX_TRAIN_STEPS} steps; press Reset to start again.")
+        if {self.rule_a, self.rule_b} == {FOLD, "sqrt"}:
+            folded, explicit = ("a", "b") if self.rule_a == FOLD else ("b", "a")
+            parts.append(fold_sentence(self.trainers[folded].history["loss"], self.trainers[explicit].history["loss"],
+                                       d_k=self.d_k, optimizer=OPTIMIZER_LABELS[self.optimizer], lr=self.lr))
         self.status = " ".join(parts)

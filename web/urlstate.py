@@ -55,6 +55,7 @@ KEYS = {
     "lr": ("train", "lr", "float", LR_OPTIONS),
     "train_d_k": ("train", "d_k", "int", TRAIN_D_K_OPTIONS),
     "train_seed": ("train", "seed", "int", None),
+    "optimizer": ("train", "optimizer", "select", None),
 }
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 

@@ -9,10 +9,10 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Range1d, Span
 
-from ..options import LR_OPTIONS, RULE_LABELS, TRAIN_D_K_OPTIONS
+from ..options import LR_OPTIONS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES
 from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
-from .common import beside, caption, choice_slider, figure_row, heading, held, rule_color, rule_options
+from .common import beside, caption, choice_slider, figure_row, heading, held, rule_color
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
@@ -66,11 +66,15 @@ class Training(pn.viewable.Viewer):
         style_legend(p, below=True, ncols=2)  # three entries do not fit in one row on a phone
         self.example_fig = p
 
-        self.rule_a = pn.widgets.Select.from_param(tr.param.rule_a, name="Run A: scaling rule", options=rule_options(),
-                                             sizing_mode="stretch_width")
-        self.rule_b = pn.widgets.Select.from_param(tr.param.rule_b, name="Run B: scaling rule", options=rule_options(),
-                                             sizing_mode="stretch_width")
-        self.lr = choice_slider(tr, "lr", LR_OPTIONS, "Learning rate (Adam)", sizing_mode="stretch_width")
+        runs = {TRAIN_RULE_LABELS[r]: r for r in TRAIN_RULES}
+        self.rule_a = pn.widgets.Select.from_param(tr.param.rule_a, name="Run A: scaling rule", options=runs,
+                                                   sizing_mode="stretch_width")
+        self.rule_b = pn.widgets.Select.from_param(tr.param.rule_b, name="Run B: scaling rule", options=runs,
+                                                   sizing_mode="stretch_width")
+        self.optimizer = pn.widgets.RadioButtonGroup.from_param(tr.param.optimizer, name="Optimizer",
+                                                                options={v: k for k, v in OPTIMIZER_LABELS.items()},
+                                                                color="primary", variant="outline")
+        self.lr = choice_slider(tr, "lr", LR_OPTIONS, "Learning rate", sizing_mode="stretch_width")
         self.d_k = choice_slider(tr, "d_k", TRAIN_D_K_OPTIONS, "d_k of the trained head", sizing_mode="stretch_width")
         self.seed = pn.widgets.IntInput.from_param(tr.param.seed, name="Seed (data and initial weights)",
                                                    sizing_mode="stretch_width")
@@ -152,12 +156,11 @@ class Training(pn.viewable.Viewer):
         tr = self.train
         for k in ("a", "b"):
             self.curves[k].data = {"step": [], "loss": [], "accuracy": []}
-            rule = tr.trainers[k].config.rule
-            color = rule_color(rule)
+            color = rule_color(tr.rule_a if k == "a" else tr.rule_b)
             for line in (self.loss_lines[k], self.acc_lines[k], *self.keys[k]):
                 line.glyph.line_color = color
             self.ex_bars[k].glyph.fill_color = self.ex_bars[k].glyph.line_color = color
-            label = {"value": f"run {k.upper()}: {RULE_LABELS[rule]}"}
+            label = {"value": f"run {k.upper()}: {tr.label(k)}"}
             for fig in (self.loss_fig, self.acc_fig, self.example_fig):
                 for item in fig.legend.items:
                     if item.renderers[0] in (self.loss_lines[k], self.acc_lines[k], self.ex_bars[k]):
@@ -181,10 +184,11 @@ class Training(pn.viewable.Viewer):
         self.status.object = self.train.status
 
     def __panel__(self):
-        controls = [self.rule_a, self.rule_b, self.d_k, self.lr, self.seed,
+        controls = [self.rule_a, self.rule_b, self.d_k, self.optimizer, self.lr, self.seed,
                     pn.FlexBox(self.play, self.step_btn, self.reset_btn, sizing_mode="stretch_width"),
                     caption("Press Play: both runs start from the same weights and batches; only the rule differs. "
-                            "Changing a setting resets them.")]
+                            "Changing a setting resets them. Scale or initialisation? Pick “none, W_q init ÷ √d_k "
+                            "(T5)” for one run and 1/√d_k for the other, then switch the optimizer.")]
         figs = [self.loss_fig, self.acc_fig]
         return pn.Column(
             heading("Train it: does the same model learn slower without scaling?"),
@@ -193,7 +197,7 @@ class Training(pn.viewable.Viewer):
             caption("A one-head attention model learns to retrieve: it sees 8 keys with class labels and a noisy copy "
                     "of one key as the query, and must output that key's label, which it can only do by attending to "
                     "it. Play trains a few steps every tick (at most 1500 steps); Step ×10 advances by hand; a run "
-                    "whose loss becomes NaN or infinite stops with a message and the other keeps going. Adam's step "
+                    "whose loss becomes NaN or infinite stops with a message and the other keeps going. The optimizer's step "
                     "size applies to both runs; too large and a run diverges."),
             self.download,
             caption("Loss and accuracy of each batch before its update; dotted lines are chance (log 8 and 1/8). "
