@@ -12,7 +12,8 @@ from bokeh.models import CustomJS
 
 from . import a11y, dark_figures
 from .options import STATIC_SITE_ENV
-from .state import VIEW_LABELS, VIEWS, LabState, TrainingState
+from .state import VIEW_LABELS, VIEWS, LabState
+from .training_state import TrainingState
 from .tour import STEPS
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS
 from .urlstate import KEYS, apply_query, bound_search, install_history, mark_correction, to_query

@@ -22,10 +22,9 @@ from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, MAX_D_MODEL, MODEL_N, MODE
                       SAMPLES_OPTIONS, SHARED_SETTINGS, SWEEP_BUDGET, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEW_SETTINGS,
                       VIEWS, WHY_UNUSED, nearest_option)
 from .tour import STEPS
-from .training_state import TrainingState
 
 # Importers of the page's state (web/page.py, web/urlstate.py, the views, the tests) may take these from here.
-__all__ = ["LabState", "TrainingState", "D_K_OPTIONS", "DTYPES", "LR_OPTIONS", "MAX_TRAIN_STEPS", "ORDER_LABELS",
+__all__ = ["LabState", "D_K_OPTIONS", "DTYPES", "LR_OPTIONS", "MAX_TRAIN_STEPS", "ORDER_LABELS",
            "PRECISION_N", "RULE_LABELS", "SAMPLES_OPTIONS", "TRAIN_D_K_OPTIONS", "VIEW_LABELS", "VIEWS",
            "nearest_option"]
 
@@ -199,8 +198,9 @@ class LabState(param.Parameterized):
         """The view on screen: the tour shows its step's view."""
         return STEPS[self.step - 1].view if self.view == "tour" else self.view
 
-    def unused_settings(self, train: TrainingState | None = None) -> dict[str, str]:
-        """Sidebar settings the current view ignores, each with the reason shown next to it."""
+    def unused_settings(self, train=None) -> dict[str, str]:
+        """Sidebar settings the current view ignores, each with the reason shown next to it (``train``: the
+        page's ``TrainingState``, whose runs' rules decide which knobs Train it uses)."""
         view = self.shown
         used = VIEW_SETTINGS[view]
         rules = ({train.rule_a, train.rule_b} & set(sc.RULES) if (view == "training" and train is not None)

@@ -12,7 +12,8 @@ from training_runs import losses as training_losses
 import sdpa_core as sc
 from web import claims
 from web.state import LabState
-from web.tour import SELF_CHECK, STEPS, TRAIN_CHECK, answer, feedback, recap, step_state
+from web.grading import feedback, recap, step_state
+from web.tour import SELF_CHECK, STEPS, TRAIN_CHECK, answer
 from web.training_state import TrainingState
 from web.urlstate import apply_query, step_query, to_query
 

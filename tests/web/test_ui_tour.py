@@ -131,7 +131,8 @@ def test_the_last_step_recaps_the_predictions_and_grades_the_self_check(page: Pa
     right, _ = answer(step, lab, train)
     page.get_by_label(step.choices[right]).check()
     expect(page.get_by_text(f"you predicted “{step.choices[right]}” ✓.", exact=False)).to_be_visible(timeout=60_000)
-    from web.tour import SELF_CHECK, step_state
+    from web.grading import step_state
+    from web.tour import SELF_CHECK
     for check in SELF_CHECK:
         good, sentence = answer(check, *step_state(check))
         page.get_by_role("radio", name=check.choices[good], exact=True).check()

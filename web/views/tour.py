@@ -9,7 +9,8 @@ import param
 from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from ..tour import SELF_CHECK, STEPS, grade, recap, shown_choices, step_state
+from ..grading import grade, recap, step_state
+from ..tour import SELF_CHECK, STEPS, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
 from .common import caption, heading, set_html
