@@ -141,9 +141,16 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
       channel.port1.onmessage = (event) => resolve(!!(event.data && event.data.alone));
       reg.waiting.postMessage({type: "takeOverIfAlone"}, [channel.port2]);
     });
-    const late = (seconds) => new Promise((resolve) => setTimeout(() => resolve(false), seconds * 1000));
-    if (!(await Promise.race([answer, late(3)]))) return false;      // other pages of the old version are open
-    if (!(await Promise.race([taken, late(10)]))) return false;
+    // short limits: the page waits for this before it boots (lab.takeOver says what happened)
+    const late = (seconds) => new Promise((resolve) => setTimeout(() => resolve(null), seconds * 1000));
+    const alone = await Promise.race([answer, late(3)]);
+    lab.takeOver = alone === null ? "no answer from the waiting version" : alone ? "asked" : "other pages open";
+    if (!alone) return false;                 // other pages of the old version are open (or no answer)
+    if (!(await Promise.race([taken, late(10)]))) {
+      lab.takeOver = "the waiting version did not take over";
+      return false;
+    }
+    lab.takeOver = "reloading into the new version";
     location.reload();
     return true;
   }
