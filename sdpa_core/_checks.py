@@ -185,3 +185,14 @@ def names(rules, name: str, check) -> tuple:
         except (TypeError, ValueError) as e:
             raise type(e)(f"{name}: {e}") from None
     return rules
+
+
+def entries(values, name: str) -> list:
+    """The entries of a sequence argument, checked one by one by the caller (numpy's own conversion of a
+    ragged list raises a message that names no argument)."""
+    if isinstance(values, (str, bytes)) or values is None:
+        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__} {values!r:.40}")
+    try:
+        return list(values)
+    except TypeError:
+        return [values]  # one number: checked as the only entry

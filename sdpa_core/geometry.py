@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._checks import integer, real
+from ._checks import entries, integer, real
 from .experiments import MAX_D_K, sample_gram
 
 __all__ = ["random_geometry", "expected_norm"]
@@ -56,7 +56,7 @@ def random_geometry(d_ks, *, sigma=1.0, samples=4000, seed=0) -> dict:
     >>> [round(float(x), 1) for x in g["norm_mean"]], [round(float(x), 3) for x in g["cos_theory"]]
     ([1.9, 16.0], [0.5, 0.062])
     """
-    d = np.asarray([integer(x, "d_ks[i]", low=1, high=MAX_D_K) for x in np.atleast_1d(d_ks)], dtype=np.int64)
+    d = np.asarray([integer(x, "d_ks[i]", low=1, high=MAX_D_K) for x in entries(d_ks, "d_ks")], dtype=np.int64)
     if d.size == 0:
         raise ValueError("d_ks must hold at least one dimension")
     sigma = real(sigma, "sigma", low=0.0, low_open=True, high=1e3)

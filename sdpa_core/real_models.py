@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import boolean, integer, real
+from ._checks import boolean, entries, integer, real
 from .stats import SATURATION, above
 
 __all__ = [
@@ -324,7 +324,7 @@ def logit_std_at_init(
     """
     heads = integer(heads, "heads", low=1, high=MAX_D_MODEL)
     widths = np.asarray(
-        [integer(d, "d_models[i]", low=heads, high=MAX_D_MODEL) for d in np.atleast_1d(d_models)], dtype=float
+        [integer(d, "d_models[i]", low=heads, high=MAX_D_MODEL) for d in entries(d_models, "d_models")], dtype=float
     )
     if widths.size == 0:
         raise ValueError("d_models must hold at least one width")
