@@ -93,3 +93,12 @@ PLOT_STATE = """() => {
   }
   return parts.sort().join("|");
 }"""
+
+
+def still_usable(page):
+    """One arrow key on the d_k handle redraws a plot: the page still answers."""
+    before = page.evaluate(PLOT_STATE)
+    handle = page.locator(HANDLE)
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function(f"({PLOT_STATE})() !== {before!r}", timeout=30_000)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import HANDLE, PLOT_STATE, build_module, require_pyodide_dist
+from sitebuild import still_usable, build_module, require_pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -69,14 +69,6 @@ def deployable(site, tmp_path):
 def ready(page):
     page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=BOOT_MS)
     assert page.evaluate("window.sdpaLab.error") is None, page.evaluate("window.sdpaLab.error")
-
-
-def still_usable(page):
-    before = page.evaluate(PLOT_STATE)
-    handle = page.locator(HANDLE)
-    handle.focus()
-    handle.press("ArrowRight")
-    page.wait_for_function(f"({PLOT_STATE})() !== {before!r}", timeout=30_000)
 
 
 def test_a_redeploy_with_an_open_tab(deployable, browser):
