@@ -3,8 +3,8 @@
 Modules, one idea each: ``softmax`` (stable, log, naive), ``attention`` (forward and backward,
 PyTorch semantics), ``scaling`` (the rules), ``stats`` (entropy, saturation, Jacobian),
 ``experiments`` (Monte-Carlo sweeps with theory), ``geometry`` (lengths and cosines of random vectors:
-why sqrt(d)), ``model`` + ``train`` (a tiny trainable head); for the
-explainer: ``dial`` (attention as a function of the logit std alone), ``real_models`` (published heads at
+why sqrt(d)), ``length`` (attention fading as the sequence grows), ``model`` + ``train`` (a tiny trainable
+head); for the explainer: ``dial`` (attention as a function of the logit std alone), ``real_models`` (published heads at
 initialisation), ``outputs`` (copy or average: what softmax(.)V hands on), ``alignment`` (rho from 0 to 1).
 """
 
@@ -12,6 +12,7 @@ from .alignment import rho_path
 from .attention import attention, attention_backward
 from .dial import dial_attention, settings_logit_moments, two_token_curve
 from .geometry import expected_norm, random_geometry
+from .length import LENGTHS, length_path
 from .experiments import (
     FLOAT16_MAX,
     METRICS,
@@ -80,6 +81,8 @@ __all__ = [
     "FLOAT16_MAX",
     "draw_qkv",
     "random_geometry",
+    "length_path",
+    "LENGTHS",
     "expected_norm",
     "rule_attention",
     "rule_gradients",

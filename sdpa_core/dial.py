@@ -233,7 +233,7 @@ def settings_logit_moments(d_k, *, sigma=1.0, rho=0.0, rule="sqrt", alpha=0.5, t
     n = integer(n, "n", low=1, high=MAX_D_K)
     spec = RULES[rule]
     darr = np.array([float(d)])
-    c = float(spec._scales(darr, alpha, temperature)[0])
+    c = float(spec._scales(darr, alpha, temperature, spec.check_n(n))[0])
     unit = spec.normalizes
     f = 1.0 if unit else sigma * sigma
     mean, var = pair_dot_moments(darr, rho, unit=unit)

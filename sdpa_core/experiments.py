@@ -122,11 +122,16 @@ def rule_attention(q, k, v, rule, *, alpha=0.5, temperature=0.1, causal=False):
     q, k = _vectors(q, "q"), _vectors(k, "k")
     if RULES[rule].normalizes:
         q, k = qk_normalize(q), qk_normalize(k)
-    scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
+    scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k))
     out, weights = attention(q, k, v, scale=scale, causal=causal)
     q, k = (a.astype(weights.dtype, copy=False) for a in (q, k))  # the common dtype attention used
     with np.errstate(over="ignore", invalid="ignore"):
         return out, weights, attention_logits(q, k, scale)
+
+
+def _length(rule: str, k: np.ndarray) -> int | None:
+    """The sequence length a rule with a ``length`` sees: the number of keys (every row's, causal or not)."""
+    return k.shape[-2] if RULES[rule].length is not None else None
 
 
 def _vectors(x, name: str) -> np.ndarray:
@@ -145,7 +150,7 @@ def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causa
     q, k = _vectors(q, "q"), _vectors(k, "k")
     normalizes = RULES[rule].normalizes
     qn, kn = (qk_normalize(q), qk_normalize(k)) if normalizes else (q, k)
-    scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
+    scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k))
     dq, dk, dv = attention_backward(qn, kn, v, grad_out, scale=scale, causal=causal)
     if normalizes:
         dq, dk = qk_normalize_backward(q, dq), qk_normalize_backward(k, dk)
@@ -311,7 +316,7 @@ def rule_readouts(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal
         "stats": row_stats(w64, logits, visible),
         "overflow": not np.isfinite(z64).all(),
         "nan_rows": int(broken.sum()),
-        "scale": logit_scale(np.shape(q)[-1], rule, alpha=alpha, temperature=temperature),
+        "scale": logit_scale(np.shape(q)[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k64)),
         "dq_norms": norms,
         "dq_floor": _round_off(q64, k64, v64, g64, rule, alpha, temperature),
     }
@@ -322,7 +327,7 @@ def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float) -> float
     normalizes = RULES[rule].normalizes
     if normalizes:
         k = k / np.maximum(np.linalg.norm(k, axis=-1, keepdims=True), 1e-300)
-    size = abs(logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature))
+    size = abs(logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k)))
     with np.errstate(all="ignore"):  # inputs near float16's 65504: a size of inf means no floor
         size *= float(np.abs(np.broadcast_to(g, (q.shape[0], v.shape[-1])) @ v.T).max())
         size *= float(np.linalg.norm(k, axis=-1).max()) * q.shape[0] * 4
@@ -413,7 +418,7 @@ def sweep(
     # each rule's factor on its base, for every d_k: the unit-variance dots (times sigma^2), or the
     # cosines for a rule that normalises q and k (sigma plays no part there)
     factors = {
-        r: spec[r]._scales(d, alpha, temperature) * (1.0 if spec[r].normalizes else sigma * sigma) for r in rules
+        r: spec[r]._scales(d, alpha, temperature, n) * (1.0 if spec[r].normalizes else sigma * sigma) for r in rules
     }  # r -> (D,)
 
     # dot products of unit-variance q and z for every d_k at once: (D, samples, n, n) and (D, samples, n)
@@ -578,7 +583,7 @@ def dot_samples(d_k, m, *, sigma=1.0, rho=0.0, seed=0) -> np.ndarray:
 
 
 def dot_histograms(
-    d_k, *, sigma=1.0, rho=0.0, seed=0, rule="sqrt", alpha=0.5, temperature=0.1, m=20000, bins=60
+    d_k, *, sigma=1.0, rho=0.0, seed=0, rule="sqrt", alpha=0.5, temperature=0.1, m=20000, bins=60, n=None
 ) -> dict:
     """Histograms of one matched pair's ``q . k`` (unscaled) and of its logit under ``rule``, with the
     normal curves theory predicts (:meth:`Rule.pair_theory`): mean ``rho d_k sigma^2`` and variance
@@ -587,6 +592,7 @@ def dot_histograms(
 
     ``m`` exact samples (``k = rho q + sqrt(1-rho^2) z``) drawn from the 2 x 2 Gram matrix of [q, z]
     (:func:`sample_gram`, ``default_rng(seed)``, as :func:`dot_samples`), so d_k = 4096 is as cheap as 1.
+    ``n``, the sequence length, is needed only by a rule whose factor reads it (:meth:`Rule.scales`).
     Returns ``{"unscaled": hist, "scaled": hist, "theory_mean": (unscaled, scaled), "theory_std": (...),
     "sample_mean": (...), "sample_std": (...)}``, each ``hist`` a dict of ``left``, ``right``, ``density``
     (``bins`` bars) and the theory curve ``x``, ``pdf`` (200 points).
@@ -601,6 +607,7 @@ def dot_histograms(
     bins = integer(bins, "bins", low=1, high=10_000)
     sigma, rho, rng = _common(sigma, rho, seed)
     spec, d = RULES[rule], np.array([float(d_k)])
+    n = spec.check_n(n)
     g = sample_gram(d_k, 2, m, rng) * (sigma * sigma)
     c = math.sqrt(1 - rho * rho)
     dot = rho * g[:, 0, 0] + c * g[:, 0, 1]
@@ -608,10 +615,10 @@ def dot_histograms(
     if spec.normalizes:
         k2 = rho * rho * g[:, 0, 0] + 2 * rho * c * g[:, 0, 1] + c * c * g[:, 1, 1]
         base = dot / np.sqrt(np.maximum(g[:, 0, 0] * k2, 1e-300))  # cos(q, k)
-    scaled = base * float(spec._scales(d, alpha, temperature)[0])
+    scaled = base * float(spec._scales(d, alpha, temperature, n)[0])
     mean, var = pair_dot_moments(d, rho, unit=False)
     mean0, std0 = float(product(sigma, mean, sigma)[0]), float(product(sigma, np.sqrt(var), sigma)[0])
-    mean1, std1 = spec._pair_theory(d, sigma, rho, alpha, temperature)
+    mean1, std1 = spec._pair_theory(d, sigma, rho, alpha, temperature, n)
     return {
         "unscaled": _histogram(dot, mean0, std0, bins),
         "scaled": _histogram(scaled, mean1, std1, bins),

@@ -77,7 +77,7 @@ class TrainConfig:
 
     @property
     def scale(self) -> float:
-        return logit_scale(self.d_k, self.rule, alpha=self.alpha, temperature=self.temperature)
+        return logit_scale(self.d_k, self.rule, alpha=self.alpha, temperature=self.temperature, n=self.n_keys)
 
 
 @dataclass

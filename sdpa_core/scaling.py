@@ -2,13 +2,16 @@
 
 Each rule is one :class:`Rule` in :data:`RULES`: its scale as a function of d_k (vectorised), and
 whether q and k are L2-normalised first (QK-norm). The closed-form spread of its logits follows from
-those two (:meth:`Rule.theory_logit_std`, :meth:`Rule.pair_theory`). Adding a rule is one entry in
+those two (:meth:`Rule.theory_logit_std`, :meth:`Rule.pair_theory`). A rule may also grow with the
+sequence length n (SSMax's ``s log n``): its factor is then ``scale(d_k) * length(n)``, and every function
+that applies it passes the n it has. Adding a rule is one entry in
 ``RULES``: every function that takes a ``rule`` (``sweep``, ``rule_attention``, ``rule_gradients``,
 ``query_gradient_norms``, ``TrainConfig``) then accepts it.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 from typing import Callable
@@ -39,6 +42,11 @@ ALPHA_RANGE = (0.0, 4.0)
 TEMPERATURE_RANGE = (1e-6, 1e6)
 #: The knobs a rule's scale may read, each checked against its range by :func:`check_rule`.
 KNOBS = ("alpha", "temperature")
+#: SSMax's s (Nakanishi 2025 learn it per head; 0.43 is the value of the paper's Figure 1). At n = 16 the
+#: factor s log n is 1.19, so the rule starts near 1/sqrt(d_k) at the page's default n and parts from it as n grows.
+SSMAX_S = 0.43
+#: The longest sequence a length rule is given (the page's n goes to 4096; log n stays small).
+MAX_N = 2**53
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,11 @@ class Rule:
         then multiplies ``cos(q, k)``, whatever sigma is.
     knobs : tuple of str
         Which of ``"alpha"`` and ``"temperature"`` ``scale`` reads (the page disables the others).
+    length : callable or None
+        ``length(n) -> float`` for a rule whose factor also grows with the sequence length n (the number
+        of keys each query is compared with): the factor is then ``scale(d_k) * length(n)``, for n >= 2
+        (SSMax, Nakanishi 2025: ``s log n``; Chiang & Cholak 2022 scale by ``log n``). Functions that apply
+        such a rule need n; None (the default) for a rule that ignores it.
 
     Examples
     --------
@@ -73,6 +86,7 @@ class Rule:
     scale: Callable[[np.ndarray, float, float], np.ndarray]
     normalizes: bool = False
     knobs: tuple[str, ...] = ()
+    length: Callable[[int], float] | None = None
 
     def __post_init__(self):
         for field_name in ("name", "label"):
@@ -87,16 +101,38 @@ class Rule:
         boolean(self.normalizes, "normalizes")
         if not isinstance(self.knobs, tuple) or not set(self.knobs) <= set(KNOBS):
             raise TypeError(f"knobs must be a tuple naming some of {KNOBS}, got {self.knobs!r}")
+        if self.length is not None and not callable(self.length):
+            raise TypeError(f"length must be a function length(n) or None, got {type(self.length).__name__}")
 
-    def scales(self, d_ks, *, alpha=0.5, temperature=0.1) -> np.ndarray:
-        """The factor for one d_k or each of a flat list (1 <= d_k <= 2**53): a float64 array (D,)."""
+    def scales(self, d_ks, *, alpha=0.5, temperature=0.1, n=None) -> np.ndarray:
+        """The factor for one d_k or each of a flat list (1 <= d_k <= 2**53): a float64 array (D,).
+        ``n``, the sequence length (2 <= n <= 2**53), is needed by a rule with a ``length`` and
+        ignored by the others.
+
+        >>> RULES["ssmax"].scales([16], n=16).round(4).tolist()
+        [0.2981]
+        """
         d = d_k_values(d_ks, MAX_D_K).astype(np.float64)
         alpha, temperature = _knobs(alpha, temperature)
-        return self._scales(d, alpha, temperature)
+        return self._scales(d, alpha, temperature, self.check_n(n))
 
-    def _scales(self, d: np.ndarray, alpha: float, temperature: float) -> np.ndarray:
+    def check_n(self, n) -> int | None:
+        """``n`` checked for this rule: an int in [2, 2**53] for a rule with a ``length`` (a ValueError
+        naming the rule when n is missing), else n itself unchecked (callers check their own n)."""
+        return n if self.length is None else self._needed_n(n)
+
+    def _needed_n(self, n) -> int:
+        if n is None:
+            raise ValueError(
+                f"rule {self.name!r} scales with the sequence length: pass n, the number of keys each query sees"
+            )
+        return integer(n, "n", low=2, high=MAX_N)
+
+    def _scales(self, d: np.ndarray, alpha: float, temperature: float, n: int | None = None) -> np.ndarray:
         """:meth:`scales` of checked arguments; the factor must be finite and non-zero."""
         s = np.broadcast_to(np.asarray(self.scale(d, alpha, temperature), dtype=np.float64), d.shape)
+        if self.length is not None:
+            s = s * float(self.length(self._needed_n(n)))  # a ValueError naming the rule when n is None
         if not (np.isfinite(s).all() and (s != 0).all()):
             raise ValueError(f"rule {self.name!r} gave a scale that is 0 or not finite for some d_k in {d.tolist()}")
         return s
@@ -114,7 +150,7 @@ class Rule:
         alpha, temperature = _knobs(alpha, temperature)
         sigma = real(sigma, "sigma", low=0.0, low_open=True)
         rho = real(rho, "rho", low=0.0, high=1.0)
-        n = integer(n, "n", low=1, high=MAX_D_K)
+        n = integer(n, "n", low=2 if self.length else 1, high=MAX_D_K)
         std = self._theory_logit_std(d, sigma, rho, n, alpha, temperature)
         if not np.isfinite(std).all():
             raise ValueError(
@@ -125,11 +161,11 @@ class Rule:
 
     def _theory_logit_std(self, d, sigma, rho, n, alpha, temperature) -> np.ndarray:
         """:meth:`theory_logit_std` of checked arguments."""
-        scale = np.abs(self._scales(d, alpha, temperature))
+        scale = np.abs(self._scales(d, alpha, temperature, n))
         unit = pooled_dot_std(d, rho, n, unit=self.normalizes)
         return product(scale, unit) if self.normalizes else product(scale, sigma, unit, sigma)
 
-    def pair_theory(self, d_k, *, sigma=1.0, rho=0.0, alpha=0.5, temperature=0.1) -> tuple[float, float]:
+    def pair_theory(self, d_k, *, sigma=1.0, rho=0.0, alpha=0.5, temperature=0.1, n=None) -> tuple[float, float]:
         """Mean and std of one matched pair's logit ``scale * q_i . k_i`` (of the cosine, for a rule that
         normalises): ``rho d_k sigma^2`` and ``sqrt((1 + rho^2) d_k) sigma^2`` unscaled; a cosine has mean
         rho and std ``(1 - rho^2) / sqrt(d_k)`` in the large-d_k limit.
@@ -141,12 +177,12 @@ class Rule:
         alpha, temperature = _knobs(alpha, temperature)
         sigma = real(sigma, "sigma", low=0.0, low_open=True)
         rho = real(rho, "rho", low=0.0, high=1.0)
-        return self._pair_theory(d, sigma, rho, alpha, temperature)
+        return self._pair_theory(d, sigma, rho, alpha, temperature, self.check_n(n))
 
-    def _pair_theory(self, d, sigma, rho, alpha, temperature) -> tuple[float, float]:
+    def _pair_theory(self, d, sigma, rho, alpha, temperature, n=None) -> tuple[float, float]:
         """:meth:`pair_theory` of checked arguments, ``d`` an array holding the one d_k."""
         mean, var = pair_dot_moments(d, rho, unit=self.normalizes)
-        s = self._scales(d, alpha, temperature)
+        s = self._scales(d, alpha, temperature, n)
         f = 1.0 if self.normalizes else sigma  # the logit is proportional to sigma^2
         return float(product(s, f, mean, f)[0]), float(product(np.abs(s), f, np.sqrt(var), f)[0])
 
@@ -163,6 +199,13 @@ RULES: dict[str, Rule] = _registry(
     Rule("linear", "1/d_k (muP)", lambda d, a, t: 1 / d),  # muP, Yang et al. 2022
     Rule("alpha", "d_k^-α", lambda d, a, t: d**-a, knobs=("alpha",)),
     Rule("qknorm", "QK-norm", lambda d, a, t: np.full_like(d, 1 / t), normalizes=True, knobs=("temperature",)),
+    # SSMax, Nakanishi 2025: softmax base n, i.e. the usual logits times s log n (s fixed here, learnt there)
+    Rule(
+        "ssmax",
+        f"{SSMAX_S:g}·ln n/√d_k (SSMax)",
+        lambda d, a, t: 1 / np.sqrt(d),
+        length=lambda n: SSMAX_S * math.log(n),
+    ),
 )
 #: The names of :data:`RULES` when sdpa_core was imported (defaults of ``sweep`` & co.).
 RULE_NAMES = tuple(RULES)
@@ -171,8 +214,8 @@ RULE_LABELS = {name: r.label for name, r in RULES.items()}
 
 
 def _plain_rules() -> list[str]:
-    """Rules :func:`scale_for` takes by name: those without knobs that do not normalise q and k."""
-    return [name for name, r in RULES.items() if not r.knobs and not r.normalizes]
+    """Rules :func:`scale_for` takes by name: those without knobs or a length that do not normalise q and k."""
+    return [name for name, r in RULES.items() if not r.knobs and not r.normalizes and r.length is None]
 
 
 def scale_for(d_k, rule="sqrt") -> float:
@@ -240,17 +283,19 @@ def rule_name(rule) -> str:
     return rule
 
 
-def logit_scale(d_k, rule: str, *, alpha=0.5, temperature=0.1) -> float:
+def logit_scale(d_k, rule: str, *, alpha=0.5, temperature=0.1, n=None) -> float:
     """The factor on the (possibly normalised) dot product under ``rule`` (one of :data:`RULES`):
     ``scale_for`` for the plain rules, ``d_k**-alpha`` for "alpha", ``1/temperature`` for "qknorm"
-    (q, k are unit vectors then). ``d_k`` is checked for every rule (1 <= d_k <= 2**53).
+    (q, k are unit vectors then), ``s log n / sqrt(d_k)`` for "ssmax". ``d_k`` is checked for every rule
+    (1 <= d_k <= 2**53); ``n``, the sequence length, only for a rule that reads it (:meth:`Rule.scales`).
 
     >>> logit_scale(64, "qknorm", temperature=0.25)
     4.0
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
-    return float(RULES[rule]._scales(np.array([float(d_k)]), alpha, temperature)[0])
+    spec = RULES[rule]
+    return float(spec._scales(np.array([float(d_k)]), alpha, temperature, spec.check_n(n))[0])
 
 
 # ---- the closed forms every rule's theory is built from ---------------------------------------------------

@@ -279,12 +279,12 @@ def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo:
             + "; ".join(parts) + ".")
 
 
-def coincident_rules(d_ks, rules, *, alpha: float, temperature: float) -> str:
+def coincident_rules(d_ks, rules, *, alpha: float, temperature: float, n: int) -> str:
     """Which rules' curves lie exactly on another's (the same factor on q·k at every d_k of the sweep,
     so one line hides the other), e.g. d_k^-α at α = 0.5 under 1/√d_k; "" when none do. QK-norm
     normalises q and k first, so it coincides with no other rule."""
     plain = [r for r in rules if r != "qknorm"]
-    scales = {r: [sc.logit_scale(int(d), r, alpha=alpha, temperature=temperature) for d in d_ks] for r in plain}
+    scales = {r: [sc.logit_scale(int(d), r, alpha=alpha, temperature=temperature, n=n) for d in d_ks] for r in plain}
     said = []
     for i, a in enumerate(plain):
         for b in plain[:i]:
@@ -643,3 +643,59 @@ def fold_sentence(folded: list, explicit: list, *, d_k: int, optimizer: str, lr:
     return text + (f" After {done} steps of {optimizer} at learning rate {lr:g}, d_k = {d_k}, the mean loss over the "
                    f"last {FOLD_WINDOW} steps is {a:.3f} folded and {b:.3f} explicit. They differ because {optimizer}'s "
                    f"step on W_q moves the folded logits {factor}× as far (its steps on W_k move both alike).")
+
+
+# ---- sequence length: attention fading ---------------------------------------------------------------
+#: A curve over n "stays" when its last value is within this factor of its first (either way).
+FADE = 1.25
+#: The first n the length section's sentences start from (the page's default n).
+LENGTH_FROM = 16
+
+
+def length_trend(first: float, last: float) -> str:
+    """How a top weight moves from ``first`` to ``last``: "falls", "rises", or "stays" (within ``FADE``×)."""
+    if last * FADE < first:
+        return "falls"
+    if last > first * FADE:
+        return "rises"
+    return "stays"
+
+
+def _length_span(path: dict) -> tuple[int, int]:
+    ns = [int(x) for x in path["n"]]
+    return (ns.index(LENGTH_FROM) if LENGTH_FROM in ns else 0), len(ns) - 1
+
+
+def _length_move(path: dict, metric: str, rule: str) -> str:
+    """"falls 26% → 1%" (or "stays within 1.25× (31% → 28%)") for one rule's curve between the section's
+    two lengths."""
+    i, j = _length_span(path)
+    a, b = float(path[metric][rule][i]), float(path[metric][rule][j])
+    how = length_trend(a, b)
+    if how == "stays":
+        return f"stays within {FADE:g}× ({pct(a)} → {pct(b)})"
+    return f"{how} {pct(a)} → {pct(b)}"
+
+
+def length_headline(path: dict) -> str:
+    """The length section's point: the top weight from n = 16 to the longest n, with 1/√d_k and with SSMax."""
+    i, j = _length_span(path)
+    ns = path["n"]
+    return (f"From n = {ns[i]} to {ns[j]}, top weight {_length_move(path, 'top_weight', 'sqrt')} with 1/√d_k "
+            f"and {_length_move(path, 'top_weight', 'ssmax')} with SSMax.")
+
+
+def length_details(path: dict, *, rho: float) -> list[str]:
+    """Each drawn rule's top weight and entropy (as a share of log n) between the section's two lengths; at
+    ρ > 0 the weight each query puts on its own key too."""
+    i, j = _length_span(path)
+    ns = path["n"]
+    out = [f"{RULE_LABELS[r]}: top weight {_length_move(path, 'top_weight', r)}; entropy "
+           f"{path['entropy_ratio'][r][i]:.2f} → {path['entropy_ratio'][r][j]:.2f} of log n (1 = uniform)."
+           for r in path["rules"]]
+    if rho > 0:
+        own = "; ".join(f"{RULE_LABELS[r]} {pct(path['own_weight'][r][i])} → {pct(path['own_weight'][r][j])}"
+                        for r in path["rules"])
+        out.append(f"Each query's own key (k = ρq + √(1 − ρ²)z, ρ = {rho:g}) gets, from n = {ns[i]} to {ns[j]}: "
+                   f"{own}.")
+    return out

@@ -17,7 +17,7 @@ import sdpa_core as sc
 from sdpa_core import real_models
 
 from . import claims
-from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, MAX_D_MODEL, MODEL_N, MODEL_SAMPLES, DIAL_S_MAX, RHO_STEPS, D_K_OPTIONS, DTYPES, GRADIENT_ROWS, HIST_SAMPLES, KNOB_WORDS, LR_OPTIONS, MAX_D_K, MAX_N,
+from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, MAX_D_MODEL, MODEL_N, MODEL_SAMPLES, DIAL_S_MAX, RHO_STEPS, D_K_OPTIONS, DTYPES, GRADIENT_ROWS, HIST_SAMPLES, KNOB_WORDS, LENGTH_RULES, LENGTH_SAMPLES, LR_OPTIONS, MAX_D_K, MAX_N,
                       MAX_PLAYGROUND_WORK, MAX_TRAIN_STEPS, ONLY_PLAYGROUND, ORDER_LABELS, PRECISION_N, RULE_LABELS,
                       SAMPLES_OPTIONS, SHARED_SETTINGS, SWEEP_BUDGET, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEW_SETTINGS,
                       VIEWS, WHY_UNUSED, nearest_option)
@@ -85,6 +85,8 @@ class LabState(param.Parameterized):
     alignment = param.Dict(default=None, doc="Every rule's readouts for ρ from 0 to 1 (alignment view).")
     aligned_maps = param.Dict(default=None, doc="Rule -> (n, n) weights of one draw at the current ρ (alignment view).")
     gradients = param.Dict(default=None, doc="Rule -> ||dL/dq_i|| of GRADIENT_ROWS query rows (saturation view).")
+    length = param.Dict(default=None, doc="sdpa_core.length_path: top weight and entropy against n for no scaling, "
+                                          "1/√d_k, SSMax and the chosen rule (saturation view).")
     dots = param.Dict(default=None, doc="Histogram data of q·k at the current d_k (variance view).")
     sweep = param.Parameter(default=None, doc="sdpa_core.Sweep over all d_k and rules (variance/saturation views).")
     sweep_samples = param.Integer(default=0, doc="Samples actually used by the sweep (after the work cap).")
@@ -95,6 +97,7 @@ class LabState(param.Parameterized):
 
     # what each lazily computed result was computed for (instance attributes once set)
     _sweep_key = _dots_key = _precision_key = _gradients_key = _dial_key = _alignment_key = _model_key = None
+    _length_key = None
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -140,7 +143,7 @@ class LabState(param.Parameterized):
             with np.errstate(all="ignore"):   # float16 logits past 65504 are inf: their mean is too
                 matched = float(np.diagonal(out[self.rule]["logits"]).astype(np.float64).mean())
             theory = sc.settings_logit_moments(d_k, sigma=self.sigma, rho=self.rho, rule=self.rule, alpha=self.alpha,
-                                               temperature=self.temperature)["m"]
+                                               temperature=self.temperature, n=n)["m"]
             sides["rule"]["matched"] = (matched, theory)
         text = claims.verdict(sides, n=n, d_k=d_k, dtype=self.dtype, rho=self.rho, causal=self.causal,
                               at_rho0=at_rho0)
@@ -229,6 +232,7 @@ class LabState(param.Parameterized):
             self._compute_sweep()
         if shown == "saturation":
             self._compute_gradients()
+            self._compute_length()
         if shown == "precision":
             self._compute_precision()
         if shown == "dial":
@@ -288,6 +292,18 @@ class LabState(param.Parameterized):
         self._sweep_key = key
         self.timings = {**self.timings, "sweep": time.perf_counter() - t0}
 
+    def _compute_length(self):
+        rules = tuple(dict.fromkeys(LENGTH_RULES + (self.rule,)))
+        key = (self.d_k, self.sigma, self.rho, self.seed, self.alpha, self.temperature, rules)
+        if key == self._length_key:
+            return
+        t0 = time.perf_counter()
+        self.length = sc.length_path(sc.LENGTHS, rules, d_k=self.d_k, sigma=self.sigma, rho=self.rho,
+                                     samples=LENGTH_SAMPLES, seed=self.seed, alpha=self.alpha,
+                                     temperature=self.temperature)
+        self._length_key = key
+        self.timings = {**self.timings, "length": time.perf_counter() - t0}
+
     def _compute_gradients(self):
         key = (self.d_k, self.n, self.sigma, self.rho, self.seed, self.alpha, self.temperature)
         if key == self._gradients_key:
@@ -300,11 +316,11 @@ class LabState(param.Parameterized):
         self.timings = {**self.timings, "gradients": time.perf_counter() - t0}
 
     def _compute_dots(self):
-        key = (self.d_k, self.sigma, self.rho, self.seed, self.rule, self.alpha, self.temperature)
+        key = (self.d_k, self.sigma, self.rho, self.seed, self.rule, self.alpha, self.temperature, self.n)
         if key == self._dots_key:
             return
         self.dots = sc.dot_histograms(self.d_k, sigma=self.sigma, rho=self.rho, seed=self.seed, rule=self.rule,
-                                      alpha=self.alpha, temperature=self.temperature, m=HIST_SAMPLES)
+                                      alpha=self.alpha, temperature=self.temperature, m=HIST_SAMPLES, n=self.n)
         self._dots_key = key
 
     def _compute_precision(self):

@@ -16,11 +16,11 @@ OKABE_ITO = {
 }
 RULE_COLORS = {
     "none": OKABE_ITO["vermillion"], "sqrt": OKABE_ITO["blue"], "linear": OKABE_ITO["green"],
-    "alpha": OKABE_ITO["purple"], "qknorm": OKABE_ITO["orange"],
+    "alpha": OKABE_ITO["purple"], "qknorm": OKABE_ITO["orange"], "ssmax": OKABE_ITO["black"],
     "fold": OKABE_ITO["sky"],   # a training run only: no scaling, 1/√d_k folded into W_q's init
 }
 RULE_DASH = {"none": "solid", "sqrt": "solid", "linear": "dashed", "alpha": "dotdash", "qknorm": "dotted",
-             "fold": "dashdot"}
+             "ssmax": "10 3", "fold": "dashdot"}
 DTYPE_COLORS = {"float16": OKABE_ITO["vermillion"], "float32": OKABE_ITO["sky"], "float64": OKABE_ITO["black"]}
 THEORY_COLOR = "#555555"
 #: Text in vermillion on a plot (the float16 limit's label): #D55E00 is 3.9:1 on white; this is 5.3:1.

@@ -127,8 +127,8 @@ def test_vectorised_rule_scales_and_theory_agree_with_the_public_functions():
     d = POW2_D_K
     s = sweep(d, RULE_NAMES, n=8, samples=4, sigma=1.7, rho=0.3, alpha=0.7, temperature=0.2)
     for rule in RULE_NAMES:
-        scales = [logit_scale(int(k), rule, alpha=0.7, temperature=0.2) for k in d]
-        np.testing.assert_allclose(RULES[rule].scales(d, alpha=0.7, temperature=0.2), scales, rtol=1e-14)
+        scales = [logit_scale(int(k), rule, alpha=0.7, temperature=0.2, n=8) for k in d]
+        np.testing.assert_allclose(RULES[rule].scales(d, alpha=0.7, temperature=0.2, n=8), scales, rtol=1e-14)
         theory = [theory_logit_std(int(k), sigma=1.7, rho=0.3, n=8, scale=sc, qknorm=RULES[rule].normalizes)
                   for k, sc in zip(d, scales)]
         np.testing.assert_allclose(s.theory_logit_std[rule], theory, rtol=1e-12)

@@ -12,7 +12,7 @@ def _torch_rule_dq(torch, q, k, v, g, rule, alpha, temperature, causal):
     if sc.RULES[rule].normalizes:
         qn = qt / qt.norm(dim=-1, keepdim=True)
         kn = kt / kt.norm(dim=-1, keepdim=True)
-    scale = sc.logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature)
+    scale = sc.logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=k.shape[0])
     out = torch.nn.functional.scaled_dot_product_attention(qn[None], kn[None], vt[None], scale=scale,
                                                            is_causal=causal)[0]
     (out * torch.tensor(g)).sum().backward()

@@ -18,6 +18,7 @@ from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
 from .common import (beside, caption, choice_slider, control, figure_row, heading, headline_html, held, rule_color,
                      rule_dash, set_html)
+from .length import Length
 
 PLOTS = {
     "entropy": ("Entropy of each attention row", "entropy (nats)", "top_right"),
@@ -75,6 +76,7 @@ class Saturation(pn.viewable.Viewer):
                                                 label="Download the sweep as CSV", color="primary",
                                                 variant="outline", sizing_mode="stretch_width", embed=False)
         self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES, stylesheets=[CSS])
+        self.length = Length(lab=self.lab)
         self.lab.param.watch(self._update, ["sweep"])
         self.lab.param.watch(self._update_note, ["sweep", "rule"])
         self.lab.param.watch(self._update_gradients, ["gradients", "rule"])
@@ -111,7 +113,7 @@ class Saturation(pn.viewable.Viewer):
         d = s.d_k.astype(float)
         capped = (f" (capped from {lab.samples} to keep n² × samples bounded)"
                   if lab.sweep_samples < lab.samples else "")
-        same = coincident_rules(d, sc.RULE_NAMES, alpha=lab.alpha, temperature=lab.temperature)
+        same = coincident_rules(d, sc.RULE_NAMES, alpha=lab.alpha, temperature=lab.temperature, n=lab.n)
         set_html(self.note, headline_html(
             saturation_headline(s, rule=lab.rule),
             f"At σ = {lab.sigma:g}, ρ = {lab.rho:g}, n = {lab.n}",
@@ -178,4 +180,5 @@ class Saturation(pn.viewable.Viewer):
                        pn.Column(self.download, caption("Every rule's mean and spread of every metric at every d_k."),
                                  styles={"flex": "1 1 300px"}),
                        sizing_mode="stretch_width"),
+            self.length,
             sizing_mode="stretch_width")

@@ -1,0 +1,140 @@
+"""Sequence length: softmax weights fade as n grows ("attention fading"), whatever the d_k scaling.
+
+With a fixed spread of the logits, the top weight of a row of n keys shrinks roughly like 1/n and the
+entropy approaches log n: a query compared with more keys spreads itself thinner. A rule whose factor
+grows with n (SSMax, Nakanishi 2025, multiplies the logits by ``s log n``; Chiang & Cholak 2022 scale by
+``log n``) keeps the top weight from fading. :func:`length_path` measures both for every rule.
+
+Exact draws in O(1) per query-key pair, whatever d_k: for a query q, split each key into its component
+along q (a normal) and the length of the rest (a chi with d_k - 1 degrees of freedom). The dot product
+and the cosine of every pair follow, so d_k = 4096 costs what d_k = 1 does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import entries, integer, names, real
+from .experiments import MAX_D_K
+from .scaling import RULE_NAMES, RULES, check_rule, rule_name
+
+__all__ = ["length_path", "LENGTHS", "MAX_LENGTH"]
+
+#: The longest sequence :func:`length_path` measures.
+MAX_LENGTH = 4096
+#: The sequence lengths the page plots: powers of two from 2 to 4096.
+LENGTHS = tuple(2**i for i in range(1, 13))
+#: Cap on samples * max(n) * len(rules): a few seconds at most in the browser.
+MAX_WORK = 2**23
+
+
+def length_path(
+    ns=LENGTHS,
+    rules=RULE_NAMES,
+    *,
+    d_k=64,
+    sigma=1.0,
+    rho=0.0,
+    samples=64,
+    seed=0,
+    alpha=0.5,
+    temperature=0.1,
+) -> dict:
+    """Top weight and entropy of attention rows against the sequence length n, for each rule.
+
+    Each of ``samples`` queries is compared with the first n of the same 4096 keys (so the curves are
+    nested draws, smooth in n). Every query sees all n keys (no mask). Key 0 is the query's own key,
+    ``k = rho q + sqrt(1 - rho^2) z``; the others are independent of it. q, k, z have i.i.d.
+    N(0, sigma^2) entries.
+
+    Parameters
+    ----------
+    ns : sequence of int
+        Sequence lengths, each in [2, 4096] (returned sorted, without repeats).
+    rules : sequence of str
+        Names in :data:`sdpa_core.RULES`; a rule with a ``length`` (SSMax) gets each n.
+    d_k : int
+        In [1, 65536].
+    sigma : float
+        In (0, 1000].
+    rho : float
+        In [0, 1]: how much each query's own key (key 0) is aligned with it.
+    samples : int
+        Queries, in [2, 4096]; ``samples * max(ns) * len(rules)`` must stay <= 2**23.
+    seed : int >= 0
+    alpha, temperature : float
+        The knobs of "alpha" and "qknorm", as everywhere.
+
+    Returns
+    -------
+    dict
+        ``n`` (int array, N,), ``rules``, and for each of ``top_weight`` (the largest weight of a row),
+        ``own_weight`` (the weight on the query's own key, key 0), ``entropy`` (nats) and
+        ``entropy_ratio`` (entropy / log n, 1 for uniform attention): ``{rule: (N,) mean over queries}``;
+        ``spread`` holds the std over queries the same way.
+
+    Examples
+    --------
+    >>> p = length_path([16, 4096], ("sqrt", "ssmax"), samples=256)
+    >>> [round(float(x), 2) for x in p["entropy_ratio"]["sqrt"]]
+    [0.85, 0.94]
+    >>> bool(p["top_weight"]["ssmax"][1] > 4 * p["top_weight"]["sqrt"][1])
+    True
+    """
+    n = np.unique(np.asarray([integer(x, "ns[i]", low=2, high=MAX_LENGTH) for x in entries(ns, "ns")], dtype=np.int64))
+    if n.size == 0:
+        raise ValueError("ns must hold at least one sequence length")
+    rules = names(rules, "rules", rule_name)
+    _, alpha, temperature = check_rule(rules[0], alpha=alpha, temperature=temperature)
+    d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
+    sigma = real(sigma, "sigma", low=0.0, low_open=True, high=1e3)
+    rho = real(rho, "rho", low=0.0, high=1.0)
+    samples = integer(samples, "samples", low=2, high=4096)
+    seed = integer(seed, "seed", low=0)
+    if samples * int(n[-1]) * len(rules) > MAX_WORK:
+        raise ValueError(f"too much work: samples * max(ns) * len(rules) must be <= {MAX_WORK}")
+    dots, cosines = _pairs(np.random.default_rng(seed), samples, int(n[-1]), d_k, sigma, rho)
+    metrics = ("top_weight", "own_weight", "entropy", "entropy_ratio")
+    out: dict = {"n": n, "rules": rules, "d_k": d_k, "spread": {m: {} for m in metrics}}
+    for m in metrics:
+        out[m] = {}
+    for r in rules:
+        spec = RULES[r]
+        base = cosines if spec.normalizes else dots
+        rows: dict[str, list] = {m: [] for m in metrics}
+        for length in n:
+            factor = float(spec._scales(np.array([float(d_k)]), alpha, temperature, int(length))[0])
+            top, own, ent = _row_stats(factor * base[:, :length])
+            for m, v in zip(metrics, (top, own, ent, ent / math.log(length))):
+                rows[m].append(v)
+        for m in metrics:
+            out[m][r] = np.array([v.mean() for v in rows[m]])
+            out["spread"][m][r] = np.array([v.std() for v in rows[m]])
+    return out
+
+
+def _pairs(rng: np.random.Generator, m: int, n: int, d: int, sigma: float, rho: float):
+    """q . k_j and cos(q, k_j) for m queries and n keys, (m, n) each; key 0 is the query's own key."""
+    q_len = sigma * np.sqrt(rng.chisquare(d, size=(m, 1)))  # |q|
+    along = sigma * rng.standard_normal((m, n))  # each key's (or z's) component along q
+    rest = sigma * np.sqrt(rng.gamma((d - 1) / 2, 2.0, size=(m, n)))  # the length of the rest (chi, d - 1)
+    c = math.sqrt(1 - rho * rho)
+    along[:, 0] = rho * q_len[:, 0] + c * along[:, 0]  # k_0 = rho q + c z: along q, and c times z's rest
+    rest[:, 0] *= c
+    dots = q_len * along
+    k_len = np.hypot(along, rest)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cosines = np.where(k_len > 0, along / np.where(k_len > 0, k_len, 1.0), 0.0)
+    return dots, cosines
+
+
+def _row_stats(z: np.ndarray):
+    """Top weight, weight of key 0 and entropy (nats) of softmax over each row of z (float64, stable)."""
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    total = e.sum(axis=-1)
+    p0 = e[:, 0] / total
+    ent = np.log(total) - (e * z).sum(axis=-1) / total  # H = log sum e^z - E_p[z], z shifted by its max
+    return 1.0 / total, p0, np.maximum(ent, 0.0)

@@ -1,0 +1,97 @@
+"""The sequence-length section (Saturation & gradients): its headline and details say what length_path
+measured, with the right words for each move, and its numbers agree with whole vectors drawn here and
+torch's softmax, over states that include the corners (d_k = 1 and 4096, σ = 0.1 and 8, ρ = 0 and 1)."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import sdpa_core as sc
+from web import claims
+from web.options import LENGTH_SAMPLES
+from web.state import LabState
+
+PCT = r"(<1%|>99%|\d+%)"
+MOVE = rf"(?:(falls|rises) {PCT} → {PCT}|(stays) within 1\.25× \({PCT} → {PCT}\))"
+
+
+def pct_ok(text: str, x: float) -> bool:
+    lo, hi = {"<1%": (0, 0.005), ">99%": (0.995, 1)}.get(text, (None, None))
+    if lo is None:
+        lo, hi = float(text[:-1]) / 100 - 0.005, float(text[:-1]) / 100 + 0.005
+    return lo - 1e-9 <= x <= hi + 1e-9
+
+
+def check_move(groups, first: float, last: float):
+    """The words of one move against the two numbers: falls/rises past 1.25x, stays within it."""
+    word, a, b, stays, sa, sb = groups
+    if stays:
+        assert last * 1.25 >= first and last <= first * 1.25 and pct_ok(sa, first) and pct_ok(sb, last)
+    else:
+        assert (last * 1.25 < first) if word == "falls" else (last > 1.25 * first)
+        assert pct_ok(a, first) and pct_ok(b, last)
+
+
+STATES = dict(d_k=st.sampled_from([1, 2, 16, 64, 1024, 4096]), sigma=st.sampled_from([0.1, 1.0, 3.0, 8.0]),
+              rho=st.sampled_from([0.0, 0.5, 0.9, 1.0]), rule=st.sampled_from(sc.RULE_NAMES), seed=st.integers(0, 999))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**STATES)
+def test_length_sentences_say_what_was_measured(d_k, sigma, rho, rule, seed):
+    lab = LabState(view="saturation", d_k=d_k, sigma=sigma, rho=rho, rule=rule, seed=seed)
+    path = lab.length
+    assert set(path["rules"]) == {"none", "sqrt", "ssmax", rule}
+    i, j = list(path["n"]).index(16), len(path["n"]) - 1
+    head = claims.length_headline(path)
+    assert len(head.split()) <= 25, head
+    m = re.fullmatch(rf"From n = 16 to 4096, top weight {MOVE} with 1/√d_k and {MOVE} with SSMax\.", head)
+    assert m, head
+    top = path["top_weight"]
+    check_move(m.groups()[:6], top["sqrt"][i], top["sqrt"][j])
+    check_move(m.groups()[6:], top["ssmax"][i], top["ssmax"][j])
+    details = claims.length_details(path, rho=rho)
+    assert len(details) == len(path["rules"]) + (rho > 0)
+    for r, line in zip(path["rules"], details):
+        d = re.fullmatch(rf"{re.escape(claims.RULE_LABELS[r])}: top weight {MOVE}; entropy ([\d.]+) → ([\d.]+) of "
+                         rf"log n \(1 = uniform\)\.", line)
+        assert d, line
+        check_move(d.groups()[:6], top[r][i], top[r][j])
+        assert abs(float(d[7]) - path["entropy_ratio"][r][i]) <= 0.005 + 1e-9
+        assert abs(float(d[8]) - path["entropy_ratio"][r][j]) <= 0.005 + 1e-9
+    if rho > 0:
+        for r in path["rules"]:
+            own = re.search(rf"{re.escape(claims.RULE_LABELS[r])} {PCT} → {PCT}", details[-1])
+            assert own and pct_ok(own[1], path["own_weight"][r][i]) and pct_ok(own[2], path["own_weight"][r][j])
+
+
+@pytest.mark.usefixtures("torch")
+@pytest.mark.parametrize("d_k, sigma, rho, seed", [(1, 1.0, 0.0, 0), (4, 1.0, 0.5, 3), (2, 3.0, 1.0, 7),
+                                                   (4, 0.1, 0.9, 11)])
+def test_the_page_numbers_agree_with_whole_vectors(d_k, sigma, rho, seed):
+    """The page's top weights and entropy ratios at n = 16 and 4096 (64 queries) against 600 queries drawn
+    here as whole vectors, each with its own 4096 keys (key 0 = ρq + √(1 − ρ²)z), through torch's softmax:
+    within 5 standard errors of the page's 64-query mean."""
+    import torch
+    lab = LabState(view="saturation", d_k=d_k, sigma=sigma, rho=rho, seed=seed)
+    path = lab.length
+    rng = np.random.default_rng(1000 + seed)
+    m = 600
+    q = sigma * rng.standard_normal((m, d_k))
+    keys = sigma * rng.standard_normal((m, 4096, d_k))
+    keys[:, 0] = rho * q + math.sqrt(1 - rho * rho) * keys[:, 0]
+    for n in (16, 4096):
+        i = list(path["n"]).index(n)
+        dots = torch.tensor(np.einsum("md,mnd->mn", q, keys[:, :n]))
+        for r, factor in (("none", 1.0), ("sqrt", 1 / math.sqrt(d_k)),
+                          ("ssmax", 0.43 * math.log(n) / math.sqrt(d_k))):
+            p = torch.softmax(dots * factor, dim=-1)
+            top = p.max(dim=-1).values.numpy()
+            ent = (-(p * torch.log(p.clamp_min(1e-300))).sum(dim=-1) / math.log(n)).numpy()
+            for name, want in (("top_weight", top), ("entropy_ratio", ent)):
+                se = math.hypot(path["spread"][name][r][i] / math.sqrt(LENGTH_SAMPLES), want.std() / math.sqrt(m))
+                assert abs(path[name][r][i] - want.mean()) <= 5 * se + 1e-6, (r, n, name, path[name][r][i], want.mean())
