@@ -86,6 +86,6 @@ def test_the_sharpness_section_renders_and_follows_the_runs():
         assert sharp._measured_at == view.train.steps_done
         sharp.gradient = "batch"
         s = view.train.sharpness()["a"]["initial"]["grad_norms"]
-        assert sharp.source.data["q"][0] == max(s["Wq"], FLOOR) and "whole batch" in sharp.gradient_fig.title.text
+        assert sharp.source.data["q"][0] == max(s["Wq"], FLOOR) and "Whole batch" in sharp.gradient_fig.title.text
         view.train.seed = 3
         assert sharp.source.data["entropy"][0] == sharp.source.data["entropy"][1] and "At step 0" in sharp.summary.object

@@ -7,8 +7,9 @@ import math
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource, FactorRange, Range1d, Span
+from bokeh.transform import dodge
 
-from ..claims import LOGIT_GROWTH_SOURCES, LOW_ENTROPY, fmt_grad
+from ..claims import LOGIT_GROWTH_SOURCES, LOW_ENTROPY, entropy_share, fmt_grad
 from ..training_state import TrainingState
 from ..theme import CSS, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, WRAP_BUTTONS, legend_key, legends_below, make_figure
 from .common import beside, caption, heading, headline_html, held, rule_color, set_html
@@ -36,15 +37,19 @@ class Sharpness(pn.viewable.Viewer):
         super().__init__(**params)
         factors = [(f"run {k.upper()}", w) for k in ("a", "b") for w in WHEN]
         self.source = ColumnDataSource({k: [] for k in ("x", "colour", "alpha", "entropy", "nats", "target",
-                                                        "q", "v", "q_text", "v_text")})
+                                                        "label", "label_y", "q", "v", "q_text", "v_text")})
         p = make_figure(title="Attention entropy and weight on the right key", x_label="",
                         y_label="share (entropy: of log n)", height=300, x_range=FactorRange(*factors),
                         y_range=Range1d(0, 1.05),
                         hover=[("", "@x"), ("entropy", "@nats (@entropy{0%} of log n)"),
                                ("weight on the right key", "@target{0%}")])
-        bars = p.vbar(x="x", top="entropy", width=0.8, source=self.source, fill_color="colour", line_color="colour",
-                      fill_alpha="alpha")
-        target = p.scatter("x", "target", source=self.source, marker="diamond", size=15, color=OKABE_ITO["black"])
+        # the bar a little left of its category's centre, its printed height over it, the diamond to its right
+        bar_x, target_x = dodge("x", -0.12, range=p.x_range), dodge("x", 0.3, range=p.x_range)
+        bars = p.vbar(x=bar_x, top="entropy", width=0.55, source=self.source, fill_color="colour",
+                      line_color="colour", fill_alpha="alpha")
+        target = p.scatter(target_x, "target", source=self.source, marker="diamond", size=15, color=OKABE_ITO["black"])
+        p.text(bar_x, "label_y", text="label", source=self.source, text_font_size="11px", text_align="center",
+               text_baseline="bottom", text_color=OKABE_ITO["black"])
         p.add_layout(Span(location=LOW_ENTROPY, dimension="width", line_color=THEORY_COLOR, line_dash="dotted",
                           line_width=1.5))
         p.xgrid.visible = False
@@ -58,14 +63,18 @@ class Sharpness(pn.viewable.Viewer):
                         hover=[("", "@x"), ("W_q (where to look)", "@q_text"), ("W_v (what to read)", "@v_text")])
         g.segment(x0="x", y0="q", x1="x", y1="v", source=self.source, line_color=THEORY_COLOR, line_width=1.5)
         g.scatter("x", "v", source=self.source, marker="square", size=12, fill_color="colour", line_color="colour")
-        g.scatter("x", "q", source=self.source, marker="triangle", size=13, fill_color="colour", line_color="colour")
+        # hollow, so a triangle over a square of about the same size leaves both visible
+        g.scatter("x", "q", source=self.source, marker="triangle", size=13, fill_alpha=0, line_color="colour",
+                  line_width=2)
         g.xgrid.visible = False
         g.xaxis.major_label_text_font_size = "12px"
-        keys = [legend_key(g, "scatter", marker=m, size=11, color=OKABE_ITO["black"]) for m in ("square", "triangle")]
+        keys = [legend_key(g, "scatter", marker="square", size=11, color=OKABE_ITO["black"]),
+                legend_key(g, "scatter", marker="triangle", size=11, fill_alpha=0, line_color=OKABE_ITO["black"],
+                           line_width=2)]
         legends_below(g, [("W_v: what to read", [keys[0]]), ("W_q: where to look", [keys[1]])])
         self.gradient_fig = g
 
-        self.which = pn.widgets.RadioButtonGroup.from_param(self.param.gradient, name="Gradient of",
+        self.which = pn.widgets.RadioButtonGroup.from_param(self.param.gradient, name="Gradient of", description=None,
                                                             options=GRADIENTS, color="primary", variant="outline",
                                                             sizing_mode="stretch_width", stylesheets=[WRAP_BUTTONS])
         self.run_btn = pn.widgets.Button(label="Train both runs", color="primary", variant="outline", width=170)
@@ -102,6 +111,8 @@ class Sharpness(pn.viewable.Viewer):
                 data["entropy"].append(_finite(m["entropy_fraction"]))
                 data["nats"].append(f"{m['entropy']:.3g} nats" if math.isfinite(m["entropy"]) else "NaN")
                 data["target"].append(_finite(m["target_weight"]))
+                data["label"].append(entropy_share(m["entropy_fraction"]))   # the bar's height, printed over it
+                data["label_y"].append(_finite(m["entropy_fraction"]) + 0.02)
                 data["q"].append(_floor(q))
                 data["v"].append(_floor(v))
                 data["q_text"].append(fmt_grad(q))
@@ -109,10 +120,11 @@ class Sharpness(pn.viewable.Viewer):
         self.source.data = data
         n = tr.trainers["a"].config.n_keys
         steps = max(s[k]["step"] for k in s)
-        self.entropy_fig.title.text = f"Attention entropy (of log {n}) and weight on the right key, step 0 and {steps}"
+        # short titles: a phone's figure is about 380 px wide
+        self.entropy_fig.title.text = f"Entropy, right-key weight; now = step {steps}"
         self.entropy_fig.yaxis.axis_label = f"share (entropy: of log {n})"
-        self.gradient_fig.title.text = ("Gradient of the median example" if self.gradient == "example"
-                                        else "Gradient of the whole batch") + f", step 0 and {steps}"
+        self.gradient_fig.title.text = ("Median example's" if self.gradient == "example"
+                                        else "Whole batch's") + f" gradient; now = step {steps}"
         set_html(self.summary, headline_html(*tr.sharpness_summary()))
 
     def _gradients(self, m: dict) -> tuple[float, float]:
@@ -137,7 +149,7 @@ class Sharpness(pn.viewable.Viewer):
                     "while W_v (what to read at that key) still gets its share. A sharp head got there by learning, on the key that holds the "
                     "answer, which is what this task needs. Bars: entropy as a share of log n (faint: step 0); "
                     f"dotted: {LOW_ENTROPY:.0%} of log n, below which a head counts as saturated or sharp; "
-                    "diamonds: the weight on the right key. Triangles: W_q's gradient norm, squares: W_v's "
+                    "diamonds: the weight on the right key. Hollow triangles: W_q's gradient norm, squares: W_v's "
                     f"(drawn at {FLOOR:g} when smaller)."),
             caption(LOGIT_GROWTH_SOURCES),
             sizing_mode="stretch_width")
