@@ -34,7 +34,7 @@ from .experiments import (
     theory_logit_std,
     upstream_gradient,
 )
-from .model import TrainConfig
+from .model import TrainConfig, head_sharpness
 from .outputs import output_similarity
 from .real_models import PRESETS, head_at_init, preset_at_init
 from .scaling import RULE_LABELS, RULE_NAMES, RULES, Rule, check_rule, logit_scale, qk_normalize, scale_for
@@ -99,6 +99,7 @@ __all__ = [
     "precision_sweep",
     "PrecisionSweep",
     "TrainConfig",
+    "head_sharpness",
     "Trainer",
     "StepResult",
     "train",

@@ -18,16 +18,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import integer, real
+from ._checks import _asarray, finite, float_array, integer, real
 from .attention import attention, attention_backward
 from .scaling import RULES, check_rule, logit_scale, qk_normalize, qk_normalize_backward
 from .softmax import unchecked_log_softmax
+from .stats import SATURATION, entropy_from_logits
 
-__all__ = ["TrainConfig", "OPTIMIZERS", "Batch", "make_batch", "clear_example", "init_params", "loss_and_grads"]
+__all__ = [
+    "TrainConfig",
+    "OPTIMIZERS",
+    "PARAMS",
+    "Batch",
+    "make_batch",
+    "clear_example",
+    "init_params",
+    "loss_and_grads",
+    "head_sharpness",
+]
 
 
 #: The optimizers a run can use (sdpa_core.train).
 OPTIMIZERS = ("adam", "sgd")
+#: The model's weights, in the order of the forward pass: W_q and W_k say where to look (the query/key path),
+#: W_v and W_o what to read there (the value path).
+PARAMS = ("Wq", "Wk", "Wv", "Wo")
 #: Cap on the numbers one training step holds per batch (keys, their projections, values).
 MAX_BATCH_NUMBERS = 2**26
 
@@ -124,12 +138,14 @@ def init_params(rng: np.random.Generator, cfg: TrainConfig) -> dict[str, np.ndar
     }
 
 
-def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool = True):
+def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool = True, per_example: bool = False):
     """Mean cross-entropy over the batch, its gradients w.r.t. every parameter, and extras.
 
     Returns ``(loss, grads, aux)``; ``aux`` has ``accuracy`` and ``weights`` (B, n). ``grads`` is None
     when not needed, or when the loss is not finite (a diverged run: no gradient would mean anything);
     non-finite q, k or v (blown-up weights) give a NaN loss and NaN weights, as before the checks.
+    With ``per_example`` (and gradients), ``aux["example_grad_norms"]`` maps each parameter name to a (B,)
+    array: the Frobenius norm of the gradient of each example's own loss (B times its share of the mean's).
     """
     B = len(batch.target)
     q_raw = batch.query @ params["Wq"]  # (B, 1, d_k)
@@ -162,4 +178,195 @@ def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool =
     dWv = np.zeros_like(params["Wv"])
     np.add.at(dWv, batch.labels.ravel(), dv.reshape(-1, cfg.d_v))
     grads["Wv"] = dWv
+    if per_example:
+        aux["example_grad_norms"] = _example_grad_norms(batch, cfg, out[:, 0], dlogits, dq, dk, dv)
     return loss, grads, aux
+
+
+def _norms(a: np.ndarray, axes: tuple) -> np.ndarray:
+    """Euclidean norm over ``axes``, scaled by the largest entry first: a gradient of 1e-200 keeps its size
+    instead of squaring to 0."""
+    big = np.abs(a).max(axis=axes, keepdims=True)
+    safe = np.where(big > 0, big, 1.0)
+    return np.sqrt(((a / safe) ** 2).sum(axis=axes)) * safe.reshape(-1)
+
+
+def _example_grad_norms(batch: Batch, cfg: TrainConfig, out, dlogits, dq, dk, dv) -> dict[str, np.ndarray]:
+    """Each example's own gradient norm per parameter, from the batch's backward pass (whose upstream
+    gradients carry the mean's 1/B): W_q's and W_o's are outer products (rank one), W_k's a sum of n of them,
+    W_v's the value rows' gradients added up by label."""
+    B = len(batch.target)
+    x = batch.query[:, 0]  # (B, d_in)
+    wq = B * _norms(x, (1,)) * _norms(dq[:, 0], (1,))
+    wo = B * _norms(out, (1,)) * _norms(dlogits, (1,))
+    # ||X_b^T dk_b||_F^2 = sum_ij (X_b X_b^T)_ij (dk_b dk_b^T)_ij, with dk_b scaled to its largest entry
+    big = np.abs(dk).max(axis=(1, 2), keepdims=True)
+    safe = np.where(big > 0, big, 1.0)
+    dks = dk / safe
+    gram = (batch.keys @ batch.keys.swapaxes(1, 2)) * (dks @ dks.swapaxes(1, 2))  # (B, n, n)
+    wk = B * np.sqrt(np.maximum(gram.sum(axis=(1, 2)), 0.0)) * safe.reshape(-1)
+    onehot = (batch.labels[..., None] == np.arange(cfg.n_classes)).astype(dv.dtype)  # (B, n, C)
+    wv = B * _norms(np.einsum("bnc,bnv->bcv", onehot, dv), (1, 2))
+    return {"Wq": wq, "Wk": wk, "Wv": wv, "Wo": wo}
+
+
+def head_sharpness(params, batch: Batch, config: TrainConfig) -> dict:
+    """How peaked the head's attention is on ``batch`` under ``params``, and where the gradient goes.
+
+    A head that is one-hot at initialisation (saturated) and one that is one-hot after learning (sharp)
+    look alike in their weights; they differ in where their weight sits and in which weights still get
+    gradient. This measures both, for any parameters: a :class:`~sdpa_core.Trainer`'s initial ones
+    (``Trainer.initial_params``) or its current ones (:meth:`~sdpa_core.Trainer.sharpness` does both).
+
+    Parameters
+    ----------
+    params : dict
+        ``{"Wq", "Wk", "Wv", "Wo"}`` as :func:`init_params` gives them: finite float arrays of shapes
+        (d_in, d_k), (d_in, d_k), (n_classes, d_v) and (d_v, n_classes).
+    batch : Batch
+        Examples (:func:`make_batch`) of ``config``'s shape: B query rows, each over n_keys keys.
+    config : TrainConfig
+
+    Returns
+    -------
+    dict
+        ``loss``, ``accuracy``; ``entropy``: the rows' mean attention entropy in nats; ``max_entropy``:
+        log n_keys (uniform weights); ``entropy_fraction``: their ratio (0 one-hot, 1 uniform);
+        ``saturated``: share of rows whose top weight is above ``SATURATION``; ``target_weight``: mean
+        weight on the key that holds the answer; ``grad_norms``: per parameter, the Frobenius norm of
+        the batch's mean-loss gradient (what an optimizer steps on); ``example_grad_norms``: per
+        parameter, a (B,) array of each example's own loss gradient's norm; ``q_path`` and
+        ``value_path``: the median example's W_q and W_v gradient norms; ``logit_rms``: root mean
+        square of the scaled logits over every (query, key) pair; ``length_rms``: the same of
+        scale * |q| |k| (what the logits would be with every cosine 1); ``cos_rms``: their ratio, the
+        rms of cos(q, k) weighted by (|q| |k|)^2, so that ``logit_rms = length_rms * cos_rms`` exactly.
+        Under QK-norm q and k are the normalised ones (``length_rms`` is 1 / temperature). Every number
+        is NaN when the loss is not finite (weights so large the logits overflow).
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(d_k=1024, rule="none", seed=9)
+    >>> probe = make_batch(np.random.default_rng([9, 3]), cfg)
+    >>> m = head_sharpness(init_params(np.random.default_rng([9, 0]), cfg), probe, cfg)
+    >>> round(m["entropy_fraction"], 2), m["q_path"] < 1e-3 * m["value_path"]   # saturated: W_q gets ~nothing
+    (0.04, True)
+    >>> round(m["logit_rms"] / (m["length_rms"] * m["cos_rms"]), 12)
+    1.0
+    """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    params = _checked_params(params, config)
+    batch = _checked_batch(batch, config)
+    B = len(batch.target)
+    with np.errstate(all="ignore"):
+        loss, grads, aux = loss_and_grads(params, batch, config, per_example=True)
+        if grads is None or not all(np.isfinite(g).all() for g in grads.values()):
+            return _nan_sharpness(B, config)
+        q, k = batch.query @ params["Wq"], batch.keys @ params["Wk"]  # (B, 1, d_k), (B, n, d_k)
+        if RULES[config.rule].normalizes:
+            q, k = qk_normalize(q), qk_normalize(k)
+        z = config.scale * (q @ k.swapaxes(-1, -2))[:, 0]  # (B, n)
+        lengths = config.scale * np.linalg.norm(q, axis=-1) * np.linalg.norm(k, axis=-1)  # (B, n)
+        if not (np.isfinite(z).all() and np.isfinite(lengths).all()):
+            return _nan_sharpness(B, config)
+    w = aux["weights"]
+    h = entropy_from_logits(z)
+    logit_rms = float(np.sqrt(np.mean(z**2)))
+    length_rms = float(np.sqrt(np.mean(lengths**2)))
+    ex = aux["example_grad_norms"]
+    return {
+        "loss": float(loss),
+        "accuracy": float(aux["accuracy"]),
+        "entropy": float(h.mean()),
+        "max_entropy": math.log(config.n_keys),
+        "entropy_fraction": float(h.mean() / math.log(config.n_keys)),
+        "saturated": float((w.max(axis=-1) > SATURATION).mean()),
+        "target_weight": float(w[np.arange(B), batch.target].mean()),
+        "grad_norms": {name: float(np.linalg.norm(grads[name])) for name in PARAMS},
+        "example_grad_norms": ex,
+        "q_path": float(np.median(ex["Wq"])),
+        "value_path": float(np.median(ex["Wv"])),
+        "logit_rms": logit_rms,
+        "length_rms": length_rms,
+        "cos_rms": logit_rms / length_rms if length_rms > 0 else float("nan"),
+    }
+
+
+def _nan_sharpness(B: int, config: TrainConfig) -> dict:
+    nan = float("nan")
+    out: dict = {
+        key: nan
+        for key in (
+            "loss",
+            "accuracy",
+            "entropy",
+            "entropy_fraction",
+            "saturated",
+            "target_weight",
+            "q_path",
+            "value_path",
+            "logit_rms",
+            "length_rms",
+            "cos_rms",
+        )
+    }
+    out["max_entropy"] = math.log(config.n_keys)
+    out["grad_norms"] = {name: nan for name in PARAMS}
+    out["example_grad_norms"] = {name: np.full(B, nan) for name in PARAMS}
+    return out
+
+
+def _checked_params(params, cfg: TrainConfig) -> dict[str, np.ndarray]:
+    """``params`` as float64 arrays of the model's shapes, or a TypeError/ValueError naming it."""
+    if not isinstance(params, dict):
+        raise TypeError(
+            f"params must be a dict of the arrays {', '.join(PARAMS)} (init_params gives one), got "
+            f"{type(params).__name__}"
+        )
+    if set(params) != set(PARAMS):
+        raise ValueError(f"params must have exactly the keys {', '.join(PARAMS)}, got {sorted(map(str, params))}")
+    shapes = {
+        "Wq": (cfg.d_in, cfg.d_k),
+        "Wk": (cfg.d_in, cfg.d_k),
+        "Wv": (cfg.n_classes, cfg.d_v),
+        "Wo": (cfg.d_v, cfg.n_classes),
+    }
+    out = {}
+    for name in PARAMS:
+        label = f"params['{name}']"
+        a = finite(float_array(params[name], label), label, "no gradient of it would mean anything")
+        if a.shape != shapes[name]:
+            raise ValueError(f"{label} must have shape {shapes[name]} for this config, got {a.shape}")
+        out[name] = a.astype(np.float64, copy=False)
+    return out
+
+
+def _checked_batch(batch, cfg: TrainConfig) -> Batch:
+    """``batch`` with arrays of the config's shapes (labels and targets in range), or an error naming it."""
+    if not isinstance(batch, Batch):
+        raise TypeError(f"batch must be a Batch (make_batch gives one), got {type(batch).__name__}")
+    keys = finite(float_array(batch.keys, "batch.keys", min_ndim=3), "batch.keys")
+    B = keys.shape[0]
+    if keys.shape != (B, cfg.n_keys, cfg.d_in):
+        raise ValueError(f"batch.keys must have shape (B, {cfg.n_keys}, {cfg.d_in}) for this config, got {keys.shape}")
+    if B * cfg.n_keys * (cfg.d_in + cfg.d_k + cfg.d_v) > MAX_BATCH_NUMBERS:
+        raise ValueError(
+            f"batch holds {B} examples: batch * n_keys * (d_in + d_k + d_v) must be <= {MAX_BATCH_NUMBERS}"
+        )
+    query = finite(float_array(batch.query, "batch.query", min_ndim=3), "batch.query")
+    if query.shape != (B, 1, cfg.d_in):
+        raise ValueError(f"batch.query must have shape ({B}, 1, {cfg.d_in}), got {query.shape}")
+    labels = _indices(batch.labels, "batch.labels", (B, cfg.n_keys), cfg.n_classes)
+    target = _indices(batch.target, "batch.target", (B,), cfg.n_keys)
+    return Batch(keys.astype(np.float64, copy=False), labels, query.astype(np.float64, copy=False), target)
+
+
+def _indices(x, name: str, shape: tuple, high: int) -> np.ndarray:
+    a = _asarray(x, name)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an integer array, got dtype {a.dtype}")
+    if a.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
+    if a.size and (a.min() < 0 or a.max() >= high):
+        raise ValueError(f"{name} must hold integers in [0, {high}), got values from {a.min()} to {a.max()}")
+    return a

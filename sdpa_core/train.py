@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import integer
-from .model import TrainConfig, clear_example, init_params, loss_and_grads, make_batch
+from ._checks import boolean, integer
+from .model import TrainConfig, clear_example, head_sharpness, init_params, loss_and_grads, make_batch
 
 __all__ = ["Adam", "SGD", "StepResult", "Trainer", "train"]
 
@@ -69,9 +69,14 @@ class Trainer:
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
         self.config = config
         self.params = init_params(np.random.default_rng([config.seed, 0]), config)
+        #: the weights at step 0, kept apart (the optimizer updates ``params`` in place)
+        self.initial_params = {k: v.copy() for k, v in self.params.items()}
         self._data = np.random.default_rng([config.seed, 1])
         # a fixed example whose attention map the page shows evolving
         self._example = clear_example(np.random.default_rng([config.seed, 2]), config)
+        # a fixed held-out batch (never trained on) on which sharpness() measures the head
+        self.probe = make_batch(np.random.default_rng([config.seed, 3]), config)
+        self._initial_sharpness: dict | None = None
         self.optimizer = Adam(self.params, config.lr) if config.optimizer == "adam" else SGD(self.params, config.lr)
         self.history: dict[str, list] = {"step": [], "loss": [], "accuracy": []}
         self.diverged = False
@@ -123,6 +128,20 @@ class Trainer:
         with np.errstate(over="ignore", invalid="ignore"):
             _, _, aux = loss_and_grads(self.params, self._example, self.config, need_grads=False)
         return aux["weights"][0], int(self._example.target[0])
+
+    def sharpness(self, initial: bool = False) -> dict:
+        """:func:`~sdpa_core.model.head_sharpness` of the weights at step 0 (``initial``) or now, on the run's
+        fixed held-out batch ``probe`` (drawn from the seed: runs that share a seed share it).
+
+        >>> t = Trainer(TrainConfig(d_k=16, seed=1))
+        >>> t.sharpness(initial=True)["entropy"] == t.sharpness()["entropy"]   # nothing learnt yet
+        True
+        """
+        if boolean(initial, "initial"):
+            if self._initial_sharpness is None:
+                self._initial_sharpness = head_sharpness(self.initial_params, self.probe, self.config)
+            return self._initial_sharpness
+        return head_sharpness(self.params, self.probe, self.config)
 
 
 def train(config: TrainConfig, steps: int) -> Trainer:

@@ -12,7 +12,8 @@ import param
 
 import sdpa_core as sc
 
-from .claims import fold_sentence
+from .claims import (batch_gradient_sentence, fold_sentence, logit_growth_sentence, sharp_gradient_sentence,
+                     sharpness_conditions, sharpness_headline, sharpness_sentence)
 from .options import FOLD, LR_OPTIONS, MAX_TRAIN_STEPS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class TrainingState(param.Parameterized):
     def __init__(self, lab: LabState | None = None, **params):
         super().__init__(**params)
         self.lab = lab
+        self._sharp, self._sharp_key = {}, None
         self.reset()
         if lab is not None:  # the shared α and τ are part of each run's config (the seed is the runs' own)
             lab.param.watch(lambda *_: self.reset(), ["alpha", "temperature"])
@@ -111,6 +113,51 @@ class TrainingState(param.Parameterized):
             w = np.asarray(w, dtype=np.float64)
             out[key] = (np.where(np.isfinite(w), w, 0.0), target)
         return out
+
+    def sharpness(self) -> dict:
+        """Each run's head at step 0 and now (``sdpa_core.Trainer.sharpness``, on the runs' shared held-out
+        batch): ``{"a": {"initial": ..., "now": ..., "step": n}, "b": ...}``, computed once per state of the runs."""
+        key = (self.version, tuple(t.steps_done for t in self.trainers.values()))
+        if key != self._sharp_key:
+            out = {}
+            for k, tr in self.trainers.items():
+                with np.errstate(all="ignore"):
+                    initial = tr.sharpness(initial=True)
+                    now = tr.sharpness() if tr.steps_done else initial   # no step yet: the same weights
+                out[k] = {"initial": initial, "now": now, "step": tr.steps_done}
+            self._sharp, self._sharp_key = out, key
+        return self._sharp
+
+    def featured(self) -> str:
+        """The run the sharpness section's headline is about: the one more peaked at step 0 (run A on a tie)."""
+        s = self.sharpness()
+        a, b = (s[k]["initial"]["entropy_fraction"] for k in ("a", "b"))
+        return "b" if b < a else "a"
+
+    def sharpness_summary(self) -> tuple[str, str, list[str]]:
+        """Saturated at step 0 or sharp after learning, in words (web/claims.py): the featured run's headline, its
+        conditions, and the details: each run's sentence (the featured one first), what a sharp head passes
+        back, the featured run's gradient over the whole batch at step 0, and each run's logit growth split."""
+        s = self.sharpness()
+        key = self.featured()
+        trainer = self.trainers[key]
+        cfg = trainer.config
+        f = s[key]
+        conditions = sharpness_conditions(run=key, label=self.label(key), d_k=cfg.d_k, seed=cfg.seed, step=f["step"],
+                                          n_keys=cfg.n_keys, examples=len(trainer.probe.target),
+                                          optimizer=OPTIMIZER_LABELS[cfg.optimizer], lr=cfg.lr)
+        details = []
+        for k in (key, "b" if key == "a" else "a"):
+            m, c = s[k], self.trainers[k].config
+            details.append(sharpness_sentence(m["initial"], m["now"], run=k, label=self.label(k), d_k=c.d_k,
+                                              seed=c.seed, step=m["step"]))
+            details.append(sharp_gradient_sentence(m["now"], run=k, step=m["step"]))
+        details.append(batch_gradient_sentence(f["initial"], run=key))
+        for k in ("a", "b"):
+            details.append(logit_growth_sentence(s[k]["initial"], s[k]["now"], run=k, step=s[k]["step"],
+                                                 normalizes=sc.RULES[self.trainers[k].config.rule].normalizes))
+        headline = sharpness_headline(f["initial"], f["now"], run=key, step=f["step"])
+        return headline, conditions, [d for d in details if d]
 
     def history_csv(self) -> str:
         lines = ["run,rule,step,loss,accuracy"]

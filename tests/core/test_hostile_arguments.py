@@ -8,7 +8,7 @@ OverflowError, IndexError, numpy's internal messages) and no RuntimeWarning may 
 import math
 import re
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import pytest
@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import sdpa_core as sc
+from sdpa_core.model import init_params, make_batch
 
 HUGE = 2 ** 4000
 NOT_NUMBERS = [None, "abc", "", "1", 1j, [], [1, 2], {}, object(), np.array([1.0, 2.0])]
@@ -275,7 +276,37 @@ FUNCTIONS.update({
                     "sigma": bad_real(0.0, 1e3, low_open=True), "samples": bad_int(2, 100_000), "seed": bad_int(0),
                     "alpha": bad_real(0.0, 4.0), "temperature": bad_real(1e-6, 1e6)}),
 })
-CASES = [(name, arg) for name, fn in FUNCTIONS.items() for arg in fn.hostile]
+
+# head_sharpness: the model's weights and a batch of CFG's shapes
+WEIGHTS = init_params(np.random.default_rng(0), CFG)
+BATCH = make_batch(np.random.default_rng(1), CFG)
+
+
+def bad_weights():
+    """Not the four weights of CFG's shapes: a missing, extra or misshapen one, or one that is not finite floats."""
+    one_bad = st.one_of(*(st.builds(lambda a, n=name: {**WEIGHTS, n: a}, bad_array(w.shape, extra=[w[:, :1], w[None], w[0]]))
+                          for name, w in WEIGHTS.items()))
+    return st.one_of(one_bad, st.sampled_from([None, {}, "Wq", [1.0], list(WEIGHTS.values()), {"Wq": WEIGHTS["Wq"]},
+                                               {**WEIGHTS, "Wz": WEIGHTS["Wq"]}, {**WEIGHTS, 3: 1.0}]))
+
+
+def bad_batch():
+    """Not a Batch of CFG's shape: keys or query misshapen or not finite, labels or targets out of range or not ints."""
+    k, lab, q, t = BATCH.keys, BATCH.labels, BATCH.query, BATCH.target
+    return st.one_of(
+        st.builds(lambda a: replace(BATCH, keys=a), bad_array(k.shape, extra=[k[:, :2], k[..., :2], k[0]])),
+        st.builds(lambda a: replace(BATCH, query=a), bad_array(q.shape, extra=[q[:1], q[:, :, :2], q[:, 0]])),
+        st.sampled_from([None, {}, BATCH.__dict__, (k, lab, q, t),
+                         replace(BATCH, labels=lab + CFG.n_classes), replace(BATCH, labels=lab - 1),
+                         replace(BATCH, labels=lab.astype(float)), replace(BATCH, labels=lab[:, :2]),
+                         replace(BATCH, labels=[[0, 1, "a"]] * 2), replace(BATCH, target=t + CFG.n_keys),
+                         replace(BATCH, target=t.astype(bool)), replace(BATCH, target=t[:1]),
+                         replace(BATCH, target=None)]))
+
+
+FUNCTIONS["head_sharpness"] = Fn(sc.head_sharpness, {"params": WEIGHTS, "batch": BATCH, "config": CFG},
+                                 {"params": bad_weights(), "batch": bad_batch(),
+                                  "config": st.sampled_from([None, {}, "sqrt", 1, CFG.__dict__, sc.Trainer(CFG)])})
 CASES = [(name, arg) for name, fn in FUNCTIONS.items() for arg in fn.hostile]
 
 

@@ -52,3 +52,40 @@ def test_showing_the_views_again_and_again_adds_nothing_to_the_shared_state():
             page.lab.view = view
         rounds.append(count())
     assert rounds[0] == rounds[1] == rounds[2], rounds
+
+
+def test_the_sharpness_section_renders_and_follows_the_runs():
+    """Train it's section "Saturated at initialisation, or sharp after learning?": laid out in a Bokeh document
+    with its question, two figures of four marks (runs A and B, step 0 and now) beside their controls and the
+    headline; a step moves the "now" marks and keeps the step-0 ones; while playing it measures at most every
+    REFRESH_EVERY steps; "whole batch" shows the batch's gradient; a reset measures again."""
+    from web.views.sharpness import FLOOR, REFRESH_EVERY
+    doc = Document()
+    with pn.io.server.set_curdoc(doc):
+        view = Training(train=TrainingState(LabState(), d_k=64))
+        view.__panel__().server_doc(doc)
+        sharp = view.sharpness
+        html = " ".join(t for m in doc.models for t in [getattr(m, "text", None)] if isinstance(t, str))
+        assert "Saturated at initialisation, or sharp after learning?" in html
+        assert "At step 0 run A is" in sharp.summary.object and "Dehghani et al." in html
+        ids = {m.id for m in doc.models}
+        assert sharp.entropy_fig.id in ids and sharp.gradient_fig.id in ids
+        data = sharp.source.data
+        assert data["x"] == [("run A", "step 0"), ("run A", "now"), ("run B", "step 0"), ("run B", "now")]
+        assert data["entropy"][0] == data["entropy"][1] and data["q"][2] == data["q"][3]
+        before = dict(data)
+        view._advance(10)
+        data = sharp.source.data
+        assert data["entropy"][0] == before["entropy"][0] and data["entropy"][1] != before["entropy"][1]
+        assert "at step 10" in sharp.summary.object and min(data["q"] + data["v"]) >= FLOOR
+        measured = sharp._measured_at
+        view.train.running = True
+        view._advance(None)
+        assert sharp._measured_at == measured < view.train.steps_done < measured + REFRESH_EVERY
+        view.train.running = False   # a pause measures at once
+        assert sharp._measured_at == view.train.steps_done
+        sharp.gradient = "batch"
+        s = view.train.sharpness()["a"]["initial"]["grad_norms"]
+        assert sharp.source.data["q"][0] == max(s["Wq"], FLOOR) and "Whole batch" in sharp.gradient_fig.title.text
+        view.train.seed = 3
+        assert sharp.source.data["entropy"][0] == sharp.source.data["entropy"][1] and "At step 0" in sharp.summary.object

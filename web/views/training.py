@@ -13,6 +13,7 @@ from ..options import LR_OPTIONS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RUL
 from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
 from .common import beside, caption, choice_slider, figure_row, heading, held, rule_color
+from .sharpness import Sharpness
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
@@ -93,6 +94,7 @@ class Training(pn.viewable.Viewer):
         tr.param.watch(self._on_status, ["status"])
         self._callback = None
         self._cleanup_registered = False
+        self.sharpness = Sharpness(train=tr)
         self._on_reset()
 
     # ---- animation ---------------------------------------------------------------------------
@@ -135,6 +137,7 @@ class Training(pn.viewable.Viewer):
                 self.curves[k].stream(pts)
         self._grow_ranges()
         self._update_example()
+        self.sharpness.refresh(force=steps is not None)
 
     def _grow_ranges(self):
         tr = self.train
@@ -205,4 +208,5 @@ class Training(pn.viewable.Viewer):
             figure_row(self.example_fig),   # a bare figure here collapses the row above inside the tour
             caption("The attention weights of one fixed example as training goes on; the triangle marks the key that "
                     "holds the answer. A healthy run moves its weight there."),
+            self.sharpness,
             sizing_mode="stretch_width")
