@@ -29,7 +29,7 @@ def _forward(params, batch, cfg):
         q = q / np.linalg.norm(q, axis=-1, keepdims=True)
         k = k / np.linalg.norm(k, axis=-1, keepdims=True)
     scale = {"none": 1.0, "sqrt": cfg.d_k ** -0.5, "linear": 1.0 / cfg.d_k, "alpha": cfg.d_k ** -cfg.alpha,
-             "qknorm": 1.0 / cfg.temperature}[cfg.rule]
+             "qknorm": 1.0 / cfg.temperature, "ssmax": 0.43 * math.log(cfg.n_keys) / math.sqrt(cfg.d_k)}[cfg.rule]
     z = scale * np.einsum("be,bne->bn", q, k)
     lengths = scale * np.linalg.norm(q, axis=-1)[:, None] * np.linalg.norm(k, axis=-1)
     return z, lengths
