@@ -20,7 +20,7 @@ RULE_COLORS = {
     "fold": OKABE_ITO["sky"],   # a training run only: no scaling, 1/√d_k folded into W_q's init
 }
 RULE_DASH = {"none": "solid", "sqrt": "solid", "linear": "dashed", "alpha": "dotdash", "qknorm": "dotted",
-             "ssmax": "10 3", "fold": "dashdot"}
+             "ssmax": "solid", "fold": "dashdot"}
 DTYPE_COLORS = {"float16": OKABE_ITO["vermillion"], "float32": OKABE_ITO["sky"], "float64": OKABE_ITO["black"]}
 THEORY_COLOR = "#555555"
 #: Text in vermillion on a plot (the float16 limit's label): #D55E00 is 3.9:1 on white; this is 5.3:1.

@@ -68,6 +68,8 @@ class Length(pn.viewable.Viewer):
                 line.visible = drawn
                 line.glyph.line_width = 4.5 if rule == lab.rule else 2.0
             self.uniform[metric].data = {"n": n, "y": 1 / n if metric == "top_weight" else np.ones_like(n)}
+            for item in self.figs[metric].legend[0].items:   # no entry for a rule that is not drawn
+                item.visible = all(r.visible for r in item.renderers)
         set_html(self.summary, headline_html(
             length_headline(path),
             f"d_k = {path['d_k']}, σ = {lab.sigma:g}, ρ = {lab.rho:g}; every query sees all n keys (no mask)",
