@@ -15,7 +15,7 @@ from sitebuild import ROOT, build_module
 
 pytestmark = pytest.mark.slow
 
-# What the build reads from the repository (the wheel's metadata includes README.md).
+# What the build reads from the repository (the wheel's metadata includes sdpa_core/README.md).
 INPUTS = ("build", "web", "sdpa_core", "pyproject.toml", "README.md", "LICENSE")
 
 

@@ -94,7 +94,7 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
 
 
 # What a first visit may transfer, page and offline precache together (gzip where the server compresses):
-# the target is 14 MB; measured 13.8 MB (README, Performance). The margin is for the page's growth.
+# the target is 14 MB; measured 13.8 MB (docs/performance.md). The margin is for the page's growth.
 FIRST_VISIT_BYTES = 14.5e6
 
 

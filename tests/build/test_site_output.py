@@ -244,7 +244,7 @@ def test_csp_is_first_in_head_and_keeps_requests_on_this_origin(site):
     if site.self_hosted:
         assert policy["connect-src"] == ["'self'"]
         assert not [s for d in policy.values() for s in d if s.startswith("http")]
-    # inline scripts run by hash, one for each; 'unsafe-eval' stays (Panel's JS needs it, see README)
+    # inline scripts run by hash, one for each; 'unsafe-eval' stays (Panel's JS needs it, see docs/site.md)
     scripts = policy["script-src"]
     assert "'unsafe-inline'" not in scripts
     # blob: starts the worker only: no blob: script runs (the worker evals its checked Pyodide scripts)

@@ -32,6 +32,7 @@ def test_sdist_ships_the_package_its_tests_and_its_licence_and_nothing_they_do_n
     assert {f.split("/")[1] for f in files if f.startswith("tests/")} == {"core"}
     meta = (sdist / "PKG-INFO").read_text()
     assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
+    assert "# sdpa-core" in meta and "service worker" not in meta   # the library's own description
     assert "Copyright (c)" in (sdist / "LICENSE").read_text() and "the SDPA Lab authors" in (sdist / "LICENSE").read_text()
 
 
