@@ -17,10 +17,11 @@ import sdpa_core as sc
 from sdpa_core import real_models
 
 from . import claims
-from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, MAX_D_MODEL, MODEL_N, MODEL_SAMPLES, DIAL_S_MAX, RHO_STEPS, D_K_OPTIONS, DTYPES, GRADIENT_ROWS, HIST_SAMPLES, KNOB_WORDS, LENGTH_RULES, LENGTH_SAMPLES, LR_OPTIONS, MAX_D_K, MAX_N,
+from .options import (MAX_D_MODEL, DIAL_S_MAX, D_K_OPTIONS, DTYPES, KNOB_WORDS, LR_OPTIONS, MAX_D_K, MAX_N,
                       MAX_PLAYGROUND_WORK, MAX_TRAIN_STEPS, ONLY_PLAYGROUND, ORDER_LABELS, PRECISION_N, RULE_LABELS,
-                      SAMPLES_OPTIONS, SHARED_SETTINGS, SWEEP_BUDGET, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEW_SETTINGS,
+                      SAMPLES_OPTIONS, SHARED_SETTINGS, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEW_SETTINGS,
                       VIEWS, WHY_UNUSED, nearest_option)
+from .results import MODEL_FIELDS, RESULTS, effective_samples
 from .tour import STEPS
 
 # Importers of the page's state (web/page.py, web/urlstate.py, the views, the tests) may take these from here.
@@ -95,11 +96,8 @@ class LabState(param.Parameterized):
 
     _playground_deps = ["d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "causal", "dtype"]
 
-    # what each lazily computed result was computed for (instance attributes once set)
-    _sweep_key = _dots_key = _precision_key = _gradients_key = _dial_key = _alignment_key = _model_key = None
-    _length_key = None
-
     def __init__(self, **params):
+        self._keys: dict[str, tuple] = {}   # what each of RESULTS was last computed for
         super().__init__(**params)
         self._refresh_lazy()
 
@@ -152,7 +150,7 @@ class LabState(param.Parameterized):
                           timings={**self.timings, "playground": time.perf_counter() - t0})
 
     # ---- the real-models calculator ---------------------------------------------------------------
-    _model_fields = ("d_model", "heads", "init_std", "layernorm", "qk_norm", "model_scale")
+    _model_fields = MODEL_FIELDS
 
     @param.depends("preset", watch=True, on_init=True)
     def _follow_preset(self):
@@ -170,31 +168,6 @@ class LabState(param.Parameterized):
             if (self.d_model, self.heads, self.init_std, self.layernorm, self.qk_norm, self.model_scale) != (
                     p.d_model, p.heads, p.q_std, p.layernorm, p.qk_norm, p.scale):
                 self.preset = "custom"
-
-    def _compute_real_model(self):
-        key = (self.preset, *(getattr(self, f) for f in self._model_fields), self.seed)
-        if key == self._model_key:
-            return
-        self._model_key = key
-        if self.d_model % self.heads:
-            self.real_model = {"error": f"{self.heads} heads do not divide d_model = {self.d_model}: "
-                                        f"d_k = d_model / heads must be a whole number."}
-            return
-        d_k = self.d_model // self.heads
-        n = MODEL_N
-        samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
-        while samples < 1:   # a very wide head: fewer tokens keep the work bounded
-            n //= 2
-            samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
-        t0 = time.perf_counter()
-        if self.preset != "custom":
-            out = real_models.preset_at_init(self.preset, n=n, samples=samples, seed=self.seed)
-        else:
-            out = real_models.head_at_init(self.d_model, self.heads, init_std=self.init_std,
-                                              layernorm=self.layernorm, qk_norm=self.qk_norm,
-                                              scale=self.model_scale, n=n, samples=samples, seed=self.seed)
-        self.real_model = out
-        self.timings = {**self.timings, "real_model": time.perf_counter() - t0}
 
     @property
     def shown(self) -> str:
@@ -226,108 +199,22 @@ class LabState(param.Parameterized):
                    "dial_s", "preset", *_model_fields, watch=True)
     def _refresh_lazy(self):
         shown = self.shown
-        if shown == "variance":
-            self._compute_dots()
-        if shown in ("variance", "saturation"):
-            self._compute_sweep()
-        if shown == "saturation":
-            self._compute_gradients()
-            self._compute_length()
-        if shown == "precision":
-            self._compute_precision()
-        if shown == "dial":
-            self._compute_dial()
-        if shown == "alignment":
-            self._compute_alignment()
-            self._compute_aligned_maps()
-        if shown == "models":
-            self._compute_real_model()
+        for name, result in RESULTS.items():
+            if shown in result.views:
+                self._refresh(name)
 
-    @param.depends("order", watch=True)
-    def _refresh_precision(self):
-        if self.shown == "precision":
-            self._compute_precision()
-
-    def _compute_dial(self):
-        key = (self.dial_s, self.n, self.seed)
-        if key != self._dial_key:
-            t0 = time.perf_counter()
-            self.dial = sc.dial_attention(self.dial_s, self.n, seed=self.seed)
-            self._dial_key = key
-            self.timings = {**self.timings, "dial": time.perf_counter() - t0}
-        moments = {r: sc.settings_logit_moments(self.d_k, sigma=self.sigma, rho=self.rho, rule=r, alpha=self.alpha,
-                                                temperature=self.temperature, n=self.n)
-                   for r in dict.fromkeys(("none", self.rule))}
-        if moments != self.settings_moments:
-            self.settings_moments = moments
-
-    def _compute_aligned_maps(self):
-        q, k, v = sc.draw_qkv(self.n, self.d_k, sigma=self.sigma, rho=self.rho, seed=self.seed)
-        self.aligned_maps = {r: sc.rule_attention(q, k, v, r, alpha=self.alpha, temperature=self.temperature)[1]
-                             for r in ALIGN_MAP_RULES}
-
-    def _compute_alignment(self):
-        key = (self.d_k, self.n, self.sigma, self.seed, self.alpha, self.temperature)
-        if key == self._alignment_key:
+    def _refresh(self, name: str) -> None:
+        """Compute ``RESULTS[name]`` unless the settings it reads are those it was computed for; its
+        parameters and its time (``timings``) are set in one update."""
+        result = RESULTS[name]
+        key = result.key(self)
+        if self._keys.get(name) == key:
             return
         t0 = time.perf_counter()
-        self.alignment = sc.rho_path(np.linspace(0.0, 1.0, RHO_STEPS), sc.RULE_NAMES, d_k=self.d_k, n=self.n,
-                                     sigma=self.sigma, samples=ALIGN_SAMPLES, seed=self.seed, alpha=self.alpha,
-                                     temperature=self.temperature)
-        self._alignment_key = key
-        self.timings = {**self.timings, "alignment": time.perf_counter() - t0}
+        values = result.compute(self)
+        self._keys[name] = key
+        self.param.update(**values, timings={**self.timings, name: time.perf_counter() - t0})
 
     def effective_samples(self) -> int:
         """Samples per d_k after the work cap (samples * n * n <= SWEEP_BUDGET)."""
-        return int(max(4, min(self.samples, SWEEP_BUDGET // (self.n * self.n))))
-
-    def _compute_sweep(self):
-        key = (self.n, self.sigma, self.rho, self.seed, self.alpha, self.temperature, self.effective_samples())
-        if key == self._sweep_key:
-            return
-        t0 = time.perf_counter()
-        self.sweep_samples = self.effective_samples()
-        self.sweep = sc.sweep(sc.POW2_D_K, sc.RULE_NAMES, n=self.n, samples=self.sweep_samples, sigma=self.sigma,
-                              rho=self.rho, alpha=self.alpha, temperature=self.temperature, seed=self.seed)
-        self._sweep_key = key
-        self.timings = {**self.timings, "sweep": time.perf_counter() - t0}
-
-    def _compute_length(self):
-        rules = tuple(dict.fromkeys(LENGTH_RULES + (self.rule,)))
-        key = (self.d_k, self.sigma, self.rho, self.seed, self.alpha, self.temperature, rules)
-        if key == self._length_key:
-            return
-        t0 = time.perf_counter()
-        self.length = sc.length_path(sc.LENGTHS, rules, d_k=self.d_k, sigma=self.sigma, rho=self.rho,
-                                     samples=LENGTH_SAMPLES, seed=self.seed, alpha=self.alpha,
-                                     temperature=self.temperature)
-        self._length_key = key
-        self.timings = {**self.timings, "length": time.perf_counter() - t0}
-
-    def _compute_gradients(self):
-        key = (self.d_k, self.n, self.sigma, self.rho, self.seed, self.alpha, self.temperature)
-        if key == self._gradients_key:
-            return
-        t0 = time.perf_counter()
-        self.gradients = sc.query_gradient_norms(self.n, self.d_k, sc.RULE_NAMES, reps=max(1, GRADIENT_ROWS // self.n),
-                                                 sigma=self.sigma, rho=self.rho, seed=self.seed, alpha=self.alpha,
-                                                 temperature=self.temperature, flush_round_off=True)
-        self._gradients_key = key
-        self.timings = {**self.timings, "gradients": time.perf_counter() - t0}
-
-    def _compute_dots(self):
-        key = (self.d_k, self.sigma, self.rho, self.seed, self.rule, self.alpha, self.temperature, self.n)
-        if key == self._dots_key:
-            return
-        self.dots = sc.dot_histograms(self.d_k, sigma=self.sigma, rho=self.rho, seed=self.seed, rule=self.rule,
-                                      alpha=self.alpha, temperature=self.temperature, m=HIST_SAMPLES, n=self.n)
-        self._dots_key = key
-
-    def _compute_precision(self):
-        key = (min(self.n, PRECISION_N), self.sigma, self.rho, self.seed)
-        if key == self._precision_key:
-            return
-        t0 = time.perf_counter()
-        self.precision = sc.precision_sweep(sc.POW2_D_K, n=key[0], sigma=self.sigma, rho=self.rho, seed=self.seed)
-        self._precision_key = key
-        self.timings = {**self.timings, "precision": time.perf_counter() - t0}
+        return effective_samples(self)

@@ -1,0 +1,115 @@
+"""What each view computes from the shared settings, and when: one table, ``RESULTS``, read by
+``LabState`` (web/state.py), which computes a result only while a view that shows it is on screen and
+only when the settings it reads have changed since the last time.
+
+Each entry names the views that show it, the settings it reads (its cache key), and a function of the
+state that returns the parameters to set. Adding a result is one entry here and its parameter in
+``LabState``; the state's single ``_refresh`` does the caching and the timing for all of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+import sdpa_core as sc
+from sdpa_core import real_models
+
+from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, GRADIENT_ROWS, HIST_SAMPLES, LENGTH_RULES, LENGTH_SAMPLES,
+                      MODEL_N, MODEL_SAMPLES, PRECISION_N, RHO_STEPS, SWEEP_BUDGET)
+
+#: The real-models calculator's own fields (besides ``preset``).
+MODEL_FIELDS = ("d_model", "heads", "init_std", "layernorm", "qk_norm", "model_scale")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One lazily computed result: shown by ``views``, recomputed when ``key(state)`` changes."""
+
+    views: tuple[str, ...]
+    key: Callable[[Any], tuple]
+    compute: Callable[[Any], dict]
+
+
+def effective_samples(s) -> int:
+    """Sweep samples per d_k after the work cap (samples * n * n <= SWEEP_BUDGET)."""
+    return int(max(4, min(s.samples, SWEEP_BUDGET // (s.n * s.n))))
+
+
+def _sweep(s) -> dict:
+    samples = effective_samples(s)
+    return {"sweep_samples": samples,
+            "sweep": sc.sweep(sc.POW2_D_K, sc.RULE_NAMES, n=s.n, samples=samples, sigma=s.sigma, rho=s.rho,
+                              alpha=s.alpha, temperature=s.temperature, seed=s.seed)}
+
+
+def _length_rules(s) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(LENGTH_RULES + (s.rule,)))
+
+
+def _real_model(s) -> dict:
+    if s.d_model % s.heads:
+        return {"real_model": {"error": f"{s.heads} heads do not divide d_model = {s.d_model}: "
+                                        f"d_k = d_model / heads must be a whole number."}}
+    d_k, n = s.d_model // s.heads, MODEL_N
+    samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
+    while samples < 1:   # a very wide head: fewer tokens keep the work bounded
+        n //= 2
+        samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
+    if s.preset != "custom":
+        return {"real_model": real_models.preset_at_init(s.preset, n=n, samples=samples, seed=s.seed)}
+    return {"real_model": real_models.head_at_init(s.d_model, s.heads, init_std=s.init_std, layernorm=s.layernorm,
+                                                   qk_norm=s.qk_norm, scale=s.model_scale, n=n, samples=samples,
+                                                   seed=s.seed)}
+
+
+def _aligned_maps(s) -> dict:
+    q, k, v = sc.draw_qkv(s.n, s.d_k, sigma=s.sigma, rho=s.rho, seed=s.seed)
+    return {"aligned_maps": {r: sc.rule_attention(q, k, v, r, alpha=s.alpha, temperature=s.temperature)[1]
+                             for r in ALIGN_MAP_RULES}}
+
+
+def _knobs(s) -> tuple:
+    return (s.alpha, s.temperature)
+
+
+#: Every lazily computed result, by name (its timing's name in ``LabState.timings``).
+RESULTS: dict[str, Result] = {
+    "dots": Result(
+        ("variance",), lambda s: (s.d_k, s.sigma, s.rho, s.seed, s.rule, *_knobs(s), s.n),
+        lambda s: {"dots": sc.dot_histograms(s.d_k, sigma=s.sigma, rho=s.rho, seed=s.seed, rule=s.rule, alpha=s.alpha,
+                                             temperature=s.temperature, m=HIST_SAMPLES, n=s.n)}),
+    "sweep": Result(
+        ("variance", "saturation"), lambda s: (s.n, s.sigma, s.rho, s.seed, *_knobs(s), effective_samples(s)), _sweep),
+    "gradients": Result(
+        ("saturation",), lambda s: (s.d_k, s.n, s.sigma, s.rho, s.seed, *_knobs(s)),
+        lambda s: {"gradients": sc.query_gradient_norms(
+            s.n, s.d_k, sc.RULE_NAMES, reps=max(1, GRADIENT_ROWS // s.n), sigma=s.sigma, rho=s.rho, seed=s.seed,
+            alpha=s.alpha, temperature=s.temperature, flush_round_off=True)}),
+    "length": Result(
+        ("saturation",), lambda s: (s.d_k, s.sigma, s.rho, s.seed, *_knobs(s), _length_rules(s)),
+        lambda s: {"length": sc.length_path(sc.LENGTHS, _length_rules(s), d_k=s.d_k, sigma=s.sigma, rho=s.rho,
+                                            samples=LENGTH_SAMPLES, seed=s.seed, alpha=s.alpha,
+                                            temperature=s.temperature)}),
+    "precision": Result(
+        ("precision",), lambda s: (min(s.n, PRECISION_N), s.sigma, s.rho, s.seed),
+        lambda s: {"precision": sc.precision_sweep(sc.POW2_D_K, n=min(s.n, PRECISION_N), sigma=s.sigma, rho=s.rho,
+                                                   seed=s.seed)}),
+    "dial": Result(
+        ("dial",), lambda s: (s.dial_s, s.n, s.seed), lambda s: {"dial": sc.dial_attention(s.dial_s, s.n, seed=s.seed)}),
+    "settings_moments": Result(
+        ("dial",), lambda s: (s.d_k, s.sigma, s.rho, s.rule, *_knobs(s), s.n),
+        lambda s: {"settings_moments": {r: sc.settings_logit_moments(
+            s.d_k, sigma=s.sigma, rho=s.rho, rule=r, alpha=s.alpha, temperature=s.temperature, n=s.n)
+            for r in dict.fromkeys(("none", s.rule))}}),
+    "alignment": Result(
+        ("alignment",), lambda s: (s.d_k, s.n, s.sigma, s.seed, *_knobs(s)),
+        lambda s: {"alignment": sc.rho_path(np.linspace(0.0, 1.0, RHO_STEPS), sc.RULE_NAMES, d_k=s.d_k, n=s.n,
+                                            sigma=s.sigma, samples=ALIGN_SAMPLES, seed=s.seed, alpha=s.alpha,
+                                            temperature=s.temperature)}),
+    "aligned_maps": Result(
+        ("alignment",), lambda s: (s.d_k, s.n, s.sigma, s.rho, s.seed, *_knobs(s)), _aligned_maps),
+    "real_model": Result(
+        ("models",), lambda s: (s.preset, *(getattr(s, f) for f in MODEL_FIELDS), s.seed), _real_model),
+}
