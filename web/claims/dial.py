@@ -1,0 +1,69 @@
+"""The logit dial's sentences.
+
+Pure functions of results computed by ``sdpa_core`` (no Panel, no state objects), so the tests can check
+each sentence against an independent computation; each names the conditions it holds under.
+"""
+from __future__ import annotations
+
+import math
+
+
+import sdpa_core as sc
+
+from .numbers import RULE_LABELS, _ratio, fmt, fmt_sci, pct
+from .playground import STARVED, conditions
+
+
+# ---- the logit dial --------------------------------------------------------------------------------
+def dial_summary(dial: dict, *, s: float, n: int) -> str:
+    """What the softmax does at logit std ``s`` over ``n`` keys (``sdpa_core.dial_attention``): weights and the
+    measured gradient reaching the logits. The two-key picture is said to be one (it holds for n = 2 only):
+    with n keys the gradient goes through the whole Jacobian diag(p) − ppᵀ, which the measured norm is."""
+    text = (f"At logit std s = {s:g} over n = {n} keys: the top key takes {pct(dial['mean_top'])} on average, "
+            f"about {dial['mean_tokens']:.1f} tokens are attended (of {n}), {pct(dial['saturated'])} of rows "
+            f"saturated (top weight > {sc.SATURATION:g}). A typical row's top two logits are "
+            f"{fmt(dial['median_gap'])} apart: if those were its only two keys, the top one would get "
+            f"{pct(dial['two_token_p'])} and the slope p(1 − p) would be {fmt_sci(dial['two_token_slope'])} "
+            f"(0.25 at its steepest).")
+    ref = dial["grad_reference"]
+    return text + (f" Over all {n} keys, the measured median row's gradient ‖∂L/∂zᵢ‖ is "
+                   f"{fmt_sci(dial['grad_median'])} ({_ratio_words(dial['grad_median'] / ref)} the median at s = 1); "
+                   f"{pct(dial['starved'])} of rows get less than 1/{1 / STARVED:.0f} of that median at s = 1.")
+
+
+def _ratio_words(r: float) -> str:
+    if not math.isfinite(r) or r <= 0:
+        return "none of"
+    if 0.8 <= r <= 1.25:
+        return "about"
+    return f"{_ratio(r)}" if r > 1 else f"1/{_ratio(1 / r)}"
+
+
+def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule: str) -> str:
+    """Where the sidebar's settings put the dial (``sdpa_core.settings_logit_moments`` per side)."""
+    none, chosen = moments["none"], moments.get(rule, moments["none"])
+    where = conditions(d_k=d_k, rho=rho, sigma=sigma)
+    text = f"The sidebar's settings ({where}) put you at s = {fmt(none['s'])} unscaled"
+    if rule != "none":
+        text += f" and s = {fmt(chosen['s'])} with {RULE_LABELS[rule]}"
+    text += ": d_k, σ and the rule only move s."
+    if none["row_spread"] > 0.1:
+        text += (f" (At d_k = {d_k} one query's logits spread {pct(none['row_spread'])} more or less than s, "
+                 f"query to query, since |q| varies; the dial draws every row at s.)")
+    if rho > 0:
+        text += (f" At ρ = {rho:g} they also move a second number: each query's own key gets a mean logit "
+                 f"m = {fmt(none['m'])} unscaled" + (f", {fmt(chosen['m'])} with {RULE_LABELS[rule]}"
+                                                    if rule != "none" else "")
+                 + ", which this dial (drawn at ρ = 0) leaves out; As q and k align shows what it does.")
+    if not chosen["gaussian"]:
+        text += (f" With {RULE_LABELS[rule]} at d_k = {d_k} the logits are cosines, bounded by "
+                 f"{fmt(abs(chosen['scale']))}: the dial's Gaussian picture overstates how peaked they get.")
+    return text
+
+# ---- each view's point in one sentence (at most about 25 words) -------------------------------------
+# The views show these first (web/views/common.py headline_html), with the conditions beside them and the
+# longer summaries above behind "details"; tests/web/test_headlines.py recomputes every number.
+def dial_headline(dial: dict, *, s: float, n: int) -> str:
+    """The dial's point: how much weight the top key takes at logit std ``s`` over ``n`` keys."""
+    return (f"At logit spread s = {s:g}, the top key takes {pct(dial['mean_top'])} of a row's weight on average "
+            f"(uniform: {pct(1 / n)}).")

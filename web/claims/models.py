@@ -1,0 +1,67 @@
+"""Real models at initialisation: the calculator's sentences.
+
+Pure functions of results computed by ``sdpa_core`` (no Panel, no state objects), so the tests can check
+each sentence against an independent computation; each names the conditions it holds under.
+"""
+from __future__ import annotations
+
+
+
+
+from .numbers import fmt, pct
+
+
+# ---- real models -----------------------------------------------------------------------------------
+#: How the calculator names each scaling it compares (sdpa_core.real_models.VARIANTS).
+VARIANT_LABELS = {"model": "the model's own", "unscaled": "no scaling", "sqrt_d_k": "1/√d_k",
+                  "sqrt_d_model": "1/√d_model (the bug)"}
+
+
+def head_words(m: dict) -> str:
+    """"GPT-2 small (d_model 768, 12 heads, d_k 64)" or the custom head's shape."""
+    label = m["preset"].label if "preset" in m else "This head"
+    return f"{label} (d_model {m['d_model']}, {m['heads']} heads, d_k {m['d_k']})"
+
+
+def bug_sentence(m: dict) -> str:
+    """What dividing by √d_model instead of √d_k does to this head (``sdpa_core.head_at_init``)."""
+    right, bug = m["mc"]["sqrt_d_k"], m["mc"]["sqrt_d_model"]
+    if m["heads"] == 1:
+        return (f"{head_words(m)}: with one head d_k = d_model, so dividing by √d_model is dividing by √d_k: "
+                f"the bug changes nothing.")
+    if m["factors"]["model"] == 1.0:   # T5: the init does the scaling, there is no factor to get wrong
+        return (f"{head_words(m)} divides q·k by nothing (its initialisation sets the logits' size), so it has no "
+                f"√d_k that could become √d_model. A head of this shape that divided by √{m['d_model']} instead of "
+                f"√{m['d_k']} would multiply every logit by √(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divide them "
+                f"by {m['bug_temperature']:.3g} = √heads.")
+    return (f"{head_words(m)}: dividing by √{m['d_model']} instead of √{m['d_k']} multiplies every logit by "
+            f"√(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divides them by {m['bug_temperature']:.3g} = √heads "
+            f"(the softmax's temperature × {m['bug_temperature']:.3g}); at initialisation over {m['n']} tokens the "
+            f"top weight goes from {pct(right['top_weight'])} to {pct(bug['top_weight'])} and the tokens attended "
+            f"from {right['tokens_attended']:.1f} to {bug['tokens_attended']:.1f}.")
+
+
+def model_summary(m: dict) -> str:
+    """The head's logit spread at initialisation with its own scaling and without, in closed form, and
+    what the softmax over n tokens does with it (Monte-Carlo means)."""
+    own, raw = m["mc"]["model"], m["mc"]["unscaled"]
+    th = m["theory"]
+    text = (f"{head_words(m)} at initialisation, over {m['n']} tokens: the logits' std is {fmt(th['model'])} with "
+            f"the model's own scaling, so the top weight is {pct(own['top_weight'])} and about "
+            f"{own['tokens_attended']:.1f} tokens are attended ({pct(own['saturated'])} of rows saturated). "
+            f"Without any scaling the std would be {fmt(th['unscaled'])}: top weight {pct(raw['top_weight'])}, "
+            f"{raw['tokens_attended']:.1f} tokens attended, {pct(raw['saturated'])} of rows saturated.")
+    if m["factors"]["model"] == 1.0:
+        text += (f" This head has no 1/√d_k: its weights' initialisation alone sets the logits' std, "
+                 f"{fmt(th['model'])} here (1/√d_k would make it {fmt(th['sqrt_d_k'])}).")
+    return text
+
+def model_headline(m: dict) -> str:
+    """The calculator's point: the head's top weight at initialisation with its own scaling and without."""
+    own, raw = m["mc"]["model"]["top_weight"], m["mc"]["unscaled"]["top_weight"]
+    label = m["preset"].label if "preset" in m else "This head"
+    if m["factors"]["model"] == 1.0:
+        return (f"{label} at initialisation: the top of {m['n']} tokens takes {pct(own)} of a row's weight, "
+                f"with no scaling on q·k.")
+    return (f"{label} at initialisation: the top of {m['n']} tokens takes {pct(own)} of a row's weight with "
+            f"1/√d_k, {pct(raw)} without.")

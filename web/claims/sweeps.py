@@ -1,0 +1,211 @@
+"""Sentences over d_k and over n: why the variance grows (with its geometry section), saturation and
+gradients, and longer sequences.
+
+Pure functions of results computed by ``sdpa_core`` (no Panel, no state objects), so the tests can check
+each sentence against an independent computation; each names the conditions it holds under.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import sdpa_core as sc
+
+from .numbers import RULE_LABELS, fmt, fmt_sci, pct
+from .playground import STARVED, gradient_figures, starved_countable
+
+
+#: A curve over d_k is "flat" when its ends differ by less than this share of log n (the entropy range).
+FLAT = 0.1
+
+# ---- captions that depend on the state ----------------------------------------------------------------
+def trend(first: float, last: float, span: float) -> str:
+    """"flat", "falls" or "rises": how a curve over d_k moves. Flat means a change below ``FLAT`` of
+    ``span`` (its natural range) and below twice ``FLAT`` of the curve's own size."""
+    if abs(last - first) < FLAT * span and abs(last - first) < 2 * FLAT * max(abs(first), abs(last)):
+        return "flat"
+    return "falls" if last < first else "rises"
+
+
+def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo: int = 16) -> str:
+    """What each rule's entropy does from d_k = ``lo`` to the largest d_k of the sweep, at this ρ and σ."""
+    d = list(sweep.d_k)
+    i, j = d.index(lo) if lo in d else 0, len(d) - 1
+    h = math.log(n)
+    parts = []
+    for rule in sweep.rules:
+        e = sweep.mean["entropy"][rule]
+        how = trend(e[i], e[j], h)
+        word = {"flat": "stays flat", "falls": "falls", "rises": "rises"}[how]
+        parts.append(f"{RULE_LABELS[rule]} {word} ({e[i]:.2f} → {e[j]:.2f})")
+    return (f"At σ = {sigma:g}, ρ = {rho:g}, n = {n}, entropy from d_k = {d[i]} to {d[j]} (uniform: {h:.2f}): "
+            + "; ".join(parts) + ".")
+
+
+def coincident_rules(d_ks, rules, *, alpha: float, temperature: float, n: int) -> str:
+    """Which rules' curves lie exactly on another's (the same factor on q·k at every d_k of the sweep,
+    so one line hides the other), e.g. d_k^-α at α = 0.5 under 1/√d_k; "" when none do. QK-norm
+    normalises q and k first, so it coincides with no other rule."""
+    plain = [r for r in rules if r != "qknorm"]
+    scales = {r: [sc.logit_scale(int(d), r, alpha=alpha, temperature=temperature, n=n) for d in d_ks] for r in plain}
+    said = []
+    for i, a in enumerate(plain):
+        for b in plain[:i]:
+            if all(math.isclose(x, y, rel_tol=1e-12) for x, y in zip(scales[a], scales[b])):
+                said.append(f"{RULE_LABELS[a]} lies exactly on {RULE_LABELS[b]} (the same scale at every d_k)")
+                break
+    return ("; ".join(said) + ", so its line is hidden under the other.") if said else ""
+
+def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) -> str:
+    """What is small and what is not in the per-query gradients at this state: rows vs the total."""
+    g0, ref = norms["none"], norms["sqrt"]
+    med = float(np.median(ref))
+    floors = getattr(norms, "floors", None)   # sdpa_core.RowNorms: each row's round-off size
+    floor = max(float(np.max(floors[r])) for r in ("none", "sqrt")) if floors else 0.0
+    figs = {r: gradient_figures(v, med, floor) for r, v in norms.items()}
+    tot = {r: f["total"] for r, f in figs.items()}
+
+    def sci(x):   # norms below float64 round-off come flushed to 0 (sdpa_core.query_gradient_norms)
+        return "≈ 0" if x == 0 else fmt_sci(x)
+    if not med > 0:   # 1/sqrt(d_k) saturated too: no reference row to compare with
+        return (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): even with 1/√d_k the median row "
+                f"gets no gradient at all (its rows are saturated too); ≈ 0 (round-off or less) for "
+                f"{pct(float((ref == 0).mean()))} of its rows and {pct(float((g0 == 0).mean()))} of the unscaled "
+                f"ones; total ‖∂L/∂Q‖ "
+                f"{sci(tot['none'])} unscaled vs {sci(tot['sqrt'])}.")
+    if not starved_countable(med, floor):
+        return (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): 1/{1 / STARVED:.0f} of the 1/√d_k "
+                f"median row's gradient is below float64 round-off (about {fmt_sci(floor)}), so no row is counted "
+                f"as starved; median row {sci(figs['none']['median'])} unscaled vs {sci(med)}; total ‖∂L/∂Q‖ "
+                f"{sci(tot['none'])} vs {sci(tot['sqrt'])}.")
+    starved = figs["none"]["starved"] / len(g0)
+    text = (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): unscaled, "
+            f"{pct(starved)} of rows get less than 1/{1 / STARVED:.0f} of the 1/√d_k median; "
+            f"median row {sci(figs['none']['median'])} vs {sci(med)}, while the total ‖∂L/∂Q‖ is "
+            f"{sci(tot['none'])} vs {sci(tot['sqrt'])}")
+    if tot["none"] > tot["sqrt"]:
+        text += " (larger: ∂L/∂q = scale · (∂L/∂z) k, and the rows still passing gradient carry scale 1, not 1/√d_k)"
+    if rule not in ("none", "sqrt"):
+        text += f". With {RULE_LABELS[rule]}: median {sci(figs[rule]['median'])}, total {sci(tot[rule])}"
+    return text + "."
+
+
+def slope(sweep: sc.Sweep, rule: str, lo: int = 256) -> float:
+    """Log-log slope of the Monte-Carlo logit std from d_k = ``lo`` to the sweep's largest d_k."""
+    d = list(sweep.d_k)
+    i, j = d.index(lo), len(d) - 1
+    y = sweep.mean["logit_std"][rule]
+    return float(math.log(y[j] / y[i]) / math.log(d[j] / d[i]))
+
+
+def loglog_summary(sweep: sc.Sweep, *, rule: str, rho: float, lo: int = 256) -> str:
+    """The measured slopes at the current ρ, next to what theory says they tend to."""
+    d = list(sweep.d_k)
+    s0 = slope(sweep, "none", lo)
+    text = (f"Measured at ρ = {rho:g}, d_k = {lo} to {d[-1]}: unscaled slope {s0:.2f}")
+    if rule != "none":
+        text += f", {RULE_LABELS[rule]} {slope(sweep, rule, lo):.2f}"
+    return text + ("." if rho == 0 else
+                   " (with ρ > 0 the matched pairs' mean ρ d_k σ² takes over as d_k grows: unscaled → 1, "
+                   "1/√d_k → ½, 1/d_k → 0).")
+
+
+def variance_summary(dots: dict, *, d_k: int, n: int, sigma: float, rho: float, rule: str, pooled: float) -> str:
+    """The histogram's pair (one query with its own key) against the plot's pooled n×n logits."""
+    m0, t0 = dots["theory_mean"][0], dots["theory_std"][0]
+    std0, std1 = dots["sample_std"]
+    mean0 = dots["sample_mean"][0]
+    text = (f"At d_k = {d_k}, σ = {sigma:g}, ρ = {rho:g}: one query with its own key, q·k has mean ρ d_k σ² = {fmt(m0)} "
+            f"and std √((1+ρ²) d_k) σ² = {fmt(t0)} in theory; the samples give {fmt(mean0)} and {fmt(std0)}. "
+            f"With {RULE_LABELS[rule]} its std is {fmt(std1)}.")
+    if rho > 0:
+        text += (f" All {n}×{n} logits pooled (the log-log plot) have std {fmt(pooled)} in theory: the {n * n - n} "
+                 f"off-diagonal pairs have mean 0, the {n} matched ones mean {fmt(m0)}.")
+    else:
+        text += f" All {n}×{n} logits pooled (the log-log plot): std {fmt(pooled)} in theory, every pair alike at ρ = 0."
+    return text
+
+def variance_headline(dots: dict, *, d_k: int, rule: str) -> str:
+    """The histograms' point: the measured std of one query's q·k with its own key, without scaling and
+    with the rule."""
+    std0, std1 = dots["sample_std"]
+    text = f"At d_k = {d_k}, q·k has std {fmt(std0)} without scaling"
+    return text + ("." if rule == "none" else f" and {fmt(std1)} with {RULE_LABELS[rule]}.")
+
+
+def saturation_headline(sweep: sc.Sweep, *, rule: str, lo: int = 16) -> str:
+    """The sweep's point: the share of saturated rows at the smallest and largest d_k shown, without
+    scaling and with the rule."""
+    d = list(sweep.d_k)
+    i, j = d.index(lo) if lo in d else 0, len(d) - 1
+    sat = sweep.mean["saturated"]
+    text = (f"From d_k = {d[i]} to {d[j]}, saturated rows go from {pct(sat['none'][i])} to "
+            f"{pct(sat['none'][j])} without scaling")
+    if rule == "none":
+        return text + "."
+    return text + f"; with {RULE_LABELS[rule]}, {pct(sat[rule][i])} to {pct(sat[rule][j])}."
+
+# ---- why √d_k, geometrically -----------------------------------------------------------------------
+def geometry_headline(geo: dict, *, d_k: int, sigma: float) -> str:
+    """q·k = |q| |k| cos θ at ``d_k`` (``sdpa_core.random_geometry``, independent q and k): the lengths'
+    measured product, the cosine's spread and the dot product's spread, with the dot's theory σ²√d_k."""
+    i = int(np.argmin(np.abs(np.asarray(geo["d_k"]) - d_k)))
+    d = int(geo["d_k"][i])
+    return (f"At d_k = {d}, |q| |k| ≈ {fmt(geo['norms_mean'][i])} and cos θ spreads ±{fmt(geo['cos_std'][i])}, so "
+            f"q·k = |q| |k| cos θ spreads ±{fmt(geo['dot_std'][i])} (σ²√d_k = {fmt(geo['dot_theory'][i])}).")
+
+# ---- sequence length: attention fading ---------------------------------------------------------------
+#: A curve over n "stays" when its last value is within this factor of its first (either way).
+FADE = 1.25
+#: The first n the length section's sentences start from (the page's default n).
+LENGTH_FROM = 16
+
+
+def length_trend(first: float, last: float) -> str:
+    """How a top weight moves from ``first`` to ``last``: "falls", "rises", or "stays" (within ``FADE``×)."""
+    if last * FADE < first:
+        return "falls"
+    if last > first * FADE:
+        return "rises"
+    return "stays"
+
+
+def _length_span(path: dict) -> tuple[int, int]:
+    ns = [int(x) for x in path["n"]]
+    return (ns.index(LENGTH_FROM) if LENGTH_FROM in ns else 0), len(ns) - 1
+
+
+def _length_move(path: dict, metric: str, rule: str) -> str:
+    """"falls 26% → 1%" (or "stays within 1.25× (31% → 28%)") for one rule's curve between the section's
+    two lengths."""
+    i, j = _length_span(path)
+    a, b = float(path[metric][rule][i]), float(path[metric][rule][j])
+    how = length_trend(a, b)
+    if how == "stays":
+        return f"stays within {FADE:g}× ({pct(a)} → {pct(b)})"
+    return f"{how} {pct(a)} → {pct(b)}"
+
+
+def length_headline(path: dict) -> str:
+    """The length section's point: the top weight from n = 16 to the longest n, with 1/√d_k and with SSMax."""
+    i, j = _length_span(path)
+    ns = path["n"]
+    return (f"From n = {ns[i]} to {ns[j]}, top weight {_length_move(path, 'top_weight', 'sqrt')} with 1/√d_k "
+            f"and {_length_move(path, 'top_weight', 'ssmax')} with SSMax.")
+
+
+def length_details(path: dict, *, rho: float) -> list[str]:
+    """Each drawn rule's top weight and entropy (as a share of log n) between the section's two lengths; at
+    ρ > 0 the weight each query puts on its own key too."""
+    i, j = _length_span(path)
+    ns = path["n"]
+    out = [f"{RULE_LABELS[r]}: top weight {_length_move(path, 'top_weight', r)}; entropy "
+           f"{path['entropy_ratio'][r][i]:.2f} → {path['entropy_ratio'][r][j]:.2f} of log n (1 = uniform)."
+           for r in path["rules"]]
+    if rho > 0:
+        own = "; ".join(f"{RULE_LABELS[r]} {pct(path['own_weight'][r][i])} → {pct(path['own_weight'][r][j])}"
+                        for r in path["rules"])
+        out.append(f"Each query's own key (k = ρq + √(1 − ρ²)z, ρ = {rho:g}) gets, from n = {ns[i]} to {ns[j]}: "
+                   f"{own}.")
+    return out
