@@ -197,7 +197,8 @@ def head_at_init(
     Returns
     -------
     dict
-        ``d_k`` (int); ``q_entry_std``, ``k_entry_std`` (float, before any QK-norm); ``theory`` (variant ->
+        ``d_k`` (int); ``scale`` (the model's own factor, as given: "sqrt" or "none"); ``q_entry_std``,
+        ``k_entry_std`` (float, before any QK-norm); ``theory`` (variant ->
         float): the logit std in closed form for each of :data:`VARIANTS`; ``factors`` (variant -> float):
         what multiplies q . k; ``bug_factor`` (``sqrt(d_k / d_model) = 1 / sqrt(heads)``: what dividing by
         sqrt(d_model) instead of sqrt(d_k) does to the logits) and ``bug_temperature`` (``sqrt(heads)``, the
@@ -258,6 +259,7 @@ def head_at_init(
         "d_model": d_model,
         "heads": heads,
         "d_k": d_k,
+        "scale": scale,
         "q_entry_std": q_entry,
         "k_entry_std": k_entry,
         "factors": factors,

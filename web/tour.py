@@ -141,7 +141,7 @@ def _first_overflow(lab, train):
             f"contain inf or NaN at d_k = {first} (σ = {lab.sigma:g}, ρ = {lab.rho:g}): |q·k| passes 65504 there.")
     if naive is not None and naive < first:
         text += (f" The naive softmax (exp without subtracting the row's maximum, taken in float16 here) breaks "
-                 f"earlier, from d_k = {naive}: exp(x) overflows float16 from x ≈ 11.1 (a kernel that takes exp in "
+                 f"earlier, {claims.broken_span(ps, 'float16', lab.order, 'naive')}: exp(x) overflows float16 from x ≈ 11.1 (a kernel that takes exp in "
                  f"float32 overflows only near x ≈ 88.7).")
     return first, text
 

@@ -221,7 +221,7 @@ def check_why(lab: LabState, text: str, rule: dict, label: str, tol: float, near
                        + r", so the logits' spread does it, not ρ", text)
     align = re.search(r"the same draw at ρ = 0 saturates " + PCT + " of rows with " + label + r", so aligning q and "
                       r"k does it: each query's own key gets a logit of (-?[\d.e+]+) on average \((.+?) = "
-                      r"(-?[\d.e+]+) in theory\)", text)
+                      r"(-?[\d.e+]+) in theory(?: at large d_k)?\)", text)
     if lab.rho == 0:
         assert spread is None and align is None, text
         return

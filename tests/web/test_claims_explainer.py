@@ -230,3 +230,42 @@ def test_coinciding_rules_are_said_to_coincide(alpha, hidden):
         alpha_label = claims.RULE_LABELS["alpha"]
         assert alpha_label.startswith("d_k^-") and f"{alpha_label} lies exactly on" in text
         assert claims.RULE_LABELS[{"1/√d_k": "sqrt", "1/d_k": "linear", "no scaling": "none"}[hidden[1]]] in text
+
+
+def test_web_claims_reexports_every_sentence_of_its_modules():
+    """``web.claims`` names every public function and constant of its modules (callers import from it), so a
+    sentence added to a module cannot be missing there."""
+    import importlib
+    import inspect
+    import pkgutil
+    for info in pkgutil.iter_modules(claims.__path__):
+        module = importlib.import_module(f"web.claims.{info.name}")
+        own = {name for name, value in vars(module).items() if not name.startswith("_") and (
+            (inspect.isfunction(value) and value.__module__ == module.__name__) or name.isupper())}
+        assert own <= set(claims.__all__) and all(hasattr(claims, n) for n in own), (info.name, own - set(claims.__all__))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_ssmax_under_a_causal_mask_says_which_n_it_takes(causal):
+    """SSMax's ln n is the sequence length's on every row (sdpa_core.rule_attention); under a causal mask, where
+    row i sees i + 1 keys, the verdict says so, and only there."""
+    lab = LabState(view="playground", rule="ssmax", causal=causal, n=12)
+    said = "takes the sequence length n = 12 for every row here, although under the causal mask" in lab.verdict
+    assert said == causal, lab.verdict
+    q, k, _ = sc.draw_qkv(12, lab.d_k, seed=lab.seed)
+    logits = sc.rule_attention(q, k, k, "ssmax", causal=causal)[2]
+    np.testing.assert_allclose(logits, 0.43 * math.log(12) / math.sqrt(lab.d_k) * q @ k.T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("d_k, rho", [(1, 0.5), (4, 0.9), (16, 0.5), (64, 0.5)])
+def test_qk_norms_own_key_mean_is_qualified_below_d_k_32(d_k, rho):
+    """The dial's m for QK-norm is ρ/τ, the large-d_k value: below d_k = 32 the sentence says the mean cosine of a
+    query and its own key is at most ρ, which 20 000 numpy draws confirm."""
+    lab = LabState(view="dial", rule="qknorm", d_k=d_k, rho=rho, temperature=0.1)
+    text = claims.settings_sentence(lab.settings_moments, d_k=d_k, sigma=1.0, rho=rho, rule="qknorm")
+    assert ("its large-d_k value" in text) == (d_k < 32), text
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((20000, d_k))
+    k = rho * q + math.sqrt(1 - rho * rho) * rng.standard_normal((20000, d_k))
+    cos = (q * k).sum(axis=1) / (np.linalg.norm(q, axis=1) * np.linalg.norm(k, axis=1))
+    assert cos.mean() <= rho + 3 * cos.std() / math.sqrt(len(cos))

@@ -150,7 +150,7 @@ def test_alignment_headline_against_torch(d_k, rho, sigma):
 
 
 @pytest.mark.parametrize("sigma, rho, order", [(1.0, 0.0, "after"), (4.0, 1.0, "after"), (4.0, 1.0, "before"),
-                                               (4.0, 1.0, "none"), (2.0, 0.5, "none")])
+                                               (4.0, 1.0, "none"), (2.0, 0.5, "none"), (8.0, 0.0, "before")])
 def test_precision_headline_names_the_first_d_k_with_inf_or_nan(sigma, rho, order):
     """"In float16, …, rows of the stable softmax hold inf or NaN from d_k = N" (or "no row … breaks up to
     d_k = 4096"): N is the first d_k of the sweep whose float16 weights, recomputed here with numpy in
@@ -159,11 +159,16 @@ def test_precision_headline_names_the_first_d_k_with_inf_or_nan(sigma, rho, orde
     ps = lab.precision
     text = short(claims.precision_headline(ps, order=order))
     first = claims.first_broken(ps, "float16", order)
-    m = re.search(r"from d_k = (\d+)\.$", text)
+    m = re.search(r"(?:from d_k = (\d+)|first at d_k = (\d+) \(and at (\d+) of the (\d+) larger d_k\))\.$", text)
     if first is None:
         assert m is None and text.endswith(f"up to d_k = {int(ps.d_k[-1])}."), text
     else:
-        assert m and int(m[1]) == first, text
+        assert m and int(m[1] or m[2]) == first, text
+        # "from d_k = N" only when every larger d_k breaks too; else how many of them do
+        later = np.asarray(ps.nonfinite_rows["float16"][order]["stable"], dtype=float)[list(ps.d_k).index(first) + 1:] > 0
+        assert (m[1] is not None) == bool(later.all()), text
+        if m[2]:
+            assert (int(m[3]), int(m[4])) == (int(later.sum()), len(later)), text
     for d_k in ps.d_k:  # the sentence's d_k is where float16 itself first breaks, not an artefact of the sweep
         q, k, _ = sc.draw_qkv(min(lab.n, 16), int(d_k), sigma=sigma, rho=rho, seed=2)
         q16, k16 = q.astype(np.float16), k.astype(np.float16)
@@ -206,10 +211,10 @@ def test_model_headline_is_the_monte_carlo_of_the_head(preset, torch):
         q = x @ (p.q_std * rng.standard_normal((d, p.d_k)))
         k = x @ (p.k_std * rng.standard_normal((d, p.d_k)))
         z = torch.tensor(q @ k.T)
-        for v, f in (("model", m["factors"]["model"]), ("unscaled", 1.0)):
+        for v, f in (("model", 1.0 if p.scale == "none" else p.d_k ** -0.5), ("unscaled", 1.0)):
             tops[v].append(torch.softmax(z * f, dim=-1).max(dim=-1).values.mean().item())
     own, raw = (float(np.mean(tops[v])) for v in ("model", "unscaled"))
-    if m["factors"]["model"] == 1.0:
+    if p.scale == "none":
         mm = re.fullmatch(rf"{re.escape(p.label)} at initialisation: the top of {n} tokens takes {PCT} of a row's "
                           rf"weight, with no scaling on q·k\.", text)
         assert mm and abs(float(mm[1].strip("<>%")) / 100 - own) < 0.03, (text, own)
@@ -264,3 +269,16 @@ def test_geometry_headline_decomposes_the_dot_product_of_direct_draws(d_k, sigma
     for shown, direct in ((m[1], (nq * nk).mean()), (m[2], cos.std()), (m[3], (nq * nk * cos).std())):
         assert abs(float(shown) / direct - 1) < 0.08, (text, direct)
     assert float(m[4]) == pytest.approx(sigma ** 2 * math.sqrt(d_k), rel=5e-3)
+
+
+@pytest.mark.parametrize("d_model, heads, scale", [(8, 8, "sqrt"), (64, 64, "sqrt"), (512, 8, "none"), (256, 256, "none")])
+def test_a_head_is_said_to_have_no_factor_only_when_it_has_none(d_model, heads, scale):
+    """"No scaling on q·k" and "divides q·k by nothing" are said of a head whose scale is "none" (T5), never
+    of a 1/√d_k head whose d_k = 1 makes that factor 1: there the √d_model bug still divides by √heads."""
+    lab = LabState(view="models", preset="custom", d_model=d_model, heads=heads, model_scale=scale)
+    m = lab.real_model
+    said_none = ("with no scaling on q·k" in claims.model_headline(m), "divides q·k by nothing" in
+                 claims.bug_sentence(m), "This head has no 1/√d_k" in claims.model_summary(m))
+    assert said_none == ((scale == "none"),) * 3, said_none
+    if scale == "sqrt":
+        assert f"√(d_k/d_model) = {math.sqrt(1 / heads):.3g}" in claims.bug_sentence(m)

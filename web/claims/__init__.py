@@ -46,7 +46,7 @@ from .sweeps import (
 )
 from .dial import dial_summary, settings_sentence, dial_headline
 from .alignment import alignment_endpoints, alignment_summary, alignment_headline, FLAT_MAP, flat_maps
-from .precision import ORDER_WORDS, first_broken, precision_headline
+from .precision import ORDER_WORDS, broken_span, first_broken, precision_headline
 from .models import VARIANT_LABELS, head_words, bug_sentence, model_summary, model_headline
 from .training import (
     FOLD_WINDOW,
@@ -67,6 +67,7 @@ from .training import (
 )
 
 __all__ = [
+    "broken_span",
     "RULE_LABELS",
     "fmt",
     "fmt_sci",

@@ -55,10 +55,14 @@ def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule
                  f"m = {fmt(none['m'])} unscaled" + (f", {fmt(chosen['m'])} with {RULE_LABELS[rule]}"
                                                     if rule != "none" else "")
                  + ", which this dial (drawn at ρ = 0) leaves out; As q and k align shows what it does.")
+        if sc.RULES[rule].normalizes and not chosen["gaussian"]:
+            text += (f" ({RULE_LABELS[rule]}'s m is ρ/τ, its large-d_k value: at d_k = {d_k} the mean cosine of a "
+                     f"query and its own key is at most ρ, so its m is smaller.)")
     if not chosen["gaussian"]:
         text += (f" With {RULE_LABELS[rule]} at d_k = {d_k} the logits are cosines, bounded by "
                  f"{fmt(abs(chosen['scale']))}: the dial's Gaussian picture overstates how peaked they get.")
     return text
+
 
 # ---- each view's point in one sentence (at most about 25 words) -------------------------------------
 # The views show these first (web/views/common.py headline_html), with the conditions beside them and the

@@ -29,7 +29,7 @@ def bug_sentence(m: dict) -> str:
     if m["heads"] == 1:
         return (f"{head_words(m)}: with one head d_k = d_model, so dividing by √d_model is dividing by √d_k: "
                 f"the bug changes nothing.")
-    if m["factors"]["model"] == 1.0:   # T5: the init does the scaling, there is no factor to get wrong
+    if m["scale"] == "none":   # T5: the init does the scaling, there is no factor to get wrong
         return (f"{head_words(m)} divides q·k by nothing (its initialisation sets the logits' size), so it has no "
                 f"√d_k that could become √d_model. A head of this shape that divided by √{m['d_model']} instead of "
                 f"√{m['d_k']} would multiply every logit by √(d_k/d_model) = {m['bug_factor']:.3g}, i.e. divide them "
@@ -51,16 +51,17 @@ def model_summary(m: dict) -> str:
             f"{own['tokens_attended']:.1f} tokens are attended ({pct(own['saturated'])} of rows saturated). "
             f"Without any scaling the std would be {fmt(th['unscaled'])}: top weight {pct(raw['top_weight'])}, "
             f"{raw['tokens_attended']:.1f} tokens attended, {pct(raw['saturated'])} of rows saturated.")
-    if m["factors"]["model"] == 1.0:
+    if m["scale"] == "none":
         text += (f" This head has no 1/√d_k: its weights' initialisation alone sets the logits' std, "
                  f"{fmt(th['model'])} here (1/√d_k would make it {fmt(th['sqrt_d_k'])}).")
     return text
+
 
 def model_headline(m: dict) -> str:
     """The calculator's point: the head's top weight at initialisation with its own scaling and without."""
     own, raw = m["mc"]["model"]["top_weight"], m["mc"]["unscaled"]["top_weight"]
     label = m["preset"].label if "preset" in m else "This head"
-    if m["factors"]["model"] == 1.0:
+    if m["scale"] == "none":
         return (f"{label} at initialisation: the top of {m['n']} tokens takes {pct(own)} of a row's weight, "
                 f"with no scaling on q·k.")
     return (f"{label} at initialisation: the top of {m['n']} tokens takes {pct(own)} of a row's weight with "

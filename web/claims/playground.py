@@ -103,8 +103,9 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
                     c = rule["scale"]
                     form = ("ρ" if sc.RULES[rule["rule"]].normalizes else "ρ d_k σ²") + (
                         f" × {c:.3g}" if c != 1 else "")
+                    limit = " at large d_k" if sc.RULES[rule["rule"]].normalizes else ""
                     why += (f": each query's own key gets a logit of {fmt(mean)} on average ({form} = "
-                            f"{fmt(theory)} in theory)")
+                            f"{fmt(theory)} in theory{limit})")
         text = (head + f"; with {label} it is saturated too: {pct(s1['max_weight'])} on the top token, "
                 f"{pct(s1['saturated'])} of rows saturated{why}.")
     elif little_change(s0, s1):
@@ -115,6 +116,9 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
     else:
         text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens "
                 f"attended, {pct(s1['saturated'])} of rows saturated.")
+    if causal and sc.RULES[rule["rule"]].length is not None:   # SSMax's ln n: which n, under the mask
+        text += (f" ({label} takes the sequence length n = {n} for every row here, although under the causal mask "
+                 f"row i sees only i + 1 keys.)")
     return text + gradient_sentence(none["grad"], rule["grad"], label=label, n=n, causal=causal, dtype=dtype)
 
 

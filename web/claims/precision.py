@@ -21,12 +21,26 @@ def first_broken(ps, dtype: str, order: str, kind: str = "stable") -> int | None
     bad = np.nonzero(frac > 0)[0]
     return int(ps.d_k[bad[0]]) if len(bad) else None
 
+
+def broken_span(ps, dtype: str, order: str, kind: str = "stable") -> str | None:
+    """Where a precision sweep's rows hold inf or NaN, as words: "from d_k = 256" when every larger d_k breaks
+    too, else "first at d_k = 1 (and at 3 of the 12 larger d_k)"; None when no d_k breaks."""
+    frac = np.asarray(ps.nonfinite_rows[dtype][order][kind], dtype=float)
+    bad = np.nonzero(frac > 0)[0]
+    if not len(bad):
+        return None
+    first, later = int(ps.d_k[bad[0]]), frac[bad[0] + 1:] > 0
+    if later.all():
+        return f"from d_k = {first}"
+    return f"first at d_k = {first} (and at {int(later.sum())} of the {len(later)} larger d_k)"
+
+
 def precision_headline(ps, *, order: str) -> str:
     """The half-precision view's point: from which d_k float16's stable softmax has rows with inf or NaN,
     with the scale where ``order`` puts it."""
-    first = first_broken(ps, "float16", order)
+    span = broken_span(ps, "float16", order)
     where = {"none": "with no scaling", "after": "scaling after the matmul",
              "before": "scaling before the matmul"}[order]
-    if first is None:
+    if span is None:
         return f"In float16, {where}, no row of the stable softmax breaks up to d_k = {int(ps.d_k[-1])}."
-    return f"In float16, {where}, rows of the stable softmax hold inf or NaN from d_k = {first}."
+    return f"In float16, {where}, rows of the stable softmax hold inf or NaN {span}."

@@ -63,7 +63,8 @@ class Playground(pn.viewable.Viewer):
         # the three settings that move the heatmaps, beside them (every other one: "All settings")
         self.controls = [
             control(self.lab, "d_k"), control(self.lab, "rho"), control(self.lab, "rule"),
-            caption("Drag d_k up: the left map collapses to one bright cell per row, the right one stays spread. "
+            caption("Drag d_k up (at σ = 1, ρ = 0): the left map collapses to one bright cell per row, the right one "
+                    "(1/√d_k) stays spread; the sentence above says what happens at the current settings. "
                     "n, σ, the mask and the dtype are under ☰ All settings."),
         ]
         self.lab.param.watch(self._update, ["playground"])

@@ -8,7 +8,7 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 
 import sdpa_core as sc
 
-from ..claims import first_broken, precision_headline
+from ..claims import broken_span, first_broken, precision_headline
 from ..options import ORDER_LABELS, PRECISION_N
 from ..state import LabState
 from ..theme import CSS, WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
@@ -110,8 +110,9 @@ class Precision(pn.viewable.Viewer):
             if nb is None and sb is None:
                 msgs.append(f"{t}: no NaN or inf up to d_k = 4096")
             else:
-                part = f"{t}: naive softmax breaks from d_k = {nb}" if nb else f"{t}: naive softmax survives"
-                part += f", stable softmax from d_k = {sb}" if sb else ", stable softmax does not break up to d_k = 4096"
+                nw, sw = broken_span(ps, t, order, "naive"), broken_span(ps, t, order, "stable")
+                part = f"{t}: naive softmax breaks {nw}" if nb else f"{t}: naive softmax survives"
+                part += f", stable softmax {sw}" if sb else ", stable softmax does not break up to d_k = 4096"
                 msgs.append(part)
         set_html(self.summary, headline_html(
             precision_headline(ps, order=order),

@@ -159,8 +159,9 @@ class Saturation(pn.viewable.Viewer):
             heading("Saturation and gradients: which rules keep the softmax from saturating as d_k grows?"),
             beside(figs, controls, basis=300),
             self.note,
-            caption("The paper's claim, measured on random q and k: without scaling the softmax saturates as d_k grows "
-                    "(entropy → 0, max weight → 1, every row saturated). For independent q and k (ρ = 0) 1/√d_k keeps "
+            caption("The paper's claim, measured on random q and k: at σ = 1, without scaling the softmax saturates as "
+                    "d_k grows (the entropy falls towards 0, the max weight rises towards 1, and most rows are saturated "
+                    "by d_k = 4096); with a smaller σ it takes a larger d_k, or does not happen below 4096. For independent q and k (ρ = 0) 1/√d_k keeps "
                     "the three curves flat and 1/d_k (muP) drifts towards uniform attention; QK-norm bounds every logit "
                     "by 1/temperature, and with a fixed temperature its cosines shrink like 1/√d_k, so it flattens "
                     "too. At ρ > 0 the summary above says what each rule does at the current settings."),

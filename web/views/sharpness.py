@@ -145,7 +145,8 @@ class Sharpness(pn.viewable.Viewer):
             self.summary,
             caption("Both a saturated head and a sharp one put almost all of each row's weight on one key. A "
                     "saturated head does so at step 0, on whichever key its random weights favour: the softmax's slope "
-                    "is almost 0 there, so a typical row passes almost no gradient to W_q and W_k (where to look), "
+                    "is almost 0 there, so a typical row passes little gradient to W_q and W_k (where to look; the "
+                    "sentence above says how little at these settings), "
                     "while W_v (what to read at that key) still gets its share. A sharp head got there by learning, on the key that holds the "
                     "answer, which is what this task needs. Bars: entropy as a share of log n (faint: step 0); "
                     f"dotted: {LOW_ENTROPY:.0%} of log n, below which a head counts as saturated or sharp; "

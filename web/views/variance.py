@@ -126,7 +126,8 @@ class Variance(pn.viewable.Viewer):
     def __panel__(self):
         hists = [self.hists["unscaled"][0], self.hists["scaled"][0]]
         controls = [control(self.lab, "d_k"), control(self.lab, "sigma"), control(self.lab, "rule"),
-                    caption("Drag d_k: the raw histogram widens like √d_k; the scaled one keeps its width.")]
+                    caption("Drag d_k: the raw histogram widens like √d_k; scaled by 1/√d_k it keeps its width (the "
+                            "headline gives both stds for the chosen rule).")]
         return pn.Column(
             heading("Why does the spread of q·k grow with d_k?"),
             beside(hists, controls, basis=260),
