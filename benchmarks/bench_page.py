@@ -7,7 +7,7 @@ source in BokehJS has received its new data and the browser has painted the next
 
     .venv/bin/python benchmarks/bench_page.py [--repeats 25] [--only playground]
 
-Targets (issue 3): under 150 ms for the playground, under 400 ms for the sweep views.
+Targets: under 150 ms for the playground, under 400 ms for the sweep views.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pyodide 0.29.3's pyodide.asm.js, patched for the warm boot from a memory snapshot (issue 9, item 3).
+"""Pyodide 0.29.3's pyodide.asm.js, patched for the warm boot from a memory snapshot.
 
 `patch_pyodide_asm(text)` applies the named, minimal string replacements in PATCHES and returns the
 new text. Each anchor must occur exactly once in the file, or the build fails naming the patch:

@@ -1,4 +1,4 @@
-// Warm boot from a Pyodide memory snapshot (issue 9, item 3): plain functions, included in the
+// Warm boot from a Pyodide memory snapshot: plain functions, included in the
 // worker by text (no module syntax). Needs pyodide.asm.js patched by build/pyodide_patch.py.
 //
 // Taking a snapshot: a boot started with loadPyodide({_makeSnapshot: true}), the archive installed

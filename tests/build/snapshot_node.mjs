@@ -1,4 +1,4 @@
-// Warm boot from a Pyodide memory snapshot, tried in Node (issue 9, item 3).
+// Warm boot from a Pyodide memory snapshot, tried in Node.
 //
 //   node tests/build/snapshot_node.mjs [SITE]        SITE: a built site (default /tmp/snap_site)
 //

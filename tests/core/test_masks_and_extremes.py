@@ -1,6 +1,6 @@
 """Masks of every dtype against every compute dtype, logits at the ends of each float range, masked
 and non-contiguous arrays: each is refused with a clear message or computed right, never NaN or a
-RuntimeWarning in silence (issue 18: a float64 mask entry 1e39 became +inf in float32; entropy of
+RuntimeWarning in silence (once, a float64 mask entry 1e39 became +inf in float32; entropy of
 [1e308, -1e308] was NaN; warnings leaked at +-1.7e308; np.ma lost its mask)."""
 import math
 import warnings

@@ -1,5 +1,5 @@
 """Back and Forward after a link the page corrects, under `panel serve` and in the built Pyodide site: the
-correction replaces the link's history entry, so one press always leaves it (issue 18: the corrected
+correction replaces the link's history entry, so one press always leaves it (once, the corrected
 address was pushed, Back went to the raw link, which was corrected and pushed again, and Back never left).
 Among the links: number characters that str.isdigit() accepts and int() refuses, which made Panel's own
 query parser raise under `panel serve` before the page's parser ran (the app never rendered)."""
