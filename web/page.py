@@ -82,8 +82,8 @@ class Page(param.Parameterized):
         if search:
             self.apply_search(search)
         self._show_view()
-        self.lab.param.watch(self._push_url, [name for o, name, _, _ in KEYS.values() if o == "lab"])
-        self.train.param.watch(self._push_url, [name for o, name, _, _ in KEYS.values() if o == "train"])
+        self.lab.param.watch(self._push_url, [name for o, name, _ in KEYS.values() if o == "lab"])
+        self.train.param.watch(self._push_url, [name for o, name, _ in KEYS.values() if o == "train"])
 
     # ---- URL --------------------------------------------------------------------------------------
     _correcting = False   # True while a link is applied: the address it leads to replaces the link's

@@ -24,38 +24,39 @@ MAX_VALUE_CHARS = 40
 MAX_PAIRS = 64
 MAX_NOTICES = 6
 
-# key -> (object "lab" or "train", parameter name, kind, options for snapping)
+# key -> (object "lab" or "train", parameter name, options for snapping): the parameter itself (LabState,
+# TrainingState) declares its type, bounds, default and doc; the link reads them from it (``kind``).
 KEYS = {
-    "view": ("lab", "view", "select", None),
-    "step": ("lab", "step", "int", None),
-    "d_k": ("lab", "d_k", "int", D_K_OPTIONS),
-    "n": ("lab", "n", "int", None),
-    "sigma": ("lab", "sigma", "float", None),
-    "rho": ("lab", "rho", "float", None),
-    "seed": ("lab", "seed", "int", None),
-    "rule": ("lab", "rule", "select", None),
-    "alpha": ("lab", "alpha", "float", None),
-    "temperature": ("lab", "temperature", "float", None),
-    "causal": ("lab", "causal", "bool", None),
-    "dtype": ("lab", "dtype", "select", None),
-    "query": ("lab", "query", "int", None),
-    "samples": ("lab", "samples", "int", SAMPLES_OPTIONS),
-    "order": ("lab", "order", "select", None),
-    "s": ("lab", "dial_s", "float", None),
-    "embed": ("lab", "embed", "bool", None),
-    "preset": ("lab", "preset", "select", None),
-    "d_model": ("lab", "d_model", "int", None),
-    "heads": ("lab", "heads", "int", None),
-    "init_std": ("lab", "init_std", "float", None),
-    "layernorm": ("lab", "layernorm", "bool", None),
-    "qk_norm": ("lab", "qk_norm", "select", None),
-    "model_scale": ("lab", "model_scale", "select", None),
-    "rule_a": ("train", "rule_a", "select", None),
-    "rule_b": ("train", "rule_b", "select", None),
-    "lr": ("train", "lr", "float", LR_OPTIONS),
-    "train_d_k": ("train", "d_k", "int", TRAIN_D_K_OPTIONS),
-    "train_seed": ("train", "seed", "int", None),
-    "optimizer": ("train", "optimizer", "select", None),
+    "view": ("lab", "view", None),
+    "step": ("lab", "step", None),
+    "d_k": ("lab", "d_k", D_K_OPTIONS),
+    "n": ("lab", "n", None),
+    "sigma": ("lab", "sigma", None),
+    "rho": ("lab", "rho", None),
+    "seed": ("lab", "seed", None),
+    "rule": ("lab", "rule", None),
+    "alpha": ("lab", "alpha", None),
+    "temperature": ("lab", "temperature", None),
+    "causal": ("lab", "causal", None),
+    "dtype": ("lab", "dtype", None),
+    "query": ("lab", "query", None),
+    "samples": ("lab", "samples", SAMPLES_OPTIONS),
+    "order": ("lab", "order", None),
+    "s": ("lab", "dial_s", None),
+    "embed": ("lab", "embed", None),
+    "preset": ("lab", "preset", None),
+    "d_model": ("lab", "d_model", None),
+    "heads": ("lab", "heads", None),
+    "init_std": ("lab", "init_std", None),
+    "layernorm": ("lab", "layernorm", None),
+    "qk_norm": ("lab", "qk_norm", None),
+    "model_scale": ("lab", "model_scale", None),
+    "rule_a": ("train", "rule_a", None),
+    "rule_b": ("train", "rule_b", None),
+    "lr": ("train", "lr", LR_OPTIONS),
+    "train_d_k": ("train", "d_k", TRAIN_D_K_OPTIONS),
+    "train_seed": ("train", "seed", None),
+    "optimizer": ("train", "optimizer", None),
 }
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
@@ -67,22 +68,32 @@ def _show(raw: str) -> str:
 
 
 def _param(key: str):
-    obj, name, _, _ = KEYS[key]
+    obj, name, _ = KEYS[key]
     return (LabState if obj == "lab" else TrainingState).param[name]
+
+
+def kind(key: str) -> str:
+    """How a link writes the key's value, from its parameter's type: "bool", "select", "int" or "float"."""
+    p = _param(key)
+    if isinstance(p, param.Boolean):
+        return "bool"
+    if isinstance(p, param.Selector):
+        return "select"
+    return "int" if isinstance(p, param.Integer) else "float"
 
 
 def parse_value(key: str, raw: str):
     """``(value, notice or None)`` for one key; ``value`` is always valid for the parameter."""
-    _, _, kind, options = KEYS[key]
-    p = _param(key)
+    _, _, options = KEYS[key]
+    p, how = _param(key), kind(key)
     default = p.default
     if len(raw) > MAX_VALUE_CHARS:
         return default, f"{key}: the value was too long; reset to {default}."
-    if kind == "select":
+    if how == "select":
         if raw in p.objects:
             return raw, None
         return default, f"{key}: “{_show(raw)}” is not one of {', '.join(map(str, p.objects))}; reset to {default}."
-    if kind == "bool":
+    if how == "bool":
         low = raw.strip().lower()
         if low in TRUE or low in FALSE:
             return low in TRUE, None
@@ -99,7 +110,7 @@ def parse_value(key: str, raw: str):
         clamped = min(max(x, lo), hi)
         notice = f"{key}: {_show(raw)} is outside [{lo}, {hi}]; clamped to {clamped:g}."
         x = clamped
-    if kind == "int":
+    if how == "int":
         if x != int(x) and notice is None:
             notice = f"{key}: {_show(raw)} is not a whole number; rounded to {round(x)}."
         x = int(round(x))
@@ -197,7 +208,7 @@ def baseline(view: str, step: int) -> tuple[dict, dict]:
     step's own settings (so ``?view=tour&step=4`` opens step 4 as the tour sets it up).
     Returns ``(lab values, train values)`` by parameter name."""
     values = {key: (LabState if o == "lab" else TrainingState).param[name].default
-              for key, (o, name, _, _) in KEYS.items()}
+              for key, (o, name, _) in KEYS.items()}
     if view == "tour":
         values.update(STEPS[min(max(int(step), 1), len(STEPS)) - 1].settings)
     lab = {KEYS[k][1]: v for k, v in values.items() if KEYS[k][0] == "lab"}
@@ -228,7 +239,7 @@ def to_query(lab: LabState, train: TrainingState) -> str:
     value a link without it would give (``baseline``)."""
     out = {}
     base = baseline(lab.view, lab.step)
-    for key, (obj, name, kind, _) in KEYS.items():
+    for key, (obj, name, _) in KEYS.items():
         target = lab if obj == "lab" else train
         value = getattr(target, name)
         if key == "step":   # the tour's step: always on a tour link, never on another view's
@@ -236,9 +247,9 @@ def to_query(lab: LabState, train: TrainingState) -> str:
                 continue
         elif key != "view" and value == base[0 if obj == "lab" else 1][name]:
             continue
-        if kind == "bool":
+        if kind(key) == "bool":
             value = "true" if value else "false"
-        elif kind == "float":
+        elif kind(key) == "float":
             value = f"{value:.6g}"
         out[key] = value
     return "?" + urlencode(out)

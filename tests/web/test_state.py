@@ -218,7 +218,7 @@ def test_apply_and_serialise_round_trip():
     assert (train.lr, train.rule_a) == (0.1, "qknorm")
     again_lab, again_train = LabState(), TrainingState()
     apply_query(to_query(lab, train), again_lab, again_train)
-    for key, (obj, name, _, _) in KEYS.items():
+    for key, (obj, name, _) in KEYS.items():
         a, b = (lab, again_lab) if obj == "lab" else (train, again_train)
         assert getattr(a, name) == getattr(b, name), key
 

@@ -40,7 +40,7 @@ def test_a_step_link_opens_the_step_as_the_tour_sets_it_up(i):
     assert lab.view == "tour" and lab.step == i and lab.shown == step.view
     from web.urlstate import KEYS
     for key, value in step.settings.items():
-        obj, name, _, _ = KEYS[key]
+        obj, name, _ = KEYS[key]
         assert getattr(lab if obj == "lab" else train, name) == value, key
     assert to_query(lab, train) == f"?view=tour&step={i}"
     # a moved setting stays in the link, and the link brings it back
