@@ -84,8 +84,10 @@ class Length(pn.viewable.Viewer):
             mark.location = self.lab.n
 
     def __panel__(self):
-        controls = [control(self.lab, "rule"), control(self.lab, "d_k"), control(self.lab, "rho"),
-                    caption("The dashed vertical line marks the page's n; the chosen rule is drawn thicker.")]
+        # the view's rule, d_k and ρ controls sit above, beside its first figure (one of each on a page)
+        controls = [control(self.lab, "n"),
+                    caption("The dashed vertical line marks n, the sequence length the rest of the page uses. The "
+                            "curves follow the rule, d_k and ρ set above; the chosen rule is drawn thicker.")]
         return pn.Column(
             heading("Longer sequences: attention fades, whatever the d_k scaling", level=3),
             self.summary,
