@@ -64,7 +64,7 @@ return {{d_k: handle && handle.getAttribute('aria-valuetext'), headline: headlin
 LIVE_JS = "return !!(window.sdpaLab && (sdpaLab.ready || sdpaLab.error))"
 # what the figures and the report need to know about a boot
 BOOT_JS = """return {error: sdpaLab.error, stalled: sdpaLab.stalled, boot: sdpaLab.boot, store: sdpaLab.snapshotStore,
-                     steps: sdpaLab.steps,
+                     steps: sdpaLab.steps, restored: sdpaLab.restored,
                      snapshotFailure: sdpaLab.snapshotFailure, snapshotUnreadable: sdpaLab.snapshotUnreadable,
                      controlled: !!(navigator.serviceWorker && navigator.serviceWorker.controller)};"""
 
@@ -292,4 +292,5 @@ def test_boots_steps_switches_view_and_boots_offline(engine, request):
              for kind, boot in (("cold", cold), ("warm", warm))}
     print(f"\n{name} {driver.capabilities.get('browserVersion')}: time to live, cold {steps['cold']['interactive']} s, "
           f"warm (offline) {steps['warm']['interactive']} s from {warm['boot']}; snapshot: {snapshot}; "
-          f"steps (s since navigation): {steps}")
+          f"steps (s since navigation): {steps}; restore's parts done at (s): "
+          f"{ {k: round(v / 1e3, 2) for k, v in sorted(warm['restored'].items(), key=lambda kv: kv[1])} }")
