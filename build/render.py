@@ -310,17 +310,22 @@ def embedded(text: str, name: str):
 
 
 def worker_js(config: dict) -> str:
-    """worker.js with its CONFIG and snapshot.js (saving and restoring Python's memory) inside."""
-    return fill("worker.js", CONFIG=config, SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text())
+    """worker.js with its CONFIG, snapshot.js (saving and restoring Python's memory) and store.js (where
+    the snapshot is kept: the private file system, else Cache Storage) inside."""
+    return fill("worker.js", CONFIG=config, SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text(),
+                STORE_JS=(TEMPLATES / "store.js").read_text())
 
 
-def boot_js(worker: bytes, registration: dict, snapshots: bool = False, first_paints: dict | None = None,
+def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = None, first_paints: dict | None = None,
             default_first_paint: str = "tour-1") -> str:
     """boot.js knows worker.js's sha256 and size (it checks the file before running it), whether the
-    worker can save a memory snapshot (a self-hosted, patched Pyodide) and where the service worker
-    is registered (offline.REGISTRATION); setup.js (what is set up once the page is live) is inside."""
+    worker can save a memory snapshot (a self-hosted, patched Pyodide) and under which name
+    (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see setup.js),
+    and where the service worker is registered (offline.REGISTRATION); setup.js (what is set up once the
+    page is live) is inside."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
-                                   "size": len(worker), "snapshots": snapshots},
+                                   "size": len(worker), "snapshots": snapshot_folder is not None,
+                                   "snapshotFolder": snapshot_folder},
                 SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR,
                 FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}},
                 SETUP_JS=(TEMPLATES / "setup.js").read_text())

@@ -33,7 +33,7 @@
   const SNAPSHOT_SECONDS = 180;       // making one takes 3-5 s here; a stuck one is stopped
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
                                 error: null, errorFile: null, stalled: null, offline: null, adopted: null,
-                                boot: null, snapshot: null, snapshotFailure: null,
+                                boot: null, snapshotStore: null, snapshot: null, snapshotFailure: null,
                                 snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null};
   // The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
   // the tour its step. A link the page will correct (an unknown view, step 9) gets the default first
@@ -307,7 +307,7 @@
     const keys = WORKER.snapshots ? await snapshotKey() : null;
     // the page's Python builds the app for the visitor's link (the snapshot's, for no link)
     const boot = {base: BASE, fresh: fresh && mode === "page", mode, restore, search: mode === "page" ? location.search : "",
-                  snapshotKey: keys && keys.key, snapshotScope: keys && keys.scope};
+                  snapshotKey: keys && keys.key, snapshotScope: keys && keys.scope, stores: setup.snapshotStores()};
     const prefix = `self.sdpaBoot = ${JSON.stringify(boot)};\n`;
     return new Worker(URL.createObjectURL(new Blob([prefix, workerBody], {type: "text/javascript"})));
   }
@@ -540,6 +540,9 @@
       fatal(msg.msg, {file: msg.file, step: msg.step, detail: msg.detail});
     } else if (msg.type === "restored") {
       lab.boot = "snapshot";
+      lab.snapshotStore = msg.store;       // where it was kept (worker.js store.js: "opfs" or "cache")
+      // when its parts were done (worker.js restore), in ms since navigation as lab.steps
+      lab.restored = Object.fromEntries(Object.entries(msg.at).map(([k, t]) => [k, t + msg.origin - performance.timeOrigin]));
     } else if (msg.type === "snapshot-unreadable") {
       lab.snapshotUnreadable = msg.msg;      // not tried: booted the usual way (kept for the next visit)
     } else if (msg.type === "snapshot-damaged") {

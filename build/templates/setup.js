@@ -193,6 +193,14 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     return new Date(block.until);
   }
 
+  // Where this page could keep a snapshot, in the worker's order of preference (store.js): the worker
+  // uses no store the page cannot see (tests hide the private file system to exercise Cache Storage).
+  const snapshotStores = () => [
+    ...(navigator.storage && navigator.storage.getDirectory ? ["opfs"] : []),
+    ...(window.caches ? ["cache"] : []),
+  ];
+
+  let heldCache = null;
   const snapshotNote = (why) => note("snapshot", `Later visits will start as slowly as this one: this browser cannot keep a ready copy of the app (${why}).`);
 
   // Once the page is live and its files are kept for offline use: a second worker builds the app
@@ -206,7 +214,7 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     const blocked = blockedUntil();
     const connection = navigator.connection || {};
     // the browser's own limits are said on the page; the page's choices (data saver, little memory) only here
-    const missing = !(navigator.storage && navigator.storage.getDirectory) ? "it offers no private file storage for pages"
+    const missing = !snapshotStores().length ? "it offers no private file storage for pages"
       : !(await snapshotKey()) ? "the page was not opened over a secure (https) connection"
       : null;
     const why = !WORKER.snapshots ? "this build loads Pyodide from its CDN, unpatched"
@@ -218,9 +226,18 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     if (why) {
       lab.snapshot = {state: "unavailable", why};
       if (missing) snapshotNote(missing);
+      // a restore that failed on whole bytes is said once, until the block ends (a Retry ends it)
+      else if (blocked && WORKER.snapshots) {
+        snapshotNote(`the one kept after an earlier visit did not start here; no new one is made before ${
+          blocked.toLocaleDateString("en", {day: "numeric", month: "long", year: "numeric"})}`);
+      }
       return;
     }
     lab.snapshot = {state: "making"};
+    // WebKitGTK drops what a worker put in Cache Storage once the worker is gone, unless a page holds
+    // that cache open (measured: 0 entries after terminate(), self.close() or a wait; all of them when
+    // the page had opened it; kept after the page is gone). Held as long as the page is open.
+    heldCache = window.caches ? await caches.open(WORKER.snapshotFolder).catch(() => null) : null;
     const maker = await newWorker("snapshot");
     const limit = setTimeout(() => done({state: "failed", msg: `not made within ${snapshotSeconds} s`}), snapshotSeconds * 1000);
     function done(state) {
@@ -231,13 +248,13 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
       if (state.state === "stored") return;
       console.warn(`SDPA Lab: no snapshot for the next visit: ${state.msg}`);
       if (state.name === "QuotaExceededError" || state.name === "SecurityError" || state.name === "NotAllowedError"
-          || /synchronous file access/.test(state.msg)) {
+          || /no private file storage/.test(state.msg)) {
         snapshotNote(state.name === "NotAllowedError" ? "storage is turned off for this page" : because(state));
       }
     }
     maker.onmessage = (event) => {
       const msg = event.data || {};
-      if (msg.type === "snapshot-stored") done({state: "stored", bytes: msg.bytes, ms: Math.round(msg.ms)});
+      if (msg.type === "snapshot-stored") done({state: "stored", bytes: msg.bytes, ms: Math.round(msg.ms), store: msg.store});
       else if (msg.type === "error") done({state: "failed", msg: msg.msg, name: msg.name});
     };
     maker.onerror = (event) => {
@@ -246,5 +263,5 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     };
   }
 
-  return {afterBoot, blockSnapshots, clearSnapshotBlock, takeWaitingVersion};
+  return {afterBoot, blockSnapshots, clearSnapshotBlock, takeWaitingVersion, snapshotStores};
 }

@@ -3,17 +3,19 @@
 //
 // boot.js checks this file's sha256 and starts it from a blob: URL, so the worker runs under the
 // page's Content-Security-Policy; it prepends `self.sdpaBoot = {base, fresh, mode, snapshotKey,
-// snapshotScope, restore, search}`: the site's folder (relative URLs cannot resolve against a blob: URL),
+// snapshotScope, restore, search, stores}`: the site's folder (relative URLs cannot resolve against a blob: URL),
 // whether to bypass the caches, what this worker is for ("page": the page's Python; "snapshot": a
 // second worker, started once the page is live, that builds the app again only to save a memory
 // snapshot of it), the key of this version's snapshot in this browser and the folder of this copy of
 // the site (null: no snapshot), whether to restore it (false: drop it, e.g. after it failed) and the
-// visitor's link (the app is built for it: the page has drawn that view's pre-render).
+// visitor's link (the app is built for it: the page has drawn that view's pre-render), and the
+// stores for a snapshot the page sees (store.js).
 "use strict";
 @@SNAPSHOT_JS@@
+@@STORE_JS@@
 const CONFIG = /*CONFIG*/{}/*END*/;
 const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page", snapshotKey: null, snapshotScope: null,
-                            restore: true, search: ""}, self.sdpaBoot || {});
+                            restore: true, search: "", stores: []}, self.sdpaBoot || {});
 const here = (path) => new URL(path, BOOT.base).href;
 const post = (msg) => self.postMessage(msg);
 
@@ -397,65 +399,28 @@ let restored = false;      // Python came from a snapshot: until the page is liv
 // made, since a fresh snapshot will restore. Any other failure to restore would repeat (boot.js).
 class SnapshotDamaged extends Error {}
 const snapshots = {
-  // In the origin's private file system (OPFS), read and written with a synchronous access handle
-  // (Cache Storage took 0.4-0.6 s to hand the 63 MB heap back, this about half as long).
   // <key>.heap is the heap; <key>.json, written last, the rest: what snapshot.js puts back, the
   // heap's size and sha256, and the document as the app wrote it (so a restore skips write_doc).
   // The .json file's first line is the sha256 of the rest: the document and the side data are
-  // checked before anything of them is used, the heap while Pyodide starts.
-  available: () => !!(CONFIG.snapshot && BOOT.snapshotKey && BOOT.snapshotScope && navigator.storage &&
-                      navigator.storage.getDirectory && self.FileSystemFileHandle &&
-                      "createSyncAccessHandle" in FileSystemFileHandle.prototype),
-  // one folder per copy of the site on this origin (e.g. /lab/ and /staging/ on one github.io)
-  folder: async () => (await (await navigator.storage.getDirectory()).getDirectoryHandle(CONFIG.snapshot.folder, {create: true}))
-    .getDirectoryHandle(BOOT.snapshotScope, {create: true}),
-
-  // A sync access handle is exclusive: a handle just closed (by the worker that made the snapshot,
-  // another tab, a page that wrote the file) can keep the file locked a moment. Wait for it, briefly.
-  async open(file) {
-    for (let wait = 50; ; wait *= 2) {
-      try {
-        return await file.createSyncAccessHandle();
-      } catch (err) {
-        if (err.name !== "NoModificationAllowedError" || wait > 1600) throw err;
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-  },
-
-  async read(folder, name) {
-    const handle = await this.open(await folder.getFileHandle(name));
-    try {
-      const bytes = new Uint8Array(handle.getSize());
-      handle.read(bytes, {at: 0});
-      return bytes;
-    } finally {
-      handle.close();
-    }
-  },
-
-  async write(folder, name, bytes) {
-    const handle = await this.open(await folder.getFileHandle(name, {create: true}));
-    try {
-      handle.truncate(0);
-      if (handle.write(bytes, {at: 0}) !== bytes.byteLength) throw new Error(`${name}: the disk took only part of it`);
-      handle.flush();
-    } finally {
-      handle.close();
-    }
-  },
+  // checked before anything of them is used, the heap while Pyodide starts. Where they are kept
+  // (the private file system, else Cache Storage) is store.js's choice; the checks are the same.
+  stores: CONFIG.snapshot && BOOT.snapshotKey && BOOT.snapshotScope
+    ? sdpaSnapshotStores({folder: CONFIG.snapshot.folder, scope: BOOT.snapshotScope, base: BOOT.base, allowed: BOOT.stores})
+    : null,
+  store: async () => snapshots.stores && snapshots.stores.pick(),
 
   async find() {
-    if (!this.available()) return null;
+    const store = await this.store();
+    if (!store) return null;
     if (BOOT.fresh || !BOOT.restore) {      // "Reload from the network", or the snapshot failed: drop it
       await this.drop().catch(() => {});
       return null;
     }
     try {
       const reading = (async () => {
-        const folder = await this.folder();
-        const saved = await this.parse(await this.read(folder, `${BOOT.snapshotKey}.json`));
-        return {...saved, heap: await this.read(folder, `${BOOT.snapshotKey}.heap`)};
+        const saved = await this.parse(await store.read(`${BOOT.snapshotKey}.json`));
+        const heap = await store.read(`${BOOT.snapshotKey}.heap`);
+        return {...saved, heap, store: store.name, read: performance.now()};
       })();
       // a file held by another tab's worker, or a storage that does not answer: boot without it
       const late = new Promise((resolve, reject) => setTimeout(() => reject(new Error(
@@ -495,13 +460,17 @@ const snapshots = {
     return JSON.parse(new TextDecoder().decode(body));
   },
 
-  async restore({meta, heap, doc}) {
+  async restore({meta, heap, doc, store, read}) {
+    // when each part was done (ms on the worker's clock): the files read, Pyodide's scripts run (the
+    // restore begins), the heap's sha256 checked, the runtime started from it, the page linked
+    const at = {read, begin: performance.now()};
     status("runtime", "Restoring Python as this browser saved it");
     // A damaged heap can make Pyodide's start hang (a failed wasm instantiation never rejects):
     // its size is checked first, its sha256 while Pyodide starts, and the restore has a time limit.
     const saved = meta.heap || {};
     if (heap.byteLength !== saved.bytes) throw new SnapshotDamaged(`snapshot is ${heap.byteLength} bytes, ${saved.bytes} were saved`);
     const checked = sha256hex(heap).then((digest) => {
+      at.sha256 = performance.now();
       if (digest !== saved.sha256) throw new SnapshotDamaged(`snapshot's sha256 ${digest.slice(0, 12)}… differs from the one saved`);
     });
     checked.catch(() => {});
@@ -518,6 +487,7 @@ const snapshots = {
       const loading = loadRuntime({_loadSnapshot: heap, _snapshotDeserializer: restore.deserializer})
         .catch(async (err) => { await checked; throw err; });
       [self.pyodide] = await Promise.race([Promise.all([loading, checked]), limit]);
+      at.runtime = performance.now();
     } finally {
       clearTimeout(timer);
     }
@@ -526,30 +496,32 @@ const snapshots = {
     restored = true;
     await guard(Promise.all(checks));
     self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
-    post({type: "restored", bytes: heap.byteLength});
+    at.linked = performance.now();
+    post({type: "restored", bytes: heap.byteLength, store, at, origin: performance.timeOrigin});
     return doc;
   },
 
   async make() {
     const started = performance.now();
-    if (!this.available()) throw new Error("this browser cannot keep a snapshot (no synchronous file access in workers)");
+    const store = await this.store();
+    if (!store) throw new Error("it offers no private file storage for pages");
     await bootPython({_makeSnapshot: true});
     const doc = await writeDoc();
     const meta = await sdpaSnapshotRecord(self.pyodide);
     const heap = self.pyodide.makeMemorySnapshot({serializer: sdpaSnapshotSerializer});
     meta.heap = {bytes: heap.byteLength, sha256: await sha256hex(heap)};
-    const folder = await this.folder();
-    for await (const name of folder.keys()) {        // one snapshot: this version's
-      if (!name.startsWith(`${BOOT.snapshotKey}.`)) await folder.removeEntry(name);
+    for (const other of this.stores.all) {        // one snapshot: this version's, in this store
+      if (other === store) await store.keepOnly(`${BOOT.snapshotKey}.`);
+      else if (await other.usable()) await other.keepOnly(null).catch(() => {});
     }
     try {
-      await this.write(folder, `${BOOT.snapshotKey}.heap`, heap);
-      await this.write(folder, `${BOOT.snapshotKey}.json`, await this.encode({meta, doc}));
+      await store.write(`${BOOT.snapshotKey}.heap`, heap);
+      await store.write(`${BOOT.snapshotKey}.json`, await this.encode({meta, doc}));
     } catch (err) {
       await this.drop().catch(() => {});      // no half-written snapshot (e.g. over the storage quota)
       throw err;
     }
-    post({type: "snapshot-stored", bytes: heap.byteLength, ms: performance.now() - started});
+    post({type: "snapshot-stored", bytes: heap.byteLength, ms: performance.now() - started, store: store.name});
   },
 
   // A restore that failed (or a restored Python that failed before the page is live): dropped so it is
@@ -561,10 +533,11 @@ const snapshots = {
     post({type: "snapshot-failed", msg, detail, damaged: err instanceof SnapshotDamaged});
   },
 
-  async drop() {
-    if (!this.available()) return;
-    const folder = await this.folder();
-    for (const ext of ["json", "heap"]) await folder.removeEntry(`${BOOT.snapshotKey}.${ext}`).catch(() => {});
+  async drop() {           // from every store (a snapshot made before the browser offered another)
+    for (const store of this.stores ? this.stores.all : []) {
+      if (!(await store.usable())) continue;
+      for (const ext of ["json", "heap"]) await store.remove(`${BOOT.snapshotKey}.${ext}`);
+    }
   },
 };
 

@@ -80,12 +80,13 @@ def test_a_broken_service_worker_is_said_on_the_page(broken_sw_site, browser):
 
 
 def test_an_engine_without_service_workers_or_private_files_is_said_on_the_page(site, served, browser):
-    """A browser that offers neither service workers nor the origin's private file system (as some
-    private windows do; here both are removed before the page runs): the page says it will not work
+    """A browser that offers neither service workers nor the origin's private file system nor Cache Storage
+    (as some private windows do; here all are removed before the page runs): the page says it will not work
     offline and that later visits will not start faster, and works."""
     require_pyodide_dist()
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_init_script("delete Navigator.prototype.serviceWorker; delete StorageManager.prototype.getDirectory;")
+    context.add_init_script("delete Navigator.prototype.serviceWorker; delete StorageManager.prototype.getDirectory; "
+                            "delete window.caches;")
     try:
         page = context.new_page()
         boot(page, served)
@@ -96,7 +97,7 @@ def test_an_engine_without_service_workers_or_private_files_is_said_on_the_page(
                                     "available (private windows often lack them)."), notes
         assert notes["snapshot"] == ("Later visits will start as slowly as this one: this browser cannot keep a ready "
                                      "copy of the app (it offers no private file storage for pages)."), notes
-        assert page.evaluate("sdpaLab.snapshot.state") == "unavailable"
+        assert page.evaluate("[sdpaLab.snapshot.state, typeof window.caches]") == ["unavailable", "undefined"]
         still_usable(page)
     finally:
         context.close()

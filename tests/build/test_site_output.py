@@ -73,7 +73,8 @@ def test_scripts_and_stylesheets_carry_integrity(site):
     boot = (site.root / "boot.js").read_text()
     worker = site.root / "worker.js"
     assert render.embedded(boot, "WORKER") == {"path": "worker.js", "sha256": sha256(worker),
-                                               "size": worker.stat().st_size, "snapshots": site.self_hosted}
+                                               "size": worker.stat().st_size, "snapshots": site.self_hosted,
+                                               "snapshotFolder": offline.SNAPSHOT_FOLDER if site.self_hosted else None}
 
 
 def test_worker_checks_every_file_it_loads(site):

@@ -69,7 +69,7 @@ def first_visit_saves_a_snapshot(page, url) -> list:
     assert page.evaluate("sdpaLab.boot") == "python"
     page.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SNAPSHOT_MS)
     state = page.evaluate("sdpaLab.snapshot")
-    assert state["state"] == "stored", state
+    assert state["state"] == "stored" and state["store"] == "opfs", state      # the private file system first
     entries = page.evaluate(ENTRIES, offline.SNAPSHOT_FOLDER)
     assert sorted(name.rsplit(".", 1)[1] for name, _ in entries) == ["heap", "json"], entries
     assert dict((name.rsplit(".", 1)[1], n) for name, n in entries)["heap"] == state["bytes"]
@@ -83,8 +83,8 @@ def test_a_second_visit_boots_from_the_snapshot(live_site, browser):
     first_visit_saves_a_snapshot(page, live_site)
     page.goto(live_site + "?view=playground&d_k=256")
     wait_ready(page)
-    how = page.evaluate("[sdpaLab.boot, sdpaLab.snapshotFailure, sdpaLab.snapshotUnreadable]")
-    assert how == ["snapshot", None, None], how
+    how = page.evaluate("[sdpaLab.boot, sdpaLab.snapshotStore, sdpaLab.snapshotFailure, sdpaLab.snapshotUnreadable]")
+    assert how == ["snapshot", "opfs", None, None], how
     steps = page.evaluate("Object.keys(sdpaLab.steps)")
     assert not {"packages", "import", "app"} & set(steps), steps      # restored, not rebuilt
     handle = page.locator(HANDLE)
@@ -222,8 +222,9 @@ def test_a_tampered_or_damaged_snapshot_is_dropped_and_made_anew(live_site, brow
 def test_a_restore_that_fails_on_whole_bytes_blocks_new_snapshots_for_a_while(live_site, browser):
     """A snapshot whose bytes are whole but which this engine cannot restore (here: its side data say a
     library's table slot is one the fresh runtime has taken; the sha256 line matches) fails again on
-    every try: the page boots the usual way, says why in the console (a warning, not an error), and
-    makes no new snapshot of this version for 7 days; once that time has passed, it makes one."""
+    every try: the page boots the usual way, says why in the console (a warning, not an error), says on
+    the page that later visits stay slow, and makes no new snapshot of this version for 7 days; once
+    that time has passed, it makes one."""
     context, page, errors = open_page(browser)
     warnings = []
     page.on("console", lambda m: m.type == "warning" and warnings.append(m.text))
@@ -248,6 +249,9 @@ def test_a_restore_that_fails_on_whole_bytes_blocks_new_snapshots_for_a_while(li
     page.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SNAPSHOT_MS)
     state = page.evaluate("sdpaLab.snapshot")
     assert state["state"] == "unavailable" and "did not restore" in state["why"], state
+    note = page.evaluate("sdpaLab.notes.snapshot")        # said on the page once, in the reader's words
+    assert note and "did not start here; no new one is made before" in note, note
+    assert page.locator("#sdpa-notes").is_visible()
     assert page.evaluate(ENTRIES, offline.SNAPSHOT_FOLDER) == []      # the failed one is gone
     block = json.loads(page.evaluate("localStorage.getItem('sdpa-snapshot-failed')"))
     days = (block["until"] - page.evaluate("Date.now()")) / 86_400_000
@@ -258,6 +262,85 @@ def test_a_restore_that_fails_on_whole_bytes_blocks_new_snapshots_for_a_while(li
     wait_ready(page)
     page.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SNAPSHOT_MS)
     assert page.evaluate("sdpaLab.snapshot.state") == "stored", page.evaluate("sdpaLab.snapshot")
+    assert errors == [], errors
+    context.close()
+
+
+# The fallback store (templates/store.js "cache"): Cache Storage, one entry per file. [url, bytes] of each.
+CACHE_ENTRIES = """async (name) => {
+  if (!(await caches.has(name))) return [];
+  const cache = await caches.open(name);
+  const out = [];
+  for (const request of await cache.keys()) out.push([request.url, (await (await cache.match(request)).arrayBuffer()).byteLength]);
+  return out;
+}"""
+# 64 bytes in the middle of the kept heap flipped (as FLIP_HEAP), in Cache Storage.
+FLIP_CACHED_HEAP = """async ([name, url]) => {
+  const cache = await caches.open(name);
+  const bytes = new Uint8Array(await (await cache.match(url)).arrayBuffer());
+  const middle = bytes.length >> 1;
+  for (let i = middle; i < middle + 64; i++) bytes[i] ^= 0xff;
+  await cache.put(url, new Response(bytes));
+}"""
+# An engine without the origin's private file system (as WebKit, where Safari and every iPhone browser
+# run): the page sees none, so neither does its worker (boot.js hands it the stores the page sees).
+NO_OPFS = "delete StorageManager.prototype.getDirectory;"
+
+
+def test_without_a_private_file_system_the_snapshot_is_kept_in_cache_storage(live_site, browser):
+    """Where the origin's private file system is missing, the snapshot goes to Cache Storage (its heap and
+    its .json, in a cache of its own) and the next visit restores it from there. Its heap changed there
+    is found by its sha256 while Pyodide starts: dropped, the page boots the usual way, a fresh one is
+    kept and restored at the visit after. "Reload from the network" does not use it."""
+    context, page, errors = open_page(browser)
+    context.add_init_script(NO_OPFS)
+    page.goto(live_site)
+    wait_ready(page)
+    assert page.evaluate("[sdpaLab.boot, typeof navigator.storage.getDirectory]") == ["python", "undefined"]
+    timings = {"python": [boot_seconds(page)], "snapshot": []}
+
+    def kept() -> dict:
+        page.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SNAPSHOT_MS)
+        state = page.evaluate("sdpaLab.snapshot")
+        assert state["state"] == "stored" and state["store"] == "cache", state
+        entries = dict(page.evaluate(CACHE_ENTRIES, offline.SNAPSHOT_FOLDER))
+        assert sorted(url.rsplit(".", 1)[1] for url in entries) == ["heap", "json"], entries
+        heap = next(url for url in entries if url.endswith(".heap"))
+        assert entries[heap] == state["bytes"] and f"/{offline.SNAPSHOT_FOLDER}/" in heap, entries
+        return heap
+
+    def restored():
+        page.reload()
+        wait_ready(page)
+        timings["snapshot"].append(boot_seconds(page))
+        how = page.evaluate("[sdpaLab.boot, sdpaLab.snapshotStore, sdpaLab.snapshotDamaged, sdpaLab.snapshotFailure, "
+                            "sdpaLab.snapshotUnreadable]")
+        assert how == ["snapshot", "cache", None, None, None], how
+        assert not {"packages", "import", "app"} & set(page.evaluate("Object.keys(sdpaLab.steps)"))
+        before = page.evaluate(PLOT_STATE)
+        handle = page.locator(HANDLE)
+        handle.focus()
+        handle.press("ArrowRight")
+        page.wait_for_function(f"({PLOT_STATE})() !== {before!r}", timeout=30_000)
+
+    heap = kept()
+    restored()
+    page.evaluate(FLIP_CACHED_HEAP, [offline.SNAPSHOT_FOLDER, heap])
+    page.reload()
+    wait_ready(page)
+    timings["python"].append(boot_seconds(page))
+    how = page.evaluate("({boot: sdpaLab.boot, failure: sdpaLab.snapshotFailure})")
+    assert how["boot"] == "python" and how["failure"] and "sha256" in how["failure"], how
+    kept()                                                  # made anew, not blocked
+    assert page.evaluate("localStorage.getItem('sdpa-snapshot-failed')") is None
+    restored()
+    page.evaluate("sessionStorage.setItem('sdpa-fresh', '1')")      # what "Reload from the network" sets
+    page.reload()
+    wait_ready(page)
+    how = page.evaluate("[sdpaLab.boot, sdpaLab.snapshotDamaged, sdpaLab.snapshotFailure]")
+    assert how == ["python", None, None], how
+    print(f"\ninteractive after (s), snapshot in Cache Storage: usual boot {timings['python']}, "
+          f"from the snapshot {timings['snapshot']}")
     assert errors == [], errors
     context.close()
 
