@@ -131,10 +131,18 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
   // (the reloading page keeps the old version in use). Before booting, a page that finds a version
   // waiting asks it to take over if this is the only page open, then reloads once: the reload gets the
   // new version, every file from it. Resolves true when that reload is coming.
+  // It asks only once the page has stopped requesting files (quiet, below). Chromium lets a version
+  // that called skipWaiting() in when the old one is idle: it stops the old worker at once, but a
+  // request of this page reaching the old worker meanwhile (a stylesheet, the favicon) starts it
+  // again, and then the new version waits until the old worker has had nothing to do for 30 s (with
+  // DevTools attached, as under Playwright, up to 5 min). Asked while the page was still loading, it
+  // never came in within the 10 s the page waits.
   async function takeWaitingVersion() {
     if (!("serviceWorker" in navigator) || !navigator.serviceWorker.controller) return false;
     const reg = await navigator.serviceWorker.getRegistration(SERVICE_WORKER.scope).catch(() => null);
     if (!reg || !reg.waiting) return false;
+    await quiet();
+    if (!reg.waiting) return false;
     const taken = new Promise((resolve) => navigator.serviceWorker.addEventListener("controllerchange", () => resolve(true)));
     const answer = new Promise((resolve) => {
       const channel = new MessageChannel();
@@ -153,6 +161,29 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     lab.takeOver = "reloading into the new version";
     location.reload();
     return true;
+  }
+
+  // Resolves once the page has loaded and has requested no file for `ms` (the favicon comes some
+  // 0.5 s after the load event, unseen by resource timing), or `limit` s after the call at most.
+  function quiet(ms = 1000, limit = 10) {
+    const until = performance.now() + limit * 1000;
+    const loaded = document.readyState === "complete" ? Promise.resolve()
+      : new Promise((resolve) => window.addEventListener("load", resolve, {once: true}));
+    return loaded.then(() => new Promise((resolve) => {
+      let count = -1;
+      let since = 0;
+      const look = () => {
+        const now = performance.now();
+        const seen = performance.getEntriesByType("resource").length;
+        if (seen !== count) {
+          count = seen;
+          since = now;
+        }
+        if (now - since >= ms || now >= until) resolve();
+        else setTimeout(look, 100);
+      };
+      look();
+    }));
   }
 
   function notifyUpdate(waiting) {
