@@ -44,7 +44,7 @@ class Alignment(pn.viewable.Viewer):
             mark = Span(location=lab.rho, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
             p.add_layout(mark)
             self.marks.append(mark)
-            style_legend(p, below=True, ncols=3)
+            style_legend(p, below=True, ncols=2)
             self.figs[metric] = p
         self.mapper = LinearColorMapper(palette=HEATMAP, low=0, high=1, nan_color=NAN_COLOR)
         self.map_sources, self.maps = {}, {}

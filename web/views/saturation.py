@@ -67,7 +67,7 @@ class Saturation(pn.viewable.Viewer):
             self.grad_lines[rule] = p.line("rank", "norm", source=self.grad_sources[rule], color=rule_color(rule),
                                            line_width=2.5, line_dash=rule_dash(rule), legend_label=RULE_LABELS[rule])
             self.renderers[rule].append(self.grad_lines[rule])
-        style_legend(p, below=True, ncols=3)
+        style_legend(p, below=True, ncols=2)
         self.grad_fig = p
         self.grad_note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
         self.samples = choice_slider(self.lab, "samples", SAMPLES_OPTIONS, "Monte-Carlo samples per d_k",
