@@ -13,7 +13,8 @@ A pipeline of named steps, each in its own module and tested on its own (tests/b
     patch         Pyodide's pyodide.asm.js, patched for the warm boot from a snapshot (pyodide_patch.py)
     assets        Panel's and Bokeh's static files the page references
     images        icons and the link-preview image (icons.py); notices.html (notices.py)
-    render        index.html, worker.js, boot.js, boot.css, manifest (render.py)
+    render        index.html, worker.js, boot.js, boot.css, manifest (render.py); each link's first
+                  paint in HTML too, shown before any script runs (html_paint.py)
     offline       sw.js with the offline policy: every file and its sha256 (offline.py)
 
 Pyodide comes from PYODIDE_DIST=<dir> (a release folder, or any folder with its layout
@@ -44,6 +45,7 @@ sys.path.insert(0, str(HERE))
 import archive  # noqa: E402
 import assets  # noqa: E402
 import bytecode  # noqa: E402
+import html_paint  # noqa: E402
 import icons  # noqa: E402
 import notices  # noqa: E402
 import offline  # noqa: E402
@@ -215,14 +217,16 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     # render
     worker = render.worker_js(config).encode()
     (out / "worker.js").write_bytes(worker)
-    firsts = render.first_paint_files(pre["first_paints"], out)
+    # each link's first paint also as HTML, shown before any script runs (html_paint.py)
+    layers = {key: {**doc, "html": html_paint.other_layer(html, doc)} for key, doc in pre["first_paints"].items()}
+    firsts = render.first_paint_files(layers, out)
     log(f"first paints: {len(firsts) + 1} links pre-rendered (index.html and {render.FIRST_PAINT_DIR}/*.json, "
         f"{sum((out / f['path']).stat().st_size for f in firsts.values()) / 1e6:.2f} MB)")
     (out / "boot.js").write_text(render.boot_js(worker, offline.REGISTRATION, snapshot_folder=(config["snapshot"] or {}).get("folder"),
                                                 first_paints=firsts, default_first_paint=pre["default_first_paint"]))
     (out / "boot.css").write_text(render.boot_css(identity))
     (out / "manifest.webmanifest").write_text(render.manifest(identity, manifest_icons))
-    html = render.draw_first_paint_through_boot(html)
+    html = html_paint.paint_page(render.deferred_scripts(render.draw_first_paint_through_boot(html)))
     html = render.finish(html, identity=identity, preview=PREVIEW, extra_origins=extra_origins, site_url=site_url)
     (out / "index.html").write_text(render.with_integrity(html, lambda rel: (out / rel).read_bytes()))
     (out / ".nojekyll").write_text("")   # GitHub Pages: serve every file as it is

@@ -242,6 +242,25 @@ def head_tags(identity: Identity, preview: Preview, site_url: str | None = None)
     ]
 
 
+LOG_LEVEL = re.compile(r'<script type="text/javascript">\s*Bokeh\.set_log_level\("info"\);\s*</script>')
+LIBRARY = re.compile(r'<script type="text/javascript" src="([^"]+)"></script>')
+
+
+def deferred_scripts(page: str) -> str:
+    """Panel's page loads BokehJS, its widgets, KaTeX, Bootstrap and Panel's JS in <head>, each blocking
+    the first paint until it has downloaded and run (seconds on a phone). Deferred, they run in the
+    same order once the HTML is parsed, before DOMContentLoaded, where Panel's page draws its document:
+    the page's HTML first paint (html_paint.py) shows meanwhile. Panel's one inline call into BokehJS
+    in <head> (its log level, which is "info" already) would run before BokehJS: it goes."""
+    page, n = LOG_LEVEL.subn("", page)
+    if n != 1:
+        raise SystemExit("make site: Panel's Bokeh.set_log_level script is not in its page once (did its template change?)")
+    page, n = LIBRARY.subn(r'<script type="text/javascript" src="\1" defer></script>', page)
+    if not n:
+        raise SystemExit("make site: no library <script src> in Panel's page to defer")
+    return page
+
+
 def finish(page: str, *, identity: Identity, preview: Preview, extra_origins: tuple[str, ...] = (),
            site_url: str | None = None) -> str:
     """Panel's pre-rendered page becomes ours: policy first, then the head tags and our boot script."""

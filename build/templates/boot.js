@@ -34,7 +34,8 @@
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
                                 error: null, errorFile: null, stalled: null, offline: null, adopted: null,
                                 boot: null, snapshotStore: null, snapshot: null, snapshotFailure: null,
-                                snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null};
+                                snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null,
+                                htmlPaint: "shown"};
   // The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
   // the tour its step. A link the page will correct (an unknown view, step 9) gets the default first
   // paint; the live page then shows where the correction leads.
@@ -58,6 +59,32 @@
   }) : Promise.resolve(null);
   let drawnDocs = null;      // the document the first paint drew (what adopt compares the live one with)
 
+  // The first paint in HTML (build/html_paint.py): index.html carries the default link's; another
+  // link's comes with its document, and the default one stays hidden meanwhile. It goes once BokehJS
+  // has drawn the document beneath it.
+  const root = document.documentElement;
+  if (embedded) root.classList.add("sdpa-embed");
+  if (firstFile) root.classList.add("sdpa-hp-other");
+  const whenParsed = new Promise((resolve) => {
+    if (document.readyState !== "loading") resolve();
+    else document.addEventListener("DOMContentLoaded", () => resolve(), {once: true});
+  });
+  const htmlLayer = () => document.getElementById("sdpa-html-paint");
+  firstDoc.then(async (alt) => {
+    await whenParsed;
+    const layer = htmlLayer();
+    if (layer && alt && typeof alt.html === "string") layer.innerHTML = alt.html;
+    root.classList.remove("sdpa-hp-other");   // a damaged file: the default view, as BokehJS will draw
+  });
+  function dropHtmlLayer() {
+    // two frames: BokehJS lays its views out in the frame after it has built them
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      const layer = htmlLayer();
+      if (layer) layer.remove();
+      lab.htmlPaint = "replaced";
+    }));
+  }
+
   // Panel's page calls this instead of Bokeh.embed.embed_items (build/render.py): draw the link's own
   // view. Embedded (?embed=1), the page's chrome (intro, navigation, footer: css class sdpa-chrome)
   // is hidden and the embed bar (sdpa-embed-only) shown, as Python will have them.
@@ -73,7 +100,9 @@
     if (embedded) docs = forEmbed(docs);
     lab.firstPaint = alt ? firstKey : FIRST_PAINT.default;
     drawnDocs = docs;
-    return Bokeh.embed.embed_items(docs, renderItems);
+    const views = await Bokeh.embed.embed_items(docs, renderItems);
+    dropHtmlLayer();
+    return views;
   };
 
   function forEmbed(docs) {
