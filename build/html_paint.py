@@ -3,7 +3,7 @@
 The pre-rendered page is a Bokeh document, and none of it paints until BokehJS (1.3 MB) and Panel's
 JavaScript have loaded and run: seconds on a phone. This module writes the same view as plain HTML
 from the document's own models, so the reader sees the view's question, its headline and its text at
-once, with each figure as a box of its final size and title, and each control as a disabled look-alike
+once, with each figure drawn as SVG in a box of its final size (html_figures.py), and each control as a disabled look-alike
 with its value. The page shows that layer over the main area until BokehJS has drawn the document
 beneath it (templates/boot.js), then removes it in one step: nothing on the page moves.
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 import html
 import json
 import re
+
+import html_figures
 
 #: The layer's element; boot.js removes it once BokehJS has drawn the document beneath.
 LAYER_ID = "sdpa-html-paint"
@@ -45,8 +47,9 @@ class Document:
 
     def _index(self, value) -> None:
         if isinstance(value, dict):
-            if value.get("type") == "object" and "attributes" in value and value["id"] not in self.models:
-                self.models[value["id"]] = value
+            # a model is defined where it has a name (its attributes are left out when all are defaults)
+            if value.get("type") == "object" and "name" in value and value["id"] not in self.models:
+                self.models[value["id"]] = {**value, "attributes": value.get("attributes", {})}
             for v in value.values():
                 self._index(v)
         elif isinstance(value, list):
@@ -54,8 +57,9 @@ class Document:
                 self._index(v)
 
     def get(self, ref) -> dict | None:
-        if isinstance(ref, dict) and ref.get("type") == "object":
-            return self.models.get(ref["id"], ref)
+        """A model, whether given whole or by reference ({"id": ...}, once it is defined elsewhere)."""
+        if isinstance(ref, dict) and isinstance(ref.get("id"), str) and ref.get("type", "object") == "object":
+            return self.models.get(ref["id"])
         return None
 
 
@@ -156,14 +160,14 @@ class Painter:
     def _KaTeX(self, a: dict) -> str:
         return self._HTML(a)
 
-    # figures: a box of the final size, with the figure's title
+    # figures: a box of the final size with the figure drawn as SVG (html_figures.py)
     def _Figure(self, a: dict) -> str:
         title = self.doc.get(a.get("title")) or {}
         text = title.get("attributes", {}).get("text", "") if title else ""
         height = a.get("height") if isinstance(a.get("height"), (int, float)) else 300
         extra = {"height": _px(height)}
-        return (f'<div{_attrs(a, "sdpa-hp-figure", extra=extra)} role="img" aria-label="{html.escape(text or "figure")}: '
-                f'drawing">' f'<span class="sdpa-hp-title">{html.escape(text)}</span></div>')
+        return (f'<div{_attrs(a, "sdpa-hp-figure", extra=extra)} role="img" aria-label="{html.escape(text or "figure")}">'
+                f"{html_figures.draw(self.doc, a)}</div>")
 
     # controls: disabled look-alikes with their values
     def _label(self, a: dict, inner: str, cls: str = "sdpa-hp-widget") -> str:

@@ -99,3 +99,92 @@ def test_library_scripts_are_deferred_and_the_inline_bokeh_call_goes():
     assert "set_log_level" not in out
     with pytest.raises(SystemExit, match="set_log_level"):
         render.deferred_scripts(out)     # Panel's template changed under it: the build says so
+
+
+# ---- figures as SVG (build/html_figures.py) ---------------------------------------------------------
+
+html_figures = build_module("html_figures")
+
+
+def ndarray(values, compress: bool) -> dict:
+    """A column as Bokeh serialises a numpy array (gzipped when large, as Panel's documents are)."""
+    import base64
+    import gzip
+
+    import numpy as np
+    raw = np.asarray(values, dtype="<f8").tobytes()
+    return {"type": "ndarray", "array": {"type": "bytes", "data": base64.b64encode(gzip.compress(raw) if compress else raw).decode()},
+            "shape": [len(values)], "dtype": "float64", "order": "little"}
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_columns_decode_as_bokeh_wrote_them(compress):
+    assert list(html_figures.column(ndarray([1.5, -2.0, 3.0], compress))) == [1.5, -2.0, 3.0]
+    nan = html_figures.numbers(html_figures.column([1, {"type": "number", "value": "nan"}, None]))
+    assert nan[0] == 1 and all(x != x for x in nan[1:])
+
+
+@pytest.mark.parametrize("ext, log, want", [
+    ((0, 1), False, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
+    ((-64, 64), False, [-50, 0, 50]),
+    ((16, 0), False, [0, 5, 10, 15]),                        # a flipped range (the heat maps' y)
+    ((0.5, 5000), True, [1, 10, 100, 1000]),
+    ((1e-3, 1e9), True, [1e-3, 1, 1e3, 1e6, 1e9]),        # 13 powers: thinned to six at most
+])
+def test_ticks_are_round_and_inside_the_range(ext, log, want):
+    assert html_figures.ticks(ext, log) == pytest.approx(want)
+
+
+def figure(*renderers, x_range=None, y_range=None, log_x=False, **more):
+    rng = {"type": "object", "name": "DataRange1d", "id": "dx"}
+    return obj("fig", "Figure", height=300, sizing_mode="stretch_width",
+               x_range=x_range or rng, y_range=y_range or {**rng, "id": "dy"},
+               x_scale=obj("sx", "LogScale" if log_x else "LinearScale"), y_scale=obj("sy", "LinearScale"),
+               title=obj("t", "Title", text="a plot"), renderers=list(renderers),
+               below=[obj("ax", "LogAxis" if log_x else "LinearAxis", axis_label="d_k")], **more)
+
+
+def glyph(id_, name, data: dict, **props):
+    return obj(f"r{id_}", "GlyphRenderer", glyph=obj(f"g{id_}", name, **props),
+               data_source=obj(f"s{id_}", "ColumnDataSource", data={"type": "map", "entries": list(data.items())}))
+
+
+def painted(fig) -> str:
+    doc = html_paint.Document(json.loads(html.unescape(docs_text(fig))))
+    return html_figures.draw(doc, doc.models["fig"]["attributes"])
+
+
+def test_a_line_breaks_at_nan_and_the_data_range_pads_ten_percent():
+    line = glyph(1, "Line", {"x": ndarray([0, 1, 2, 3, 4], True), "y": [0, 1, {"type": "number", "value": "nan"}, 3, 4]},
+                 x={"type": "field", "field": "x"}, y={"type": "field", "field": "y"}, line_color="#000000")
+    out = painted(figure(line))
+    assert out.count("<polyline") == 2                       # (0,0)-(1,1), then (3,3)-(4,4)
+    # x from -0.2 to 4.2 over 1000: x = 0 sits at 1000 * 0.2 / 4.4
+    assert 'points="45.5,954.5 272.7,727.3"' in out
+    assert "stroke:var(--sdpa-text)" in out                  # black follows the page's text colour (dark)
+    assert ">d_k</span>" in out and ">a plot</span>" in out
+
+
+def test_boxes_take_one_value_for_every_row_and_a_colour_mapper_colours_them():
+    mapper = obj("m", "LinearColorMapper", palette=["#000001", "#000002"], low=0, high=1)
+    quads = glyph(2, "Quad", {"l": [0, 1], "r": [1, 2], "t": [0.2, 0.9]}, left={"type": "field", "field": "l"},
+                  right={"type": "field", "field": "r"}, top={"type": "field", "field": "t"},
+                  bottom={"type": "value", "value": 0}, fill_color={"type": "field", "field": "t", "transform": mapper})
+    out = painted(figure(quads))
+    assert out.count("<rect") == 2
+    assert "fill:#000001" in out and "fill:#000002" in out
+
+
+def test_log_axes_label_powers_of_ten_and_a_span_marks_its_place():
+    line = glyph(3, "Line", {"x": [1, 10, 100, 1000], "y": [1, 2, 3, 4]},
+                 x={"type": "field", "field": "x"}, y={"type": "field", "field": "y"})
+    span = obj("sp", "Span", location=100, dimension="height", line_color="#444444", line_dash="dashed")
+    out = painted(figure(line, log_x=True, center=[span]))
+    assert "10<sup>0</sup>" in out and "10<sup>3</sup>" in out
+    assert "stroke-dasharray:6 4" in out and "stroke:var(--sdpa-soft)" in out
+
+
+def test_a_categorical_figure_keeps_its_box_and_title_without_a_drawing():
+    fig = figure(x_range=obj("fr", "FactorRange", factors=["a", "b"]))
+    out = painted(fig)
+    assert ">a plot</span>" in out and "<svg" not in out

@@ -97,6 +97,10 @@ def test_every_link_paints_its_own_view_in_html_before_any_script_runs(site, ser
         assert page.locator("#sdpa-html-paint h1.sdpa-h1").is_visible() != embed, key
         if not key.startswith("tour-") and key != "questions":     # a view's headline sentence, with its numbers
             assert page.locator("#sdpa-html-paint .sdpa-headline").first.is_visible(), key
+        # its figures are drawn (build/html_figures.py), not empty boxes
+        marks = page.evaluate("() => [...document.querySelectorAll('#sdpa-html-paint .sdpa-hp-figure')].filter((f) =>"
+                              " f.getClientRects().length).map((f) => f.querySelectorAll('svg *').length)")
+        assert not marks or max(marks) > 0, (key, marks)
         # the page does not scroll sideways on a phone (a wide table scrolls in its own box, as once live)
         assert page.evaluate("document.documentElement.scrollWidth") <= 412, key
         assert page.evaluate("window.Bokeh") is None
