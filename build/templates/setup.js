@@ -231,6 +231,7 @@ function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorke
     ...(window.caches ? ["cache"] : []),
   ];
 
+  // eslint-disable-next-line no-unused-vars -- never read: holding the cache open is the point (see below)
   let heldCache = null;
   const snapshotNote = (why) => note("snapshot", `Later visits will start as slowly as this one: this browser cannot keep a ready copy of the app (${why}).`);
 

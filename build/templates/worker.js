@@ -39,8 +39,6 @@ async function sha256hex(buffer) {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
-
 // Every file the boot needs (runtime, stdlib, lock, the package archive) is requested right now, so the
 // downloads run alongside the runtime's start-up instead of after it; Pyodide's own fetches of those
 // URLs are handed these responses. Each file is checked against the sha256 and size the build wrote
@@ -58,7 +56,7 @@ function sendProgress(force) {
         waiting: [...progress.waiting]});
 }
 
-async function readAll(body, path) {
+async function readAll(body) {
   const reader = body.getReader();
   const chunks = [];
   let length = 0;
@@ -102,7 +100,7 @@ function download(path, sha256, size, script) {
   const checked = response.then(async (r) => {
     let body;
     try {
-      body = await readAll((script ? r : r.clone()).body, path);
+      body = await readAll((script ? r : r.clone()).body);
     } catch (err) {
       throw new BootError(`${path} broke off while downloading (${err.message || err})`, path);
     }

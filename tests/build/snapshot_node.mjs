@@ -46,6 +46,8 @@ const APP_BUILD = /const WRITE = `/.test(workerText) ? APP_FULL
 // ---- snapshot.js, included by text like worker.js would
 vm.runInThisContext(fs.readFileSync(path.join(REPO, "build/templates/snapshot.js"), "utf8"),
                     {filename: "snapshot.js"});
+/* global sdpaUntar, sdpaWriteFiles, sdpaSnapshotRecord, sdpaSnapshotSerializer, sdpaSnapshotResume,
+   sdpaSnapshotPrepareRestore -- snapshot.js's functions, run into this context just above */
 
 // Node has no XMLHttpRequest; panel.io.pyodide imports it (`from js import JSON, XMLHttpRequest`).
 globalThis.XMLHttpRequest ??= class XMLHttpRequest {};
@@ -100,7 +102,7 @@ async function installArchive(pyodide, files) {
 }
 
 const sent = [];
-const sendPatch = (patch, buffers, done) => sent.push(patch);
+const sendPatch = (patch, _buffers, _done) => sent.push(patch);
 
 async function importAndBuild(pyodide) {
   pyodide.runPython(`import os\nos.environ["PANEL_CDN_ROOT"] = "https://example.invalid/static/panel/"\n${LEAN}\nimport panel, bokeh`);
@@ -163,7 +165,7 @@ async function check(pyodide) {
   await pyodide.runPythonAsync(LINK);
   await new Promise((r) => setTimeout(r, 300));
   sent.length = 0;
-  const [id, title, value, step, start, end] = summary.slider;
+  const [id, title, value, step, , end] = summary.slider;
   const next = value + step <= end ? value + step : value - step;
   const apply = pyodide.globals.get("_sdpa_apply");
   apply({events: [{kind: "ModelChanged", model: {id}, attr: "value", new: next}]});
