@@ -50,6 +50,7 @@ import icons  # noqa: E402
 import notices  # noqa: E402
 import offline  # noqa: E402
 import plan  # noqa: E402
+import private_api  # noqa: E402
 import pyodide_files  # noqa: E402
 import pyodide_lock  # noqa: E402
 import pyodide_patch  # noqa: E402
@@ -62,35 +63,6 @@ WAYS_OUT = (f"set PYODIDE_DIST=<folder of a Pyodide {pyodide_files.VERSION} rele
 RUNTIME_FIRST = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip.gz", "pyodide-lock.json")
 PREVIEW = render.Preview("preview.png", *icons.PREVIEW_SIZE,
                          alt="A 4 by 4 attention-weight heat map next to the page's title")
-
-
-# templates/worker.js (LEAN) replaces Bokeh's Model.__init_subclass__ by its first line and turns param's
-# docstring flags off, assuming the rest only serves documentation. The build checks that assumption
-# against the Bokeh and param that ship, so an upgrade that changes them fails here, not in the page.
-BOKEH_INIT_SUBCLASS = """
-@classmethod
-def __init_subclass__(cls):
-    super().__init_subclass__()
-    if cls.__module__.startswith("bokeh.models"):
-        assert "__init__" in cls.__dict__, str(cls)
-        parameters = [x[0] for x in cls.parameters()]
-        cls.__init__.__signature__ = Signature(parameters=parameters)
-        process_example(cls)
-"""
-
-
-def check_lean_import() -> None:
-    import inspect
-
-    import param.parameterized
-    from bokeh.model.model import Model
-    source = inspect.getsource(Model.__init_subclass__.__func__)
-    if source.split() != BOKEH_INIT_SUBCLASS.split():
-        raise SystemExit("make site: Bokeh's Model.__init_subclass__ changed; templates/worker.js (LEAN) skips it as "
-                         "documentation-only work: check what it does now, then update BOKEH_INIT_SUBCLASS")
-    missing = [n for n in ("docstring_signature", "docstring_describe_params") if not hasattr(param.parameterized, n)]
-    if missing:
-        raise SystemExit(f"make site: param no longer has {missing}; update templates/worker.js (LEAN)")
 
 
 def log(msg: str) -> None:
@@ -151,7 +123,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
                    f"The site will load Pyodide from {pyo.cdn} at run time: it needs the network",
                    "on first visit and makes requests to another origin.",
                    f"To fix: {WAYS_OUT}."])
-    check_lean_import()
+    private_api.check(pyo.folder if pyo.self_hosted else None)   # names that moved in an upgrade fail here
     if out.exists():
         shutil.rmtree(out)
     (out / "pyodide").mkdir(parents=True)
@@ -184,9 +156,6 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
         pyodide_lock.write(out / "pyodide" / "pyodide-lock.json", pyodide_lock.runtime_only(lock))
         pyo.copy_runtime(out / "pyodide")
         pyodide_patch.patch_file(out / "pyodide" / "pyodide.asm.js")      # fails the build if Pyodide changed
-        if b"API.loadDynlib=" not in (out / "pyodide" / "pyodide.asm.js").read_bytes():
-            raise SystemExit("make site: this Pyodide's pyodide.asm.js has no API.loadDynlib, which the worker uses "
-                             "to load the package archive's compiled libraries (templates/worker.js installArchive)")
         gone = bytecode.drop_stdlib(out / "pyodide" / "python_stdlib.zip", plan.STDLIB_DROP,
                                     pre.get("stdlib_files", []))
         log(f"stdlib: {gone} files the page never imports left out (plan.STDLIB_DROP)")

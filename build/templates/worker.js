@@ -230,7 +230,7 @@ async function installArchive() {
   const {path, sitePackages, dynlibs} = CONFIG.archive;
   const files = await guard(readArchive());
   const FS = self.pyodide.FS;
-  const api = self.pyodide._api;      // loadDynlib: what loadPackage uses (build/make_site.py checks it is there)
+  const api = self.pyodide._api;      // loadDynlib: what loadPackage uses (build/private_api.py checks it is there)
   if (dynlibs.length && !(api && typeof api.loadDynlib === "function")) {
     throw new BootError("this Pyodide cannot load compiled libraries from an archive (no _api.loadDynlib)", path);
   }

@@ -273,14 +273,6 @@ def test_stdlib_drop_refuses_an_imported_module(tmp_path):
         bytecode.drop_stdlib(z, plan.STDLIB_DROP, ["pdb.py"])
 
 
-def test_lean_import_patch_matches_the_shipped_bokeh_and_param():
-    """The worker skips Bokeh's Model.__init_subclass__ and param's docstring work (templates/worker.js,
-    LEAN); the build checks that the shipped versions still do only that there (else it fails)."""
-    make_site = build_module("make_site")
-    make_site.check_lean_import()
-    assert "_bm.Model.__init_subclass__ = classmethod(" in (render.TEMPLATES / "worker.js").read_text()
-
-
 # ---- images ---------------------------------------------------------------------------------------
 
 def decode_png(data: bytes) -> tuple[int, int, list[bytes]]:

@@ -1,0 +1,134 @@
+"""Every private name of Panel, Bokeh, param and Pyodide the site relies on, in one place, checked
+against the versions the site ships.
+
+An upgrade of Panel, Bokeh or Pyodide is the riskiest change in the repository: the browser runtime
+(templates/worker.js, snapshot.js) and a few page modules reach into their internals. Each such name is
+listed here with where it is used; `make site` checks every one against the installed Panel, Bokeh and
+param (the versions it ships: plan.py takes versions from installed metadata) and against Pyodide's own
+files when it self-hosts them, and fails naming each name that moved. tests/build/test_private_api.py
+keeps the list complete: every private attribute the runtime and web/ use must be listed.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Name:
+    """``module`` then ``path`` (dotted attributes from it); ``used``: where we rely on it. ``instance``:
+    set on instances in the named class's code (``self.<last part>``), so checked in its source;
+    ``browser_only``: a module that imports only in Pyodide (panel.io.pyodide), so its source is read
+    for a top-level definition of the name."""
+    module: str
+    path: str
+    used: str
+    instance: bool = False
+    browser_only: bool = False
+
+
+PYTHON = [
+    Name("param.parameterized", "docstring_signature", "templates/worker.js LEAN: param's docstrings off"),
+    Name("param.parameterized", "docstring_describe_params", "templates/worker.js LEAN"),
+    Name("bokeh.model.model", "Model.__init_subclass__", "templates/worker.js LEAN: skipped (see BOKEH_INIT_SUBCLASS)"),
+    Name("bokeh.util.serialization", "_simple_id", "templates/worker.js APP, prerender.py: the models' ids"),
+    Name("panel.io.state", "state._add_busy_event", "templates/worker.js APP: no busy indicator"),
+    Name("panel.io.state", "state._remove_busy_event", "templates/worker.js APP"),
+    Name("panel.io.state", "state._templates", "templates/worker.js APP, FOLLOW: the page's template"),
+    Name("panel.io.state", "state._schedule_on_load", "templates/worker.js LINK"),
+    Name("panel.io.pyodide", "init_doc", browser_only=True, used="templates/worker.js APP"),
+    Name("panel.io.pyodide", "write_doc", browser_only=True, used="templates/worker.js WRITE"),
+    Name("panel.io.pyodide", "_link_docs_worker", browser_only=True, used="templates/worker.js LINK: what the outbox replaces"),
+    Name("panel.io.pyodide", "_process_document_events", browser_only=True, used="templates/worker.js LINK: a patch from events"),
+    Name("panel.io.pyodide", "_dict_converter", browser_only=True, used="templates/worker.js LINK"),
+    Name("panel.io.pyodide", "_convert_json_patch", browser_only=True, used="templates/worker.js LINK: the page's patch"),
+    Name("panel.template.base", "BaseTemplate.server_doc", "templates/worker.js APP"),
+    Name("panel.template.base", "BaseTemplate._documents", "templates/worker.js APP", instance=True),
+    Name("panel.io.location", "Location._update_synced", "web/page.py: the link's state, corrected"),
+    Name("panel.io.location", "Location._syncing", "web/page.py", instance=True),
+    Name("panel.pane", "HTML._transform_object", "web/views/common.py: a pane's text as Panel escapes it"),
+    Name("panel.viewable", "Renderable._models", "web/views/common.py: a pane's Bokeh models", instance=True),
+]
+
+#: Pyodide's internals: (file of its distribution, text that must be in it, where we rely on it).
+PYODIDE = [
+    ("pyodide.js", "_loadSnapshot", "templates/worker.js: the warm boot's loadPyodide option"),
+    ("pyodide.js", "_createPyodideModule", "templates/snapshot.js"),
+    ("pyodide.asm.js", "._api=API", "templates/worker.js: pyodide._api (loadDynlib, config._loadSnapshot)"),
+    ("pyodide.asm.js", "._module=Module", "templates/snapshot.js: pyodide._module, Emscripten's Module"),
+    ("pyodide.asm.js", "API.loadDynlib=", "templates/worker.js installArchive: the archive's compiled libraries"),
+    *[("pyodide.asm.js", name, "templates/snapshot.js: where libraries and functions sat in memory")
+      for name in ("LDSO", "loadedLibsByName", "loadedLibsByHandle", "GOT", "wasmTable", "getFunctionAddress",
+                   "setWasmTableEntry", "convertJsFunctionToWasm", "updateTableMap", "loadDynamicLibrary")],
+]
+
+# templates/worker.js (LEAN) replaces Bokeh's Model.__init_subclass__ by its first line and turns param's
+# docstring flags off, assuming the rest only serves documentation. The build checks that assumption
+# against the Bokeh that ships, so an upgrade that changes it fails here, not in the page.
+BOKEH_INIT_SUBCLASS = """
+@classmethod
+def __init_subclass__(cls):
+    super().__init_subclass__()
+    if cls.__module__.startswith("bokeh.models"):
+        assert "__init__" in cls.__dict__, str(cls)
+        parameters = [x[0] for x in cls.parameters()]
+        cls.__init__.__signature__ = Signature(parameters=parameters)
+        process_example(cls)
+"""
+
+
+def resolve(name: Name) -> bool:
+    if name.browser_only:
+        spec = importlib.util.find_spec(name.module)
+        source = Path(spec.origin).read_text() if spec and spec.origin else ""
+        return re.search(rf"^(async def |def |class ){name.path}\b|^{name.path}\s*[:=]", source, re.M) is not None
+    try:
+        obj = importlib.import_module(name.module)
+    except ImportError:
+        return False
+    *owners, last = name.path.split(".")
+    for part in owners:
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    if name.instance:
+        try:
+            return any(re.search(rf"self\.{last}\s*[:=]", inspect.getsource(cls)) for cls in inspect.getmro(obj) if cls is not object)
+        except (OSError, TypeError):
+            return False
+    return hasattr(obj, last)
+
+
+def missing_python(names: list[Name] = PYTHON) -> list[str]:
+    """Each listed name the installed packages no longer have, with where we use it."""
+    out = [f"{n.module}.{n.path} (used in {n.used})" for n in names if not resolve(n)]
+    from bokeh.model.model import Model
+    if inspect.getsource(Model.__init_subclass__.__func__).split() != BOKEH_INIT_SUBCLASS.split():
+        out.append("bokeh.model.model.Model.__init_subclass__ changed: templates/worker.js (LEAN) skips it as "
+                   "documentation-only work; check what it does now, then update private_api.BOKEH_INIT_SUBCLASS")
+    return out
+
+
+def missing_pyodide(folder: Path, names=PYODIDE) -> list[str]:
+    """Each listed Pyodide internal its files in ``folder`` no longer hold."""
+    texts: dict[str, str] = {}
+    out = []
+    for file, text, used in names:
+        if file not in texts:
+            path = folder / file
+            texts[file] = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        if text not in texts[file]:
+            out.append(f"{text!r} in Pyodide's {file} (used in {used})")
+    return out
+
+
+def check(pyodide_folder: Path | None) -> None:
+    """Fail the build naming every private name that moved."""
+    gone = missing_python() + (missing_pyodide(pyodide_folder) if pyodide_folder is not None else [])
+    if gone:
+        raise SystemExit("make site: private names the site relies on are gone from the versions it ships "
+                         "(build/private_api.py lists them):\n  " + "\n  ".join(gone))

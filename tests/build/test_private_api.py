@@ -1,0 +1,69 @@
+"""build/private_api.py: the private Panel, Bokeh, param and Pyodide names the site relies on, all of
+them listed, and every one present in the versions the site ships."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sitebuild import build_module, pyodide_dist
+
+private_api = build_module("private_api")
+render = build_module("render")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_listed_name_is_in_the_installed_panel_bokeh_and_param():
+    assert private_api.missing_python() == []
+
+
+def test_a_name_that_moved_is_named_with_where_it_is_used():
+    gone = private_api.missing_python([
+        private_api.Name("panel.io.pyodide", "_gone_in_an_upgrade", "templates/worker.js LINK", browser_only=True),
+        private_api.Name("panel.io.state", "state._renamed", "templates/worker.js APP"),
+        private_api.Name("panel.io.location", "Location._renamed", "web/page.py", instance=True),
+    ])
+    assert gone == ["panel.io.pyodide._gone_in_an_upgrade (used in templates/worker.js LINK)",
+                    "panel.io.state.state._renamed (used in templates/worker.js APP)",
+                    "panel.io.location.Location._renamed (used in web/page.py)"]
+    with pytest.raises(SystemExit, match="state._renamed"):
+        if gone:
+            raise SystemExit("make site: ... " + "; ".join(gone))
+
+
+def test_pyodide_internals_are_checked_in_its_files(tmp_path):
+    (tmp_path / "pyodide.js").write_text("function loadPyodide(o){ o._loadSnapshot; _createPyodideModule }")
+    (tmp_path / "pyodide.asm.js").write_text("LDSO GOT")
+    gone = private_api.missing_pyodide(tmp_path)
+    assert any("'API.loadDynlib=' in Pyodide's pyodide.asm.js" in g for g in gone)
+    assert not any(g.startswith(("'_loadSnapshot'", "'LDSO'", "'GOT'")) for g in gone)
+    dist = pyodide_dist()
+    if dist is not None:      # the real distribution, when the machine has one
+        assert private_api.missing_pyodide(dist) == []
+
+
+# A private attribute as the runtime and the page write it: `x._name` where x is a Panel/Bokeh/param/Pyodide
+# object. Our own names (_sdpa*, self._*, the page's classes) are not private API.
+PRIVATE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.(_[A-Za-z][A-Za-z0-9_]*)")
+OURS = {"self", "cls", "os", "sys", "lab", "page", "Page", "_web", "_ns", "np", "sdpaLab"}
+
+
+def used_names() -> set[str]:
+    texts = [(render.TEMPLATES / f).read_text() for f in ("worker.js", "snapshot.js", "store.js", "boot.js", "setup.js")]
+    texts += [p.read_text() for p in (ROOT / "web").rglob("*.py")]
+    found = set()
+    for text in texts:
+        for owner, attr in PRIVATE.findall(text):
+            if owner in OURS or attr.startswith(("_sdpa", "__")):
+                continue
+            found.add(attr)
+    return found
+
+
+def test_every_private_name_the_runtime_and_the_page_use_is_listed():
+    """A new reach into Panel's, Bokeh's or Pyodide's internals must be listed, so that the build checks it."""
+    listed = {n.path.rsplit(".", 1)[-1] for n in private_api.PYTHON} | {re.sub(r"\W.*", "", t.lstrip(".")) for _, t, _ in private_api.PYODIDE}
+    # names found by the scan that are not private API: a comment's reference to another project's code
+    not_api = {"_init_weights", "_on_location"}
+    assert used_names() - listed - not_api == set()
