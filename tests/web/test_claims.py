@@ -18,6 +18,7 @@ from web.state import LabState
 from web.training_state import TrainingState
 from web.urlstate import apply_query
 from web.views.questions import QUESTIONS, preset_link
+from shown import pct_ok
 
 # the tests that recompute with torch skip without it (the `torch` fixture); the others always run
 needs_torch = pytest.mark.usefixtures("torch")
@@ -106,14 +107,6 @@ def oracle(lab: LabState) -> dict:
 
 def num(s: str) -> float:
     return 0.0 if s == "≈ 0" else float(s)
-
-
-def pct_ok(text: str, x: float, tol: float = 1e-9) -> bool:
-    """``text`` (claims.pct) is a fair rounding of x, give or take ``tol`` (float32/16 round-off)."""
-    lo, hi = {"<1%": (0, 0.005), ">99%": (0.995, 1)}.get(text, (None, None))
-    if lo is None:
-        lo, hi = float(text[:-1]) / 100 - 0.005, float(text[:-1]) / 100 + 0.005
-    return lo - tol <= x <= hi + tol
 
 
 def close(shown: str, x: float, tol: float, scale: float) -> bool:

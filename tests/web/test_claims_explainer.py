@@ -13,16 +13,10 @@ import sdpa_core as sc
 from web import claims
 from web.options import D_K_OPTIONS
 from web.state import LabState
+from shown import pct_ok
 
 PCT = r"(<1%|>99%|\d+%)"
 NUM = r"(\d+(?:\.\d+)?(?:e[+-]\d+)?)"
-
-
-def pct_ok(text: str, x: float) -> bool:
-    lo, hi = {"<1%": (0, 0.005), ">99%": (0.995, 1)}.get(text, (None, None))
-    if lo is None:
-        lo, hi = float(text[:-1]) / 100 - 0.005, float(text[:-1]) / 100 + 0.005
-    return lo - 1e-9 <= x <= hi + 1e-9
 
 
 # ---- the logit dial -------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from web import claims
 from web.options import TRAIN_D_K_OPTIONS
 from web.state import LabState
 from web.training_state import TrainingState
+from shown import pct_ok
 
 MAX_WORDS = 25
 PCT = r"(<1%|>99%|\d+(?:\.\d+)?%)"
@@ -102,14 +103,6 @@ def state1(o: dict) -> str:
 
 
 # ---- reading the page's numbers back -----------------------------------------------------------------
-def pct_ok(text: str, x: float) -> bool:
-    lo, hi = {"<1%": (0, 0.005), ">99%": (0.995, 1)}.get(text, (None, None))
-    if lo is None:
-        digits = len(text[:-1].partition(".")[2])
-        half = 0.5 * 10 ** -digits / 100
-        lo, hi = float(text[:-1]) / 100 - half, float(text[:-1]) / 100 + half
-    return lo - 1e-9 <= x <= hi + 1e-9
-
 
 def shown_ok(text: str, x: float) -> bool:
     """``text`` is ``x`` rounded to the digits shown ("1.1e-05": within 0.05e-05; "0.93": within 0.005)."""
