@@ -59,7 +59,7 @@ class Figure:
                 continue
             glyph = doc.get(r["attributes"].get("glyph")) or {}
             source = doc.get(r["attributes"].get("data_source")) or {}
-            data = {k: column(v) for k, v in _entries(source.get("attributes", {}).get("data")).items()}
+            data = {k: column(v) for k, v in doc.entries(source.get("attributes", {}).get("data")).items()}
             self.renderers.append((glyph.get("name", ""), glyph.get("attributes", {}), data))
         self.log_x = (doc.get(attributes.get("x_scale")) or {}).get("name") == "LogScale"
         self.log_y = (doc.get(attributes.get("y_scale")) or {}).get("name") == "LogScale"
@@ -258,12 +258,6 @@ class Figure:
                 if label:
                     out.append((str(label), colour))
         return out
-
-
-def _entries(value) -> dict:
-    if isinstance(value, dict) and value.get("type") == "map":
-        return dict((k, v) for k, v in value.get("entries", []))
-    return value if isinstance(value, dict) else {}
 
 
 def _col(v):

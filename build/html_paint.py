@@ -18,6 +18,7 @@ import json
 import re
 
 import html_figures
+from prerender import document_of
 
 #: The layer's element; boot.js removes it once BokehJS has drawn the document beneath.
 LAYER_ID = "sdpa-html-paint"
@@ -56,18 +57,18 @@ class Document:
             for v in value:
                 self._index(v)
 
+    @staticmethod
+    def entries(value) -> dict:
+        """Bokeh's {"type": "map", "entries": [[k, v], ...]} (or a plain dict) as a dict."""
+        if isinstance(value, dict) and value.get("type") == "map":
+            return dict((k, v) for k, v in value.get("entries", []))
+        return value if isinstance(value, dict) else {}
+
     def get(self, ref) -> dict | None:
         """A model, whether given whole or by reference ({"id": ...}, once it is defined elsewhere)."""
         if isinstance(ref, dict) and isinstance(ref.get("id"), str) and ref.get("type", "object") == "object":
             return self.models.get(ref["id"])
         return None
-
-
-def _entries(value) -> dict:
-    """Bokeh's {"type": "map", "entries": [[k, v], ...]} (or a plain dict) as a dict."""
-    if isinstance(value, dict) and value.get("type") == "map":
-        return dict((k, v) for k, v in value.get("entries", []))
-    return value if isinstance(value, dict) else {}
 
 
 def _px(value) -> str:
@@ -95,7 +96,7 @@ def _box_style(a: dict, *, extra: dict | None = None) -> str:
         if isinstance(a.get(key), (int, float)):
             css[key.replace("_", "-")] = _px(a[key])
     css.update(extra or {})
-    css.update({k: str(v) for k, v in _entries(a.get("styles")).items()})
+    css.update({k: str(v) for k, v in Document.entries(a.get("styles")).items()})
     return "; ".join(f"{k}: {v}" for k, v in css.items() if v)
 
 
@@ -130,18 +131,20 @@ class Painter:
         if isinstance(kids, list):
             return [k[0] if isinstance(k, list) else k for k in kids]
         out = []
-        for value in _entries(kids).values():       # ReactiveHTML: {"flex-item": [...]}
+        for value in Document.entries(kids).values():       # ReactiveHTML: {"flex-item": [...]}
             out += value if isinstance(value, list) else [value]
         return out
 
     # layouts
-    def _Column(self, a: dict) -> str:
+    def _flex(self, a: dict, cls: str, direction: str) -> str:
         inner = "".join(self.model(c) for c in self._children(a))
-        return f'<div{_attrs(a, "sdpa-hp-col", extra={"display": "flex", "flex-direction": "column"})}>{inner}</div>'
+        return f'<div{_attrs(a, cls, extra={"display": "flex", "flex-direction": direction})}>{inner}</div>'
+
+    def _Column(self, a: dict) -> str:
+        return self._flex(a, "sdpa-hp-col", "column")
 
     def _Row(self, a: dict) -> str:
-        inner = "".join(self.model(c) for c in self._children(a))
-        return f'<div{_attrs(a, "sdpa-hp-row", extra={"display": "flex", "flex-direction": "row"})}>{inner}</div>'
+        return self._flex(a, "sdpa-hp-row", "row")
 
     def _ReactiveHTML(self, a: dict) -> str:
         data = self.doc.get(a.get("data")) or {}
@@ -180,7 +183,7 @@ class Painter:
         shown = value
         fmt = self.doc.get(a.get("format"))
         if fmt is not None:     # the page's sliders over a list of choices show the choice, not its index
-            options = _entries(fmt.get("attributes", {}).get("args")).get("options")
+            options = Document.entries(fmt.get("attributes", {}).get("args")).get("options")
             if isinstance(options, list) and isinstance(value, (int, float)) and 0 <= round(value) < len(options):
                 shown = options[round(value)]
         title = a.get("title") or ""
@@ -260,15 +263,9 @@ def insert(page: str, fragment: str) -> str:
     return f'{page[:at]}\n<div id="{LAYER_ID}">{fragment}</div>{page[at:]}'
 
 
-DOC_JSON = re.compile(r'<script type="application/json" id="[^"]+">\s*(.*?)\s*</script>', re.S)
-
-
 def paint_page(page: str) -> str:
     """Panel's pre-rendered page with the layer of its own document."""
-    docs = DOC_JSON.findall(page)
-    if len(docs) != 1:
-        raise SystemExit(f"make site: html_paint: expected one document in Panel's page, found {len(docs)}")
-    return insert(page, layer(docs[0], main_roots(page)))
+    return insert(page, layer(document_of(page)["docs_json"], main_roots(page)))
 
 
 def other_layer(page: str, first: dict) -> str:

@@ -11,7 +11,6 @@ names. Without Node or `npm ci`'s tools the check says so and fails: `make lint`
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,8 +54,6 @@ def main() -> int:
         if done.returncode and not args.keep:
             print("lint_js: the lines above are the rendered files'; `python build/lint_js.py --keep DIR` keeps them",
                   file=sys.stderr)
-    if shutil.which("node") is None:
-        print("lint_js: node not found", file=sys.stderr)
     return done.returncode
 
 

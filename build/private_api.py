@@ -103,8 +103,9 @@ def resolve(name: Name) -> bool:
     return hasattr(obj, last)
 
 
-def missing_python(names: list[Name] = PYTHON) -> list[str]:
-    """Each listed name the installed packages no longer have, with where we use it."""
+def missing_python(names: list[Name] | None = None) -> list[str]:
+    """Each listed name (PYTHON unless given) the installed packages no longer have, with where we use it."""
+    names = PYTHON if names is None else names
     out = [f"{n.module}.{n.path} (used in {n.used})" for n in names if not resolve(n)]
     from bokeh.model.model import Model
     if inspect.getsource(Model.__init_subclass__.__func__).split() != BOKEH_INIT_SUBCLASS.split():

@@ -70,7 +70,9 @@ PAGE = """<html><head>
           <div id="x2" data-root-id="p1" style="display: contents;"></div>
     </div>
 </div></div>
-<script type="application/json" id="doc">%s</script></body></html>"""
+<script type="application/json" id="doc">%s</script>
+<script>const render_items = [{"docid":"d","roots":{},"root_ids":["p1","p2","p3"]}];
+</script></body></html>"""
 
 
 def test_the_page_gets_its_layer_in_the_main_area_and_another_links_roots_map_by_position():

@@ -11,7 +11,7 @@ import pytest
 from sitebuild import pyodide_dist
 from web.options import VIEWS
 from web.tour import STEPS
-from web.urlstate import first_paint_links
+from web.urlstate import DEFAULT_FIRST_PAINT, first_paint_links
 
 pytestmark = pytest.mark.ui
 
@@ -112,15 +112,10 @@ def test_without_javascript_the_default_link_still_reads(site, served, browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=False)
     page = context.new_page()
     page.goto(served)
-    key = first_paint_links_default()
+    key = DEFAULT_FIRST_PAINT
     assert expected_heading(key) in page.evaluate(HTML_LAYER_H2_JS)
     assert page.locator("#sdpa-html-paint .sdpa-hp-figure").count() >= 1
     context.close()
-
-
-def first_paint_links_default() -> str:
-    from web.urlstate import DEFAULT_FIRST_PAINT
-    return DEFAULT_FIRST_PAINT
 
 
 def test_the_html_layer_goes_once_bokeh_has_drawn(site, served, browser):
