@@ -22,6 +22,9 @@ from prerender import document_of
 
 #: The layer's element; boot.js removes it once BokehJS has drawn the document beneath.
 LAYER_ID = "sdpa-html-paint"
+#: The layer's last child. The browser paints a page while it is still parsing it, and a row laid out
+#: before its last children arrive moves when they do; boot.css shows the layer once this is parsed.
+END = '<i class="sdpa-hp-end" hidden></i>'
 
 # Panel's bootstrap template: the main area and the root elements in it.
 MAIN = re.compile(r'<div class="col[^"]*" id="main">(.*?)\n    </div>', re.S)
@@ -251,7 +254,7 @@ def layer(docs_text: str, root_ids: list[str]) -> str:
     body = "".join(painter.model(roots[r]) for r in root_ids if r in roots)
     css = stylesheets(doc)
     style = f"<style>#{LAYER_ID} {{\n{css}\n}}</style>" if css else ""
-    return f"{style}{body}"
+    return f"{style}{body}{END}"
 
 
 def insert(page: str, fragment: str) -> str:
