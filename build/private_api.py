@@ -2,7 +2,7 @@
 against the versions the site ships.
 
 An upgrade of Panel, Bokeh or Pyodide is the riskiest change in the repository: the browser runtime
-(templates/worker.js, snapshot.js) and a few page modules reach into their internals. Each such name is
+(templates/worker.js, sdpa_worker.py, snapshot.js) and a few page modules reach into their internals. Each such name is
 listed here with where it is used; `make site` checks every one against the installed Panel, Bokeh and
 param (the versions it ships: plan.py takes versions from installed metadata) and against Pyodide's own
 files when it self-hosts them, and fails naming each name that moved. tests/build/test_private_api.py
@@ -32,22 +32,22 @@ class Name:
 
 
 PYTHON = [
-    Name("param.parameterized", "docstring_signature", "templates/worker.js LEAN: param's docstrings off"),
-    Name("param.parameterized", "docstring_describe_params", "templates/worker.js LEAN"),
-    Name("bokeh.model.model", "Model.__init_subclass__", "templates/worker.js LEAN: skipped (see BOKEH_INIT_SUBCLASS)"),
-    Name("bokeh.util.serialization", "_simple_id", "templates/worker.js APP, prerender.py: the models' ids"),
-    Name("panel.io.state", "state._add_busy_event", "templates/worker.js APP: no busy indicator"),
-    Name("panel.io.state", "state._remove_busy_event", "templates/worker.js APP"),
-    Name("panel.io.state", "state._templates", "templates/worker.js APP, FOLLOW: the page's template"),
-    Name("panel.io.state", "state._schedule_on_load", "templates/worker.js LINK"),
-    Name("panel.io.pyodide", "init_doc", browser_only=True, used="templates/worker.js APP"),
-    Name("panel.io.pyodide", "write_doc", browser_only=True, used="templates/worker.js WRITE"),
-    Name("panel.io.pyodide", "_link_docs_worker", browser_only=True, used="templates/worker.js LINK: what the outbox replaces"),
-    Name("panel.io.pyodide", "_process_document_events", browser_only=True, used="templates/worker.js LINK: a patch from events"),
-    Name("panel.io.pyodide", "_dict_converter", browser_only=True, used="templates/worker.js LINK"),
-    Name("panel.io.pyodide", "_convert_json_patch", browser_only=True, used="templates/worker.js LINK: the page's patch"),
-    Name("panel.template.base", "BaseTemplate.server_doc", "templates/worker.js APP"),
-    Name("panel.template.base", "BaseTemplate._documents", "templates/worker.js APP", instance=True),
+    Name("param.parameterized", "docstring_signature", "templates/sdpa_worker.py start: param's docstrings off"),
+    Name("param.parameterized", "docstring_describe_params", "templates/sdpa_worker.py start"),
+    Name("bokeh.model.model", "Model.__init_subclass__", "templates/sdpa_worker.py start: skipped (see BOKEH_INIT_SUBCLASS)"),
+    Name("bokeh.util.serialization", "_simple_id", "templates/sdpa_worker.py build_app, prerender.py: the models' ids"),
+    Name("panel.io.state", "state._add_busy_event", "templates/sdpa_worker.py build_app: no busy indicator"),
+    Name("panel.io.state", "state._remove_busy_event", "templates/sdpa_worker.py build_app"),
+    Name("panel.io.state", "state._templates", "templates/sdpa_worker.py build_app, follow: the page's template"),
+    Name("panel.io.state", "state._schedule_on_load", "templates/sdpa_worker.py link"),
+    Name("panel.io.pyodide", "init_doc", browser_only=True, used="templates/sdpa_worker.py build_app"),
+    Name("panel.io.pyodide", "write_doc", browser_only=True, used="templates/sdpa_worker.py write"),
+    Name("panel.io.pyodide", "_link_docs_worker", browser_only=True, used="templates/sdpa_worker.py link: what the outbox replaces"),
+    Name("panel.io.pyodide", "_process_document_events", browser_only=True, used="templates/sdpa_worker.py link: a patch from events"),
+    Name("panel.io.pyodide", "_dict_converter", browser_only=True, used="templates/sdpa_worker.py link"),
+    Name("panel.io.pyodide", "_convert_json_patch", browser_only=True, used="templates/sdpa_worker.py link: the page's patch"),
+    Name("panel.template.base", "BaseTemplate.server_doc", "templates/sdpa_worker.py build_app"),
+    Name("panel.template.base", "BaseTemplate._documents", "templates/sdpa_worker.py build_app", instance=True),
     Name("panel.io.location", "Location._update_synced", "web/page.py: the link's state, corrected"),
     Name("panel.io.location", "Location._syncing", "web/page.py", instance=True),
     Name("panel.pane", "HTML._transform_object", "web/views/common.py: a pane's text as Panel escapes it"),
@@ -66,7 +66,7 @@ PYODIDE = [
                    "setWasmTableEntry", "convertJsFunctionToWasm", "updateTableMap", "loadDynamicLibrary")],
 ]
 
-# templates/worker.js (LEAN) replaces Bokeh's Model.__init_subclass__ by its first line and turns param's
+# templates/sdpa_worker.py (start) replaces Bokeh's Model.__init_subclass__ by its first line and turns param's
 # docstring flags off, assuming the rest only serves documentation. The build checks that assumption
 # against the Bokeh that ships, so an upgrade that changes it fails here, not in the page.
 BOKEH_INIT_SUBCLASS = """
@@ -109,7 +109,7 @@ def missing_python(names: list[Name] | None = None) -> list[str]:
     out = [f"{n.module}.{n.path} (used in {n.used})" for n in names if not resolve(n)]
     from bokeh.model.model import Model
     if inspect.getsource(Model.__init_subclass__.__func__).split() != BOKEH_INIT_SUBCLASS.split():
-        out.append("bokeh.model.model.Model.__init_subclass__ changed: templates/worker.js (LEAN) skips it as "
+        out.append("bokeh.model.model.Model.__init_subclass__ changed: templates/sdpa_worker.py (start) skips it as "
                    "documentation-only work; check what it does now, then update private_api.BOKEH_INIT_SUBCLASS")
     return out
 

@@ -26,6 +26,8 @@ EPOCH = (1980, 1, 1, 0, 0, 0)
 ALWAYS_EXCLUDE = re.compile(r"(^|/)__pycache__/|\.(pyc|so|pyd|dylib)$|\.dist-info/(RECORD|INSTALLER|direct_url\.json|REQUESTED)$")
 # Licence and notice files inside a .dist-info folder (PEP 639 puts them under licenses/): they stay
 # in every wheel we repack, slim ones included.
+#: The worker's Python (templates/worker.js calls it), shipped beside the app's package.
+WORKER_MODULE = Path(__file__).resolve().parent / "templates" / "sdpa_worker.py"
 LICENCE_FILE = re.compile(r"^(licenses/.+|(LICEN[CS]E|COPYING|NOTICE|AUTHORS)[^/]*)$", re.I)
 
 
@@ -151,15 +153,16 @@ def project_wheel(pkg: Package, root: Path, out_dir: Path) -> Wheel:
 
 
 def app_wheel(pkg: Package, web_dir: Path, version: str, out_dir: Path) -> Wheel:
-    """The page's own modules (web/*) as the package `web`, versioned like the project."""
-    files = {}
+    """The page's own modules (web/*) as the package `web`, versioned like the project, with the worker's
+    Python (templates/sdpa_worker.py) beside it."""
+    files = {WORKER_MODULE.name: WORKER_MODULE.read_bytes()}
     for src in sorted(web_dir.rglob("*")):
         rel = src.relative_to(web_dir).as_posix()
         if src.is_file() and not ALWAYS_EXCLUDE.search(rel) and not rel.startswith("."):
             files[f"web/{rel}"] = src.read_bytes()
     files.setdefault("web/__init__.py", b"")
     path = write_wheel(out_dir, pkg.name, version, files)
-    return Wheel(pkg, version, path, ["web"], origin=SOURCES["app"])
+    return Wheel(pkg, version, path, ["web", WORKER_MODULE.stem], origin=SOURCES["app"])
 
 
 def stub_wheel(pkg: Package, out_dir: Path) -> Wheel:

@@ -2,9 +2,9 @@
 // worker by text (no module syntax). Needs pyodide.asm.js patched by build/pyodide_patch.py.
 //
 // Taking a snapshot: a boot started with loadPyodide({_makeSnapshot: true}), the archive installed
-// (files + loadDynlib, as installArchive), LEAN + `import panel, bokeh`, the APP code (worker.js
-// also runs write_doc and keeps the document with the snapshot), and no JS function handed to
-// Python yet (sendPatch: set it later):
+// (files + loadDynlib, as installArchive), sdpa_worker.start and build_app (worker.js also runs
+// sdpa_worker.write and keeps the document with the snapshot), and no JS function handed to
+// Python yet (sendPatch: given to sdpa_worker.link later):
 //     const meta = await sdpaSnapshotRecord(pyodide);                 // JSON-able, ~0.6 MB
 //     const heap = pyodide.makeMemorySnapshot({serializer: sdpaSnapshotSerializer});
 //     sdpaSnapshotResume(pyodide);                                    // only to go on with this instance
@@ -14,8 +14,8 @@
 //                                 files: as sdpaUntar returns them, or a promise of them
 //     const pyodide = await loadPyodide({..., _loadSnapshot: heap, _snapshotDeserializer: restore.deserializer});
 //     restore.finish(pyodide);                                         // first Python after the restore
-//     pyodide.globals.set("sendPatch", sendPatch); then the document (saved with the snapshot by
-//     worker.js, or write_doc again); no installArchive, LEAN or APP
+//     then the document (saved with the snapshot by worker.js, or written again) and
+//     sdpa_worker.link(sendPatch); no installArchive, start or build_app
 // `files` are the archive's [[name, bytes]] (sdpaUntar or worker.js's untar). A failed restore
 // rejects loadPyodide; a second loadPyodide in the same worker is then a normal boot.
 //

@@ -191,7 +191,7 @@ async function loadScripts() {
   }
 }
 
-// Python's changes go to the page as one message per event-loop task (see LINK); `done` says the
+// Python's changes go to the page as one message per event-loop task (sdpa_worker.Outbox); `done` says the
 // page's patch has been applied, so the answer and "idle" are one message.
 function sendPatch(patch, buffers, done) {
   if (patch == null) post({type: "idle"});
@@ -239,123 +239,17 @@ async function installArchive() {
   self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
 }
 
-// Import-time work only documentation reads, skipped: param writes every Parameterized class's
-// signature and parameter table into its docstring, and Bokeh gives each of ~450 models an
-// __init__ signature built from every property's default (Model.__init_subclass__) and reads its
-// docs example. Help text and signatures are never shown in the page.
-const LEAN = `
-import param.parameterized as _pp
-_pp.docstring_signature = _pp.docstring_describe_params = False
-from bokeh.model import model as _bm
-assert "bokeh.models" not in __import__("sys").modules, "bokeh.models imported before its docs were skipped"
-_bm.Model.__init_subclass__ = classmethod(lambda cls, _base=_bm.Model: super(_base, cls).__init_subclass__())
-del _pp, _bm
-`;
-
-const APP = `
-import os, sys
-import web
-_web = os.path.dirname(web.__file__)
-if _web not in sys.path:
-    sys.path.insert(0, _web)   # as under \`panel serve web/app.py\`: sibling modules import by name
-os.environ["SDPA_LAB_SEARCH"] = globals().get("_sdpa_search") or ""   # web/page.py SEARCH_ENV: built for the link
-from panel.io.pyodide import init_doc
-init_doc()
-_path = os.path.join(_web, "app.py")
-_ns = {"__name__": "bokeh_app_sdpa_lab", "__file__": _path}
-from panel.io.state import state
-# No busy indicator in the site (web/page.py): Panel's bookkeeping for one would still run on every change.
-state._add_busy_event = state._remove_busy_event = lambda *args, **kwargs: None
-# The app's models get the ids the pre-render gave them (build/prerender.py start_ids), so the page
-# can keep the views it has drawn and link them to this document (boot.js adopt).
-from bokeh.settings import settings as _bk_settings
-import bokeh.util.serialization as _bk_serialization
-_bk_settings.simple_ids.set_value(True)
-_bk_serialization._simple_id = ${CONFIG.firstId}
-# Each root the template adds makes Bokeh re-walk the whole model graph; walk it once, at the end.
-with state.curdoc.models.freeze():
-    exec(compile(open(_path).read(), _path, "exec"), _ns)
-# init_doc() held every change made while the app was built. Replayed after the page has rendered
-# the serialized document, they would name models the app created and dropped again (Bokeh's
-# "reference <id> isn't known"). Run their Python callbacks now, before serializing, so the
-# document JSON is the whole truth; hold again to collect what happens until the page links.
-_doc = state.curdoc
-_tmpl = state._templates.get(_doc)
-if _tmpl is not None and _doc not in _tmpl._documents:
-    _tmpl.server_doc(title=_tmpl.title, location=True, doc=_doc)
-_doc.unhold()
-_doc.hold()
-`;
-// A restored Python holds the app as built for no link: it follows the visitor's link before its
-// document is written, so the first live draw is the linked view (as APP's, from the link).
-const FOLLOW = `
-from panel.io.state import state
-_doc = state.curdoc
-state._templates[_doc].page.apply_search(_sdpa_search)
-_doc.unhold()
-_doc.hold()
-`;
-// The document as JSON for the page, after APP (a restore uses the one saved with the snapshot).
-const WRITE = `
-from panel.io.pyodide import write_doc
-await write_doc()
-`;
-
-// Panel's _link_docs_worker sends one message per Bokeh change (about nine per slider step), each
-// serialized on its own. This outbox collects a task's changes (combined like a held document's)
-// and sends them as one patch: at the end of the page's patch (_sdpa_apply), else on the next tick
-// (changes made by timers, such as the training animation).
-const LINK = `
-import asyncio
-import functools
-import js
-import pyodide
-from bokeh.document.events import DocumentPatchedEvent
-from bokeh.events import DocumentReady
-from panel.io import pyodide as _pp
-from panel.io.state import state
-
-class _Outbox:
-    def __init__(self, doc, send):
-        self.doc, self.send, self.events, self.scheduled = doc, send, [], False
-
-    def __call__(self, event):
-        if getattr(event, "setter", None) == "js" or not isinstance(event, DocumentPatchedEvent):
-            return
-        if not (self.events and self.events[-1].combine(event)):
-            self.events.append(event)
-        if not self.scheduled:
-            self.scheduled = True
-            asyncio.get_event_loop().call_soon(self.flush)
-
-    def flush(self, done=False):
-        self.scheduled = False
-        if not self.events:
-            if done:
-                self.send(None, None, True)
-            return
-        events, self.events = self.events, []
-        patch, buffers = _pp._process_document_events(self.doc, events)
-        self.send(pyodide.ffi.to_js(patch, dict_converter=_pp._dict_converter),
-                  js.Map.new(js.Object.entries(pyodide.ffi.to_js(buffers))), done)
-
-_sdpa_outbox = _Outbox(state.curdoc, sendPatch)
-
-def _sdpa_apply(patch):
-    try:
-        state.curdoc.apply_json_patch(_pp._convert_json_patch(patch), setter="js")
-    finally:
-        _sdpa_outbox.flush(done=True)
-
-# as panel.io.pyodide._link_docs_worker, with the outbox
-_doc = state.curdoc
-_doc.on_change(_sdpa_outbox)
-_doc.unhold()
-_doc.on_event("document_ready", functools.partial(state._schedule_on_load, _doc))
-_doc.callbacks.trigger_event(DocumentReady())
-_sdpa_outbox.flush()
-`;
-let applyPatch = null;      // _sdpa_apply, looked up once
+// The worker's Python is the module sdpa_worker (templates/sdpa_worker.py, shipped in the package
+// archive); each step below calls one of its functions.
+function callPython(name, ...args) {
+  const module = self.pyodide.pyimport("sdpa_worker");
+  try {
+    return module[name](...args);
+  } finally {
+    module.destroy();
+  }
+}
+let applyPatch = null;      // what sdpa_worker.link returns: applies one patch from the page
 
 async function loadRuntime(options) {
   const indexURL = CONFIG.pyodideJs.replace(/pyodide\.js$/, "");
@@ -377,11 +271,10 @@ async function bootPython(options) {
   await installArchive();
   await guard(Promise.all(checks));      // every file arrived whole, including any Pyodide did not ask for
   status("import", "Importing Panel and Bokeh");
-  // Panel's asset URLs point at this site's copy (read when panel.io.resources is imported).
-  self.pyodide.runPython(`import os\nos.environ["PANEL_CDN_ROOT"] = ${JSON.stringify(here(CONFIG.panelRoot))}\n${LEAN}\nimport panel, bokeh`);
+  // Panel's asset URLs point at this site's copy
+  callPython("start", here(CONFIG.panelRoot));
   status("app", "Running the app");
-  self.pyodide.globals.set("_sdpa_search", BOOT.mode === "page" ? BOOT.search : "");
-  await self.pyodide.runPythonAsync(APP);
+  callPython("build_app", BOOT.mode === "page" ? BOOT.search : "", CONFIG.firstId);
 }
 
 // A memory snapshot of Python once the app is built, kept in this browser under BOOT.snapshotKey
@@ -541,7 +434,7 @@ const snapshots = {
 
 // The document as JSON for the page: [docs_json, render_items, root_ids].
 async function writeDoc() {
-  const written = await self.pyodide.runPythonAsync(WRITE);
+  const written = await self.pyodide.runPythonAsync("import sdpa_worker\nawait sdpa_worker.write()");
   const doc = written.toJs();
   written.destroy();
   return doc;
@@ -561,8 +454,7 @@ async function start() {
     try {
       doc = await snapshots.restore(await saved);
       if (BOOT.search && BOOT.search !== "?") {
-        self.pyodide.globals.set("_sdpa_search", BOOT.search);
-        await self.pyodide.runPythonAsync(FOLLOW);
+        callPython("follow", BOOT.search);
         doc = null;        // written anew below
       }
     } catch (err) {
@@ -572,7 +464,6 @@ async function start() {
   } else {
     await bootPython({});
   }
-  self.pyodide.globals.set("sendPatch", sendPatch);
   status("render", "Drawing the live page");
   const [docs_json, render_items, root_ids] = doc || await writeDoc();
   post({type: "render", docs_json, render_items, root_ids});
@@ -639,26 +530,16 @@ self.onmessage = async (event) => {
   const msg = event.data;
   if (msg.type === "rendered") {
     try {
-      await self.pyodide.runPythonAsync(LINK);
-      applyPatch = self.pyodide.globals.get("_sdpa_apply");
+      applyPatch = callPython("link", sendPatch);
       post({type: "ready"});
     } catch (err) {
       await fail(err);
     }
   } else if (msg.type === "patch") {
-    // the answer (one patch, or "idle" when nothing changed) is sent by _sdpa_apply, even on error
+    // the answer (one patch, or "idle" when nothing changed) is sent by applyPatch, even on error
     applyPatch(msg.patch);
   } else if (msg.type === "location") {
-    self.pyodide.globals.set("location", msg.location);
-    await self.pyodide.runPythonAsync(`
-import json
-from panel.io.state import state
-from panel.util import edit_readonly
-if state.location:
-    loc_data = json.loads(location)
-    with edit_readonly(state.location):
-        state.location.param.update({k: v for k, v in loc_data.items() if k in state.location.param})
-`);
+    callPython("set_location", msg.location);
   }
 };
 

@@ -2,8 +2,8 @@
 //
 //   node tests/build/snapshot_node.mjs [SITE]        SITE: a built site (default /tmp/snap_site)
 //
-// Runs three Node processes on the built site's own files (pyodide/, packages.tar.gz, and the
-// LEAN/APP/CONFIG of its worker.js):
+// Runs three Node processes on the built site's own files (pyodide/, packages.tar.gz with the worker's
+// Python, sdpa_worker, and the CONFIG of its worker.js):
 //   normal   boots as worker.js does, builds the app, writes the document, applies one patch;
 //   make     boots with _makeSnapshot, builds the app (up to, not including, write_doc), records
 //            what build/templates/snapshot.js needs and writes the snapshot (+ its meta);
@@ -27,21 +27,9 @@ const SITE = path.resolve(siteArg || "/tmp/snap_site");
 const WORK = process.env.SNAP_WORK || "/tmp/snap_node";
 fs.mkdirSync(WORK, {recursive: true});
 
-// ---- the built worker's CONFIG, LEAN and APP, evaluated as the worker would see them
+// ---- the built worker's CONFIG, as the worker would see it
 const workerText = fs.readFileSync(path.join(SITE, "worker.js"), "utf8");
 const CONFIG = JSON.parse(workerText.match(/\/\*CONFIG\*\/([\s\S]*?)\/\*END\*\//)[1]);
-const template = (name) => {
-  const m = workerText.match(new RegExp("const " + name + " = (`[\\s\\S]*?`);\\n"));
-  if (!m) throw new Error(`${name} not found in ${SITE}/worker.js`);
-  return new Function("CONFIG", "return " + m[1])(CONFIG);
-};
-const LEAN = template("LEAN");
-// APP builds the app; the document is written by WRITE (or, in older workers, by APP's last line)
-const APP_FULL = template("APP");
-const WRITE_LINE = "await write_doc()";
-const APP_BUILD = /const WRITE = `/.test(workerText) ? APP_FULL
-  : APP_FULL.trimEnd().endsWith(WRITE_LINE) ? APP_FULL.trimEnd().slice(0, -WRITE_LINE.length)
-  : (() => { throw new Error("worker.js: neither a WRITE step nor an APP ending with write_doc()"); })();
 
 // ---- snapshot.js, included by text like worker.js would
 vm.runInThisContext(fs.readFileSync(path.join(REPO, "build/templates/snapshot.js"), "utf8"),
@@ -104,16 +92,25 @@ async function installArchive(pyodide, files) {
 const sent = [];
 const sendPatch = (patch, _buffers, _done) => sent.push(patch);
 
+// the worker's Python (build/templates/sdpa_worker.py), called as worker.js calls it
+function callPython(pyodide, name, ...args) {
+  const module = pyodide.pyimport("sdpa_worker");
+  try {
+    return module[name](...args);
+  } finally {
+    module.destroy();
+  }
+}
+
 async function importAndBuild(pyodide) {
-  pyodide.runPython(`import os\nos.environ["PANEL_CDN_ROOT"] = "https://example.invalid/static/panel/"\n${LEAN}\nimport panel, bokeh`);
+  callPython(pyodide, "start", "https://example.invalid/static/panel/");
   const t = performance.now();
-  await pyodide.runPythonAsync(APP_BUILD);
+  callPython(pyodide, "build_app", "", CONFIG.firstId);
   return performance.now() - t;
 }
 
-// write_doc, then the page's link (worker.js's LINK, with sendPatch) and one patch from the page,
+// write_doc, then the page's link (sdpa_worker.link, with sendPatch) and one patch from the page,
 // as when the user moves a slider: a summary of the document and of the patches Python sends back.
-const LINK = template("LINK");
 const CHECK_DOC = `
 import json
 from bokeh.models import Slider
@@ -162,12 +159,11 @@ async function check(pyodide) {
   pyodide.FS.mkdirTree("/tmp");
   const summary = JSON.parse(await pyodide.runPythonAsync(CHECK_DOC));
   fs.writeFileSync(path.join(WORK, `document-${mode}.json`), pyodide.FS.readFile("/dump.json"));
-  await pyodide.runPythonAsync(LINK);
+  const apply = callPython(pyodide, "link", sendPatch);
   await new Promise((r) => setTimeout(r, 300));
   sent.length = 0;
   const [id, title, value, step, , end] = summary.slider;
   const next = value + step <= end ? value + step : value - step;
-  const apply = pyodide.globals.get("_sdpa_apply");
   apply({events: [{kind: "ModelChanged", model: {id}, attr: "value", new: next}]});
   await new Promise((r) => setTimeout(r, 1500));
   const kinds = new Map();
@@ -195,7 +191,6 @@ async function runNormal() {
   const tPackages = performance.now();
   const tApp = await importAndBuild(pyodide);
   const tBuilt = performance.now();
-  pyodide.globals.set("sendPatch", sendPatch);
   const summary = await check(pyodide);
   return {mode: "normal", ms: {runtime: tRuntime - t0, packages: tPackages - tRuntime,
                                import: tBuilt - tPackages - tApp, app: tApp, toBuilt: tBuilt - t0}, summary};
@@ -218,7 +213,6 @@ async function runMake() {
   const metaText = JSON.stringify(meta);
   // the instance that made the snapshot goes on, as a first visit would
   sdpaSnapshotResume(pyodide);
-  pyodide.globals.set("sendPatch", sendPatch);
   const summary = await check(pyodide);
   return {mode: "make", ms: {record_and_snapshot: tMade}, summary, bytes: {raw: snap.length, gzip: gz,
           meta: metaText.length, metaGzip: zlib.gzipSync(metaText).length}};
@@ -236,7 +230,6 @@ async function runRestore() {
   const pyodide = await loadPyodide({...options(), _loadSnapshot: snap,
                                      _snapshotDeserializer: restore.deserializer});
   restore.finish(pyodide);
-  pyodide.globals.set("sendPatch", sendPatch);
   const tBuilt = performance.now();
   const summary = await check(pyodide);
   return {mode: "restore", ms: {read_files: tRead - t0, toBuilt: tBuilt - t0}, summary, log: restore.log};
@@ -261,7 +254,6 @@ async function runFallback() {
   const pyodide = await loadPyodide(options());
   await installArchive(pyodide, files);
   await importAndBuild(pyodide);
-  pyodide.globals.set("sendPatch", sendPatch);
   return {mode: "fallback", error, summary: await check(pyodide)};
 }
 

@@ -20,13 +20,13 @@ def test_every_listed_name_is_in_the_installed_panel_bokeh_and_param():
 
 def test_a_name_that_moved_is_named_with_where_it_is_used(monkeypatch):
     moved = [
-        private_api.Name("panel.io.pyodide", "_gone_in_an_upgrade", "templates/worker.js LINK", browser_only=True),
-        private_api.Name("panel.io.state", "state._renamed", "templates/worker.js APP"),
+        private_api.Name("panel.io.pyodide", "_gone_in_an_upgrade", "templates/sdpa_worker.py link", browser_only=True),
+        private_api.Name("panel.io.state", "state._renamed", "templates/sdpa_worker.py build_app"),
         private_api.Name("panel.io.location", "Location._renamed", "web/page.py", instance=True),
     ]
     gone = private_api.missing_python(moved)
-    assert gone == ["panel.io.pyodide._gone_in_an_upgrade (used in templates/worker.js LINK)",
-                    "panel.io.state.state._renamed (used in templates/worker.js APP)",
+    assert gone == ["panel.io.pyodide._gone_in_an_upgrade (used in templates/sdpa_worker.py link)",
+                    "panel.io.state.state._renamed (used in templates/sdpa_worker.py build_app)",
                     "panel.io.location.Location._renamed (used in web/page.py)"]
     monkeypatch.setattr(private_api, "PYTHON", private_api.PYTHON + moved)
     with pytest.raises(SystemExit, match=r"(?s)state\._renamed.*Location\._renamed"):     # the build fails, naming them
@@ -51,7 +51,7 @@ OURS = {"self", "cls", "os", "sys", "lab", "page", "Page", "_web", "_ns", "np", 
 
 
 def used_names() -> set[str]:
-    texts = [(render.TEMPLATES / f).read_text() for f in ("worker.js", "snapshot.js", "store.js", "boot.js", "setup.js")]
+    texts = [p.read_text() for p in sorted(render.TEMPLATES.iterdir()) if p.suffix in (".js", ".py")]
     texts += [p.read_text() for p in (ROOT / "web").rglob("*.py")]
     found = set()
     for text in texts:

@@ -1,0 +1,148 @@
+"""The worker's Python (build/templates/sdpa_worker.py) in CPython, as worker.js drives it in Pyodide:
+start, build the app, write its document, follow a link as a restored snapshot does, write again, link
+to the page, and answer the page's patches. Pyodide's `js` and `pyodide` modules are stood in for by
+plain Python (a JS object is a dict), so Panel's own Pyodide module imports here. It runs in a fresh
+interpreter: `start` must come before Panel and Bokeh are imported, as in the worker."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DRIVER = r'''
+import asyncio, json, os, sys, types
+
+# Pyodide's modules, as far as Panel's panel.io.pyodide and sdpa_worker use them. No js.document: a worker.
+js = types.ModuleType("js")
+js.JSON = js.XMLHttpRequest = object()
+js.Map = types.SimpleNamespace(new=lambda entries: dict(entries))
+js.Object = types.SimpleNamespace(entries=lambda d: list(d.items()))
+pyodide = types.ModuleType("pyodide")
+# to_js: bytes become a JS Uint8Array (its .buffer the ArrayBuffer Panel sends); the rest as they are
+pyodide.ffi = types.SimpleNamespace(to_js=lambda value, **kw: types.SimpleNamespace(buffer=value)
+                                    if isinstance(value, bytes) else value, jsnull=object())
+pyodide.code = types.SimpleNamespace(run_js=lambda code: None)
+sys.modules.update(js=js, pyodide=pyodide)
+
+
+class FromPage:
+    """A patch as the page sends it: a JS object, which Panel converts with .to_py()."""
+    def __init__(self, value):
+        self.value = value
+
+    def to_py(self, default_converter=None):
+        return json.loads(json.dumps(self.value))
+
+
+sys.path.insert(0, sys.argv[1])
+import sdpa_worker
+
+out = {}
+sdpa_worker.start("https://example.invalid/panel/")
+import param.parameterized
+out["cdn_root"] = os.environ["PANEL_CDN_ROOT"]
+out["docstrings_off"] = not (param.parameterized.docstring_signature or param.parameterized.docstring_describe_params)
+
+
+async def main():
+    from bokeh.document.events import DocumentPatchedEvent
+    from bokeh.models import Slider
+    from panel.io.state import state
+
+    sdpa_worker.build_app("", 5000)        # as a snapshot is made: for no link
+    docs_json, render_items, root_ids = await sdpa_worker.write()
+    ids = [int(m) for m in __import__("re").findall(r'"id":\s*"p(\d+)"', docs_json)]
+    out["first"] = {"docs_json": docs_json, "min_id": min(ids), "roots": len(json.loads(root_ids))}
+    sdpa_worker.follow("?view=dial&s=4")   # as a restored snapshot follows the visitor's link
+    docs_json, render_items, root_ids = await sdpa_worker.write()
+    out["followed"] = docs_json
+
+    sent, raw = [], []
+    apply = sdpa_worker.link(lambda patch, buffers, done: sent.append((patch, done)))
+    await asyncio.sleep(0)
+    out["after_link"] = len(sent)
+    sent.clear()
+    doc = state.curdoc
+    doc.on_change(lambda event: raw.append(event) if isinstance(event, DocumentPatchedEvent) else None)
+    (slider,) = [m for m in doc.select({"type": Slider}) if (m.title or "").startswith("Logit std s")]
+
+    def page_sets(value):
+        apply(FromPage({"events": [{"kind": "ModelChanged", "model": {"id": slider.id}, "attr": "value", "new": value}]}))
+
+    page_sets(1.5)
+    out["step"] = {"sent": [(p, d) for p, d in sent], "raw": len(raw), "slider": slider.id}
+    sent.clear()
+    page_sets(1.5)                          # the same value again: nothing changes
+    out["same"] = list(sent)
+    sent.clear()
+    slider.value = 2.5                      # a change Python makes on its own (a timer): sent on the next tick
+    out["timer_before_tick"] = len(sent)
+    await asyncio.sleep(0)
+    out["timer"] = [(p, d) for p, d in sent]
+    sdpa_worker.set_location(json.dumps({"search": "?view=dial&s=2.5", "hash": "", "bogus": 1}))
+    out["location"] = state.location.search
+
+asyncio.run(main())
+print("RESULT " + json.dumps(out, default=str))
+'''
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    driver = tmp_path_factory.mktemp("worker") / "driver.py"
+    driver.write_text(DRIVER)
+    done = subprocess.run([sys.executable, str(driver), str(ROOT / "build" / "templates")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    return json.loads(line[len("RESULT "):])
+
+
+def events(patch) -> list[dict]:
+    return patch["events"] if patch else []
+
+
+def test_start_points_panel_at_the_site_and_skips_the_docstrings(run):
+    assert run["cdn_root"] == "https://example.invalid/panel/"
+    assert run["docstrings_off"]
+
+
+def test_the_written_document_is_numbered_from_the_first_id_and_follows_the_link(run):
+    """Ids from first_id, as the pre-render numbered them; a followed link is the document written next."""
+    assert run["first"]["min_id"] >= 5000
+    assert run["first"]["roots"] >= 1
+    assert "Logit std s" not in run["first"]["docs_json"]          # the default link is not the dial
+    assert "Logit std s" in run["followed"]
+    assert '"value":4' in run["followed"].replace(" ", "")
+
+
+def test_a_page_patch_is_answered_by_one_message_without_the_pages_own_change(run):
+    """Panel would send one message per Bokeh change; the outbox sends the step's changes as one, marked
+    done, and does not echo the slider's value back to the page that set it."""
+    step = run["step"]
+    assert run["step"]["raw"] > 1, "the slider step should change several models"
+    assert len(step["sent"]) == 1
+    patch, done = step["sent"][0]
+    assert done is True
+    assert 1 <= len(events(patch)) <= step["raw"]
+    assert not [e for e in events(patch) if e.get("model", {}).get("id") == step["slider"] and e.get("attr") == "value"]
+
+
+def test_a_patch_that_changes_nothing_is_answered_idle(run):
+    assert run["same"] == [[None, True]]
+
+
+def test_a_change_python_makes_on_its_own_goes_on_the_next_tick(run):
+    assert run["timer_before_tick"] == 0
+    (patch, done), = run["timer"]
+    assert done is False
+    assert [e for e in events(patch) if e.get("attr") == "value" and e.get("new") == 2.5]
+
+
+def test_the_pages_location_reaches_panel(run):
+    assert run["location"] == "?view=dial&s=2.5"
