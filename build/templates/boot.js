@@ -146,7 +146,8 @@
     '<p class="sdpa-progress sdpa-idle"></p><p class="sdpa-problem" hidden></p>' +
     '<p class="sdpa-actions" hidden><button type="button" data-act="retry">Retry</button> ' +
     '<button type="button" data-act="fresh">Reload from the network</button></p>' +
-    '<p class="sdpa-note">Nothing is installed and nothing leaves this tab.</p>';
+    '<p class="sdpa-note">Until it is live, the page is a preview at this view\'s default settings. ' +
+    'Nothing is installed and nothing leaves this tab.</p>';
   const part = (cls) => panel.querySelector(`.${cls}`);
   let current = "runtime";
   const mark = (id, msg) => {

@@ -104,7 +104,22 @@ def test_every_link_paints_its_own_view_in_html_before_any_script_runs(site, ser
         # the page does not scroll sideways on a phone (a wide table scrolls in its own box, as once live)
         assert page.evaluate("document.documentElement.scrollWidth") <= 412, key
         assert page.evaluate("window.Bokeh") is None
+        # the Preview badge (by the controls) covers no text
+        assert page.evaluate(BADGE_OVER_TITLE_JS) == [], key
     context.close()
+
+
+# The text in the HTML layer (figure titles, control labels, headings, paragraphs) that a visible Preview
+# badge overlaps: each line's own extent (a Range's rects), not its block's.
+BADGE_OVER_TITLE_JS = """() => {
+  const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const badges = [...document.querySelectorAll('#sdpa-html-paint .sdpa-live-mark')].filter((b) => b.getClientRects().length)
+    .map((b) => b.getBoundingClientRect());
+  const texts = [...document.querySelectorAll('#sdpa-html-paint :is(.sdpa-hp-title, .sdpa-hp-label, h2, h3, p)')];
+  return texts.filter((t) => { const range = document.createRange(); range.selectNodeContents(t);
+    return [...range.getClientRects()].some((r) => r.width > 0 && badges.some((b) => meets(b, r))); })
+    .map((t) => t.textContent.trim().slice(0, 60));
+}"""
 
 
 def test_without_javascript_the_default_link_still_reads(site, served, browser):

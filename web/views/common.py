@@ -106,13 +106,22 @@ def prerendering() -> bool:
 
 
 def live_mark() -> pn.pane.HTML:
-    """The first paint's "live in a moment" mark, over the top right corner of a section's figure
-    (``beside``), out of the layout's flow: shown only in the pre-rendered page, whose numbers
-    are this view's at its default settings. The live document has it hidden, so it goes as soon as
-    Python has drawn the link's own settings (build/templates/boot.js adopts or redraws)."""
-    return pn.pane.HTML("<span class='sdpa-live-mark' role='status'>⟳ Preview at this view's default settings: "
-                        "live in a moment</span>", stylesheets=[CSS], margin=0, visible=prerendering(),
-                        styles={"position": "absolute", "top": "0", "right": "0", "z-index": "10"})
+    """The first paint's "Preview" badge, on a line of its own above a section's controls (``beside``):
+    they do not move anything yet. The pre-rendered page shows it; its numbers are this view's at its
+    default settings, which the badge's tooltip and the boot panel say in words (build/templates/boot.js).
+    The live document keeps the line, empty, so nothing moves when the badge goes, as soon as Python has
+    drawn the link's own settings (boot.js adopts or redraws). Above the controls, not over a figure: a
+    figure's title or a control's label would be under it at some width."""
+    says = html.escape(PREVIEW_SAYS, quote=True)
+    badge = f"<span class='sdpa-live-mark' role='status' title=\"{says}\" aria-label=\"{says}\">⟳ Preview</span>"
+    # live: an empty span, not "": Bokeh leaves a default value out of the document, and boot.js adopts the
+    # drawn document only when each of its attributes is still in the live one
+    return pn.pane.HTML(badge if prerendering() else "<span></span>", stylesheets=[CSS], height=22, margin=(0, 10),
+                        sizing_mode="stretch_width", styles={"text-align": "right"})
+
+
+#: What the Preview badge means, for its tooltip and screen readers.
+PREVIEW_SAYS = "Preview at this view's default settings: live in a moment"
 
 
 #: Where a section's controls go among its figures (CSS ``order`` on the flex items' own hosts): after every
@@ -125,13 +134,12 @@ def beside(figures, controls: list, *, basis: int = 560, min_width: int = 250) -
     """One figure, or several (a list), with the controls that move them: to their right on a desktop,
     directly under the first figure on a phone (``basis``: each figure's width before the row wraps)."""
     figures = list(figures) if isinstance(figures, (list, tuple)) else [figures]
-    first = pn.Column(figures[0], live_mark(), sizing_mode="stretch_width", min_width=min_width,
-                      styles={"flex": f"3 1 {basis}px", "position": "relative"})
+    first = pn.Column(figures[0], sizing_mode="stretch_width", min_width=min_width, styles={"flex": f"3 1 {basis}px"})
     rest = [pn.Column(f, sizing_mode="stretch_width", min_width=min_width, styles={"flex": f"3 1 {basis}px", "order": "2"})
             for f in figures[1:]]
     return pn.FlexBox(
         first, *rest,
-        pn.Column(*controls, sizing_mode="stretch_width", styles={"flex": "1 1 240px"}, min_width=220,
+        pn.Column(live_mark(), *controls, sizing_mode="stretch_width", min_width=220, styles={"flex": "1 1 240px"},
                   css_classes=["sdpa-controls"], stylesheets=[CSS, CONTROLS_ORDER]),
         sizing_mode="stretch_width")
 
