@@ -443,29 +443,9 @@
   // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
   const local = (json) => json.replaceAll('"static/extensions/panel/', '"./@@PANEL_DIST@@');
 
-  // Draw the document once. The worker builds the app with the pre-render's model ids
-  // (build/prerender.py FIRST_ID), so when the live document has the same models as the one on the
-  // page, the page keeps its views: it takes the live values that differ (numbers computed by
-  // Pyodide's numpy, Panel's names), except those the reader has already changed, and links that
-  // document to Python. Anything else (a pre-render from another build, no pre-render) is drawn anew.
-  function modelsOf(docs_json) {
-    const models = new Map();       // id -> {name, attributes}, with nested definitions as references
-    const strip = (value) => {
-      if (Array.isArray(value)) return value.map(strip);
-      if (value === null || typeof value !== "object") return value;
-      if (value.type === "object" && typeof value.id === "string") {
-        if (!models.has(value.id)) {
-          const entry = {name: value.name, attributes: {}};
-          models.set(value.id, entry);
-          for (const [k, v] of Object.entries(value.attributes || {})) entry.attributes[k] = strip(v);
-        }
-        return {id: value.id};
-      }
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, strip(v)]));
-    };
-    for (const doc of Object.values(docs_json)) strip(doc.roots);
-    return models;
-  }
+  // Draw the document once, adopting the pre-rendered one where it can (adopt.js); anything else (a
+  // pre-render from another build, no pre-render) is drawn anew.
+  @@ADOPT_JS@@
 
   // The pre-rendered JSON is HTML-escaped inside its <script>; BokehJS reads it through this same
   // unescaping (core/util/string unescape).
@@ -485,27 +465,14 @@
     if (!jsdoc || !drawnDocs) return null;
     let drawn;
     try {
-      drawn = modelsOf(JSON.parse(local(JSON.stringify(drawnDocs))));
+      drawn = sdpaModelsOf(JSON.parse(local(JSON.stringify(drawnDocs))));
     } catch (_) {
       return null;
     }
-    const ours = modelsOf(live);
-    if (drawn.size !== ours.size) return null;
     const moved = new Set([...earlyMoves.values()].map(({event}) => `${event.model.id}.${event.attr}`));
-    const events = [];
-    for (const [id, model] of ours) {
-      const there = drawn.get(id);
-      if (!there || there.name !== model.name || !jsdoc.get_model_by_id(id)) return null;
-      for (const attr of Object.keys(there.attributes)) {
-        if (!(attr in model.attributes)) return null;    // back to its default: not expressible as a patch
-      }
-      for (const [attr, value] of Object.entries(model.attributes)) {
-        const drawnValue = there.attributes[attr];
-        if (moved.has(`${id}.${attr}`) || JSON.stringify(value) === JSON.stringify(drawnValue)) continue;
-        if (attr === "url" && sameFile(value, drawnValue)) continue;    // a stylesheet: do not load it again
-        events.push({kind: "ModelChanged", model: {id}, attr, new: value});
-      }
-    }
+    const events = sdpaAdoptEvents(drawn, sdpaModelsOf(live),
+                                   {drawnHere: (id) => !!jsdoc.get_model_by_id(id), moved, sameFile});
+    if (events === null) return null;
     try {
       patching += 1;
       if (events.length) jsdoc.apply_json_patch({events}, new Map());
@@ -514,7 +481,7 @@
     }
     const attrs = {};         // what differed, by attribute name (read by tests and measure_site.py)
     for (const {attr} of events) attrs[attr] = (attrs[attr] || 0) + 1;
-    lab.adopted = {changed: events.length, models: ours.size, attrs};
+    lab.adopted = {changed: events.length, models: drawn.size, attrs};
     return jsdoc;
   }
 
