@@ -329,9 +329,10 @@ def embedded(text: str, name: str):
 
 
 def worker_js(config: dict) -> str:
-    """worker.js with its CONFIG, snapshot.js (saving and restoring Python's memory) and store.js (where
+    """worker.js with its CONFIG, download.js (checked downloads), snapshot.js (saving and restoring Python's memory) and store.js (where
     the snapshot is kept: the private file system, else Cache Storage) inside."""
-    return fill("worker.js", CONFIG=config, SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text(),
+    return fill("worker.js", CONFIG=config, DOWNLOAD_JS=(TEMPLATES / "download.js").read_text(),
+                SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text(),
                 STORE_JS=(TEMPLATES / "store.js").read_text())
 
 

@@ -11,6 +11,7 @@
 // visitor's link (the app is built for it: the page has drawn that view's pre-render), and the
 // stores for a snapshot the page sees (store.js).
 "use strict";
+@@DOWNLOAD_JS@@
 @@SNAPSHOT_JS@@
 @@STORE_JS@@
 const CONFIG = /*CONFIG*/{}/*END*/;
@@ -19,32 +20,17 @@ const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page"
 const here = (path) => new URL(path, BOOT.base).href;
 const post = (msg) => self.postMessage(msg);
 
-// A failure the page can name: which file (if any) and what went wrong with it.
-class BootError extends Error {
-  constructor(message, file) {
-    super(message);
-    this.file = file || null;
-  }
-}
-
 let step = "runtime";
 const status = (id, msg) => {
   step = id;
   post({type: "status", step: id, msg, t: performance.now()});
 };
 
-async function sha256hex(buffer) {
-  if (!(self.crypto && crypto.subtle)) return null;     // not a secure context: sizes only
-  const digest = await crypto.subtle.digest("SHA-256", buffer);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 // Every file the boot needs (runtime, stdlib, lock, the package archive) is requested right now, so the
 // downloads run alongside the runtime's start-up instead of after it; Pyodide's own fetches of those
 // URLs are handed these responses. Each file is checked against the sha256 and size the build wrote
-// into CONFIG.prefetch as it arrives (from a clone, so Pyodide still gets the real response: the
-// wasm compiles while it streams and its compiled code is cached by the browser). A damaged or
-// missing file fails the boot with its name, however Pyodide would have reacted to it.
+// into CONFIG.prefetch as it arrives (download.js; from a clone, so Pyodide still gets the real
+// response: the wasm compiles while it streams and its compiled code is cached by the browser).
 const downloads = new Map();     // absolute URL -> {path, response, checked}
 const progress = {received: 0, expected: 0, waiting: new Set(), sent: 0};
 
@@ -54,27 +40,6 @@ function sendProgress(force) {
   progress.sent = now;
   post({type: "progress", received: progress.received, expected: progress.expected,
         waiting: [...progress.waiting]});
-}
-
-async function readAll(body) {
-  const reader = body.getReader();
-  const chunks = [];
-  let length = 0;
-  for (;;) {
-    const {done, value} = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    length += value.length;
-    progress.received += value.length;
-    sendProgress(false);
-  }
-  const all = new Uint8Array(length);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.length;
-  }
-  return all.buffer;
 }
 
 // The browser's fetch: self.fetch is replaced below, to hand Pyodide these downloads.
@@ -90,36 +55,16 @@ function download(path, sha256, size, script) {
   const kept = !BOOT.fresh && CONFIG.offlineCache && self.caches
     ? caches.open(CONFIG.offlineCache).then((c) => c.match(here(`${path}?sha256=${sha256}`))).catch(() => undefined)
     : Promise.resolve(undefined);
-  const response = kept.then((hit) => hit || networkFetch(url, BOOT.fresh ? {cache: "reload"} : {})).then((r) => {
-    if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status} ${r.statusText})`.trim(), path);
-    return r;
-  }, (err) => {
-    throw new BootError(`${path} could not be downloaded (${err.message || err}); is the network down?`, path);
-  });
-  // Scripts are read here (and run from a checked copy); the rest is read from a clone.
-  const checked = response.then(async (r) => {
-    let body;
-    try {
-      body = await readAll((script ? r : r.clone()).body);
-    } catch (err) {
-      throw new BootError(`${path} broke off while downloading (${err.message || err})`, path);
-    }
-    progress.waiting.delete(path);
-    sendProgress(true);
-    if (body.byteLength !== size) {
-      throw new BootError(`${path} is damaged: ${body.byteLength.toLocaleString("en")} bytes received, ` +
-                          `${size.toLocaleString("en")} expected`, path);
-    }
-    const digest = await sha256hex(body);
-    if (digest !== null && digest !== sha256) {
-      throw new BootError(`${path} is damaged: its content differs from this version's (sha256 ${digest.slice(0, 12)}…, ` +
-                          `expected ${sha256.slice(0, 12)}…)`, path);
-    }
-    return body;
-  });
-  response.catch(() => {});   // surfaced through `checked`, where the boot awaits it
-  checked.catch(() => {});
-  downloads.set(url, {path, response, checked, script});
+  const fetched = kept.then((hit) => hit || networkFetch(url, BOOT.fresh ? {cache: "reload"} : {}));
+  downloads.set(url, sdpaDownload({path, sha256, size, script, fetched,
+    onBytes: (n) => {
+      progress.received += n;
+      sendProgress(false);
+    },
+    onRead: () => {
+      progress.waiting.delete(path);
+      sendProgress(true);
+    }}));
 }
 
 const SCRIPTS = ["pyodide/pyodide.js", "pyodide/pyodide.asm.js"];
