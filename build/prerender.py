@@ -30,15 +30,15 @@ IDENTITY = {"title": ("web.page", "TITLE"), "short_name": ("web.page", "SHORT_TI
 
 
 # The app's first model id. The worker starts Bokeh's id counter here too, just before it runs the
-# app (templates/worker.js, CONFIG.firstId): the same code then names the same models the same way in
+# app (templates/sdpa_worker.py build_app, given CONFIG.firstId): the same code then names the same models the same way in
 # CPython and in Pyodide, so the page can keep the pre-rendered views and link them to the live
-# document instead of drawing it again (templates/boot.js, adopt). BokehJS names its own models with
+# document instead of drawing it again (templates/adopt.js). BokehJS names its own models with
 # uuid4s, so these never collide with the browser's.
 FIRST_ID = 1_000_000
 
 
 def start_ids() -> None:
-    """Bokeh's simple ids from FIRST_ID on: p1000001, p1000002, ... (what the worker's APP does)."""
+    """Bokeh's simple ids from FIRST_ID on: p1000001, p1000002, ... (what the worker's sdpa_worker.build_app does)."""
     import bokeh.util.serialization as serialization
     from bokeh.settings import settings
     settings.simple_ids.set_value(True)

@@ -24,10 +24,10 @@ from plan import PYODIDE_PYTHON, SOURCES, Package, Plan
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
 ALWAYS_EXCLUDE = re.compile(r"(^|/)__pycache__/|\.(pyc|so|pyd|dylib)$|\.dist-info/(RECORD|INSTALLER|direct_url\.json|REQUESTED)$")
-# Licence and notice files inside a .dist-info folder (PEP 639 puts them under licenses/): they stay
-# in every wheel we repack, slim ones included.
 #: The worker's Python (templates/worker.js calls it), shipped beside the app's package.
 WORKER_MODULE = Path(__file__).resolve().parent / "templates" / "sdpa_worker.py"
+# Licence and notice files inside a .dist-info folder (PEP 639 puts them under licenses/): they stay
+# in every wheel we repack, slim ones included.
 LICENCE_FILE = re.compile(r"^(licenses/.+|(LICEN[CS]E|COPYING|NOTICE|AUTHORS)[^/]*)$", re.I)
 
 

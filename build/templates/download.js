@@ -41,7 +41,7 @@ async function sdpaReadAll(body, onBytes) {
 }
 
 // `fetched`: a promise of the file's Response. Returns {path, response, checked, script}: `response`
-// is the Response (rejecting with a BootError when there is none, or not 200), still unread unless
+// is the Response (rejecting with a BootError when there is none, or its status is not 2xx), still unread unless
 // `script`; `checked` its bytes once they match `size` and `sha256` (else a BootError naming the file).
 // A script is read here, not from a clone: it is run from the checked bytes. `onBytes(n)` counts the
 // bytes as they arrive, `onRead()` once all are in.

@@ -104,8 +104,8 @@ const sdpaIsWasmFunction = (f) => typeof f === "function" && /\[native code\]/.t
   /^function \d+\(/.test(Function.prototype.toString.call(f));
 
 // Held JS values without an access path from globalThis: none is expected once
-// SDPA_SNAPSHOT_PY_BEFORE has run (a JS function given to Python with pyodide.globals.set before
-// the snapshot, such as worker.js's sendPatch, would be one: set it after the restore instead).
+// SDPA_SNAPSHOT_PY_BEFORE has run (a JS function given to Python before the snapshot, such as
+// worker.js's sendPatch, would be one: it is given to sdpa_worker.link after the restore instead).
 function sdpaSnapshotSerializer(value) {
   let what;
   try {

@@ -186,6 +186,8 @@ async function installArchive() {
 
 // The worker's Python is the module sdpa_worker (templates/sdpa_worker.py, shipped in the package
 // archive); each step below calls one of its functions.
+// (a name is looked up on the module's proxy: none may be one of PyProxy's own methods, such as apply,
+// call, get, copy or toString)
 function callPython(name, ...args) {
   const module = self.pyodide.pyimport("sdpa_worker");
   try {
@@ -379,7 +381,7 @@ const snapshots = {
 
 // The document as JSON for the page: [docs_json, render_items, root_ids].
 async function writeDoc() {
-  const written = await self.pyodide.runPythonAsync("import sdpa_worker\nawait sdpa_worker.write()");
+  const written = await self.pyodide.runPythonAsync("await __import__('sdpa_worker').write()");
   const doc = written.toJs();
   written.destroy();
   return doc;

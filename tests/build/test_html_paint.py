@@ -48,6 +48,7 @@ def test_layouts_text_figures_and_controls():
     assert "width: calc(100% - 20px)" in out                           # stretched, less its margins
     assert "#sdpa-html-paint {\n.sdpa-headline" in out and ":host" not in out   # the page's CSS, scoped
     assert "<script" not in out
+    assert out.endswith(html_paint.END)            # boot.css shows the layer once this last child is parsed
 
 
 def test_only_the_named_roots_are_painted():

@@ -47,7 +47,7 @@ def test_pyodide_internals_are_checked_in_its_files(tmp_path):
 # A private attribute as the runtime and the page write it: `x._name` where x is a Panel/Bokeh/param/Pyodide
 # object. Our own names (_sdpa*, self._*, the page's classes) are not private API.
 PRIVATE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.(_[A-Za-z][A-Za-z0-9_]*)")
-OURS = {"self", "cls", "os", "sys", "lab", "page", "Page", "_web", "_ns", "np", "sdpaLab"}
+OURS = {"self", "cls", "os", "sys", "lab", "page", "Page", "np", "sdpaLab"}
 
 
 def used_names() -> set[str]:

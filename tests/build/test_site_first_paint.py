@@ -104,7 +104,9 @@ def test_every_link_paints_its_own_view_in_html_before_any_script_runs(site, ser
         # the page does not scroll sideways on a phone (a wide table scrolls in its own box, as once live)
         assert page.evaluate("document.documentElement.scrollWidth") <= 412, key
         assert page.evaluate("window.Bokeh") is None
-        # the Preview badge (by the controls) covers no text
+        # the Preview badge (above the controls) is there, and covers no text
+        if key != "questions":
+            assert page.locator("#sdpa-html-paint .sdpa-live-mark").first.is_visible(), key
         assert page.evaluate(BADGE_OVER_TITLE_JS) == [], key
     context.close()
 

@@ -175,6 +175,21 @@ def test_repacked_wheels_keep_their_licences(tmp_path, name):
     assert wheel.version == version and name in wheel.imports
 
 
+def test_the_app_wheel_ships_web_and_the_workers_python(tmp_path):
+    """The worker imports sdpa_worker (templates/worker.js callPython): it ships beside `web`, as the file
+    CPython's tests run (tests/build/test_sdpa_worker.py)."""
+    web_dir = tmp_path / "web"
+    (web_dir / "views").mkdir(parents=True)
+    (web_dir / "app.py").write_text("x = 1\n")
+    (web_dir / "views" / "a.py").write_text("")
+    wheel = wheels.app_wheel(plan.Package("sdpa-lab-web", "app"), web_dir, "1.0", tmp_path)
+    with zipfile.ZipFile(wheel.path) as zf:
+        names = zf.namelist()
+        shipped = zf.read("sdpa_worker.py")
+    assert {"web/app.py", "web/views/a.py", "web/__init__.py", "sdpa_worker.py"} <= set(names)
+    assert shipped == wheels.WORKER_MODULE.read_bytes() and wheel.imports == ["web", "sdpa_worker"]
+
+
 def test_stub_wheel_installs_a_module_that_returns_its_input(tmp_path):
     pkg = plan.make_plan(["nh3"], None, self_hosted=True, has_wheel=lambda n: False,
                          meta=FakeMetadata({"sdpa-core": ("0", [], False), "nh3": ("1", [], True),
