@@ -103,7 +103,8 @@ def test_pre_render_and_worker_name_the_app_models_alike(site):
     assert min(ids) == prerender.FIRST_ID + 1, "the app's first model is not the counter's first id"
     assert max(ids) < prerender.FIRST_ID + 10_000
     assert site.config["firstId"] == prerender.FIRST_ID
-    assert "_simple_id = ${CONFIG.firstId}" in (site.root / "worker.js").read_text()
+    assert 'callPython("build_app", BOOT.mode === "page" ? BOOT.search : "", CONFIG.firstId)' in (site.root / "worker.js").read_text()
+    assert "bk_serialization._simple_id = first_id" in site.archive["sdpa_worker.py"].decode()   # what build_app does
 
 
 def test_worker_can_save_and_restore_a_snapshot(site):
@@ -283,12 +284,14 @@ def test_packages_ship_bytecode_for_pyodide(site):
     needs_python313(site)
     files = site.archive
     ours = ("sdpa_core/", "web/")
+    worker = ("sdpa_worker.py", "__pycache__/sdpa_worker.cpython-313.pyc")      # the worker's Python, a module
     code = [n for n in files if n.endswith((".py", ".pyc")) and ".dist-info/" not in n]
     for top in ours:
         sources = [n for n in code if n.startswith(top) and n.endswith(".py")]
         pycs = [n for n in code if n.startswith(top) and n.endswith(".cpython-313.pyc") and "/__pycache__/" in n]
         assert sources and len(sources) == len(pycs), top
-    others = [n for n in code if not n.startswith(ours)]
+    assert set(worker) <= set(code)
+    others = [n for n in code if not n.startswith(ours) and n not in worker]
     assert not [n for n in others if n.endswith(".py")], "third-party packages ship sources"
     headers = {files[n][:8] for n in code if n.endswith(".pyc") and n.startswith(("panel/", "bokeh/", "param/"))}
     assert headers == {(3571).to_bytes(2, "little") + b"\r\n" + (0b01).to_bytes(4, "little")}, \
