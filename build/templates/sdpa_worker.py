@@ -110,12 +110,17 @@ class Outbox:
     changed the answer is ``send(None, None, True)``."""
 
     def __init__(self, doc, send):
+        # imported once here, not on every change (about nine per slider step): Panel is loaded by now
+        import js
+        import pyodide
+        from bokeh.document.events import DocumentPatchedEvent
+        from panel.io import pyodide as pp
+
         self.doc, self.send, self.events, self.scheduled = doc, send, [], False
+        self._js, self._to_js, self._pp, self._patched = js, pyodide.ffi.to_js, pp, DocumentPatchedEvent
 
     def __call__(self, event) -> None:
-        from bokeh.document.events import DocumentPatchedEvent
-
-        if getattr(event, "setter", None) == "js" or not isinstance(event, DocumentPatchedEvent):
+        if getattr(event, "setter", None) == "js" or not isinstance(event, self._patched):
             return          # the page's own change, or nothing the page draws
         if not (self.events and self.events[-1].combine(event)):
             self.events.append(event)
@@ -124,19 +129,16 @@ class Outbox:
             asyncio.get_event_loop().call_soon(self.flush)
 
     def flush(self, done: bool = False) -> None:
-        import js
-        import pyodide
-        from panel.io import pyodide as pp
-
         self.scheduled = False
         if not self.events:
             if done:
                 self.send(None, None, True)
             return
         events, self.events = self.events, []
-        patch, buffers = pp._process_document_events(self.doc, events)
-        self.send(pyodide.ffi.to_js(patch, dict_converter=pp._dict_converter),
-                  js.Map.new(js.Object.entries(pyodide.ffi.to_js(buffers))), done)
+        patch, buffers = self._pp._process_document_events(self.doc, events)
+        js = self._js
+        self.send(self._to_js(patch, dict_converter=self._pp._dict_converter),
+                  js.Map.new(js.Object.entries(self._to_js(buffers))), done)
 
 
 def link(send):
