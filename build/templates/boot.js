@@ -131,8 +131,6 @@
     sessionStorage.removeItem("sdpa-fresh");
   } catch (_) { /* storage disabled */ }
   let worker = null;
-  let patching = 0;
-  let sentAt = null;
   let lastNews = performance.now();
   let waiting = [];
 
@@ -321,8 +319,8 @@
     if (lab.error) return;
     workerBody = body;
     worker = await newWorker("page", {restore: snapshot});
-    worker.busy = true;       // until Python is linked ("ready"): changes wait in the queue
-    worker.queue = [];
+    const started = worker;
+    started.patches = sdpaPatchQueue((msg) => started.postMessage(msg));
     news();
     worker.onmessage = onWorkerMessage;
     worker.onerror = (event) => {
@@ -360,85 +358,18 @@
     startWorker({snapshot: false});
   }
 
-  // Changes go to Python as one patch per event-loop task (a slider step sets `value` and
-  // `value_throttled`: one message), and while Python works on one patch the next ones wait and are
-  // merged (a property set twice is sent once, with its last value).
-  let flushing = false;
-  function sendChange(jsdoc, event) {
-    if ((event.setter_id != null && event.setter_id === "py") || patching > 0 || !worker || !worker.queue) return;
-    if (event.sync === false) return;    // drawn in the page only (web/dark_figures.py: the plots' colours)
-    if (event.model && event.attr) {
-      worker.queue = worker.queue.filter((e) => !(e.model === event.model && e.attr === event.attr));
-    }
-    worker.queue.push(event);
-    if (!worker.busy && !flushing) {
-      flushing = true;
-      queueMicrotask(() => {
-        flushing = false;
-        sendQueue();
-      });
-    }
-  }
-
-  function sendQueue() {
-    if (worker.busy || !worker.queue.length) return;
-    const patch = worker.jsdoc.create_json_patch(worker.queue);
-    worker.queue = [];
-    worker.busy = true;
-    sentAt = performance.now();
-    worker.postMessage({type: "patch", patch});
-  }
-
-  // Moves made on the pre-rendered page (before Python is live) are recorded and made again on the
-  // live page once it is linked: the very events, when the live document adopts the pre-rendered one
-  // (render/adopt); otherwise by matching models by type, title or labels, and order (both documents
-  // are built by the same code).
-  const WIDGET_ATTRS = ["value", "value_throttled", "active"];
-  const earlyMoves = new Map();      // key + attr -> {key, attr, value, event}, in the order they were made
-  function widgetKeys(doc) {
-    const keys = new Map();          // model -> key
-    const seen = new Map();
-    for (const m of doc.all_models) {
-      if (!WIDGET_ATTRS.some((a) => a in m.properties)) continue;
-      const name = m.title ?? m.label ?? (Array.isArray(m.labels) ? m.labels.join("|") : "");
-      const base = `${m.constructor.__qualified__ || m.constructor.__name__}|${name}`;
-      const n = seen.get(base) || 0;
-      seen.set(base, n + 1);
-      keys.set(m, `${base}#${n}`);
-    }
-    return keys;
-  }
-  let staticKeys = null;
+  // Which changes go to Python, and when (patches.js): one queue per worker, and the reader's moves on
+  // the pre-rendered page, made again on the live one.
+  @@PATCHES_JS@@
+  const earlyMoves = sdpaEarlyMoves();
+  const live = () => !!(worker && worker.jsdoc);
   const watchEarly = setInterval(() => {
     const doc = window.Bokeh && Bokeh.documents && Bokeh.documents[0];
-    if (worker && worker.jsdoc) clearInterval(watchEarly);
-    if (!doc || staticKeys !== null || (worker && worker.jsdoc)) return;
+    if (live()) clearInterval(watchEarly);
+    if (!doc || live()) return;
     clearInterval(watchEarly);
-    staticKeys = widgetKeys(doc);
-    doc.on_change((event) => {
-      if ((worker && worker.jsdoc) || patching > 0) return;       // the live page has taken over
-      const key = event.model && staticKeys.get(event.model);
-      if (!key || !WIDGET_ATTRS.includes(event.attr)) return;
-      earlyMoves.delete(`${key}.${event.attr}`);
-      earlyMoves.set(`${key}.${event.attr}`, {key, attr: event.attr, value: event.value, event});
-    }, false);
+    earlyMoves.watch(doc, live);
   }, 50);
-  function replayEarlyMoves(jsdoc) {
-    if (!earlyMoves.size) return;
-    if (lab.adopted) {        // the moves are in this very document: send them to Python as they were made
-      for (const {event} of earlyMoves.values()) sendChange(jsdoc, event);
-      lab.earlyMoves = earlyMoves.size;
-      earlyMoves.clear();
-      return;
-    }
-    const models = new Map([...widgetKeys(jsdoc)].map(([m, k]) => [k, m]));
-    for (const {key, attr, value} of earlyMoves.values()) {
-      const model = models.get(key);
-      if (model && attr in model.properties) model.setv({[attr]: value});
-    }
-    lab.earlyMoves = earlyMoves.size;
-    earlyMoves.clear();
-  }
 
   // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
   const local = (json) => json.replaceAll('"static/extensions/panel/', '"./@@PANEL_DIST@@');
@@ -469,16 +400,11 @@
     } catch (_) {
       return null;
     }
-    const moved = new Set([...earlyMoves.values()].map(({event}) => `${event.model.id}.${event.attr}`));
+    const moved = earlyMoves.ids();
     const events = sdpaAdoptEvents(drawn, sdpaModelsOf(live),
                                    {drawnHere: (id) => !!jsdoc.get_model_by_id(id), moved, sameFile});
     if (events === null) return null;
-    try {
-      patching += 1;
-      if (events.length) jsdoc.apply_json_patch({events}, new Map());
-    } finally {
-      patching -= 1;
-    }
+    if (events.length) sdpaQuiet.run(() => jsdoc.apply_json_patch({events}, new Map()));
     const attrs = {};         // what differed, by attribute name (read by tests and measure_site.py)
     for (const {attr} of events) attrs[attr] = (attrs[attr] || 0) + 1;
     lab.adopted = {changed: events.length, models: drawn.size, attrs};
@@ -512,9 +438,10 @@
 
   function link(jsdoc) {
     worker.jsdoc = jsdoc;
+    worker.patches.doc = jsdoc;
     if (!linked.has(jsdoc)) {        // once: a worker started again after a failed restore links it again
       linked.add(jsdoc);
-      jsdoc.on_change((event) => sendChange(jsdoc, event), false);
+      jsdoc.on_change((event) => worker && worker.patches.change(event), false);
     }
     worker.postMessage({type: "rendered"});
     worker.postMessage({type: "location", location: JSON.stringify(window.location)});
@@ -524,7 +451,7 @@
     const msg = event.data;
     news();
     if (msg.type === "idle") {
-      idle();
+      worker.patches.idle();
     } else if (msg.type === "status") {
       mark(msg.step, msg.msg);
     } else if (msg.type === "progress") {
@@ -555,9 +482,10 @@
         else fatal(`${err.message || err}`, {step: "render", detail: err.stack});
       }
     } else if (msg.type === "ready") {
-      worker.busy = false;
-      replayEarlyMoves(worker.jsdoc);
-      sendQueue();
+      worker.patches.busy = false;
+      const moves = earlyMoves.replay(worker.jsdoc, lab.adopted !== null, worker.patches);
+      if (moves) lab.earlyMoves = moves;
+      worker.patches.send();
       document.body.classList.remove("pn-loading", "pn-arc");
       lab.steps.interactive = performance.now();
       lab.boot = lab.boot || "python";
@@ -570,23 +498,14 @@
       // the worker's downloads are in the offline cache: precaching will not download them again
       setup.afterBoot(msg);
     } else if (msg.type === "patch") {
-      try {
-        patching += 1;
-        worker.jsdoc.apply_json_patch(msg.patch, msg.buffers);
-      } finally {
-        patching -= 1;
+      sdpaQuiet.run(() => worker.jsdoc.apply_json_patch(msg.patch, msg.buffers));
+      const {patches} = worker;
+      if (patches.sentAt !== null) {
+        lab.latencies.push(performance.now() - patches.sentAt);
+        patches.sentAt = null;
       }
-      if (sentAt !== null) {
-        lab.latencies.push(performance.now() - sentAt);
-        sentAt = null;
-      }
-      if (msg.done) idle();       // Python's answer to our patch: it is ready for the next one
+      if (msg.done) patches.idle();       // Python's answer to our patch: it is ready for the next one
     }
-  }
-
-  function idle() {
-    worker.busy = false;
-    sendQueue();
   }
 
   // a new version waiting for this reload goes first (setup.js); any failure there: boot this one
