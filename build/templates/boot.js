@@ -13,7 +13,6 @@
     ["app", "Running the app"],
     ["render", "Drawing the live page"],
   ];
-  const LABELS = Object.fromEntries(STEPS);
   // worker.js, checked before it runs; it is started from a blob: URL so that it runs under this
   // page's Content-Security-Policy (a worker loaded from a URL gets the policy of its own response).
   const WORKER = /*WORKER*/{}/*END*/;
@@ -131,108 +130,21 @@
     sessionStorage.removeItem("sdpa-fresh");
   } catch (_) { /* storage disabled */ }
   let worker = null;
-  let lastNews = performance.now();
-  let waiting = [];
 
-  // Progress panel: one line per step, the current one announced to screen readers.
-  const panel = document.createElement("div");
-  panel.id = "sdpa-boot";
-  panel.setAttribute("role", "status");
-  panel.setAttribute("aria-live", "polite");
-  panel.innerHTML = `<strong>Starting SDPA Lab in your browser</strong><ol>${
-    STEPS.map(([id, label]) => `<li data-step="${id}">${label}</li>`).join("")}</ol>` +
-    '<p class="sdpa-progress sdpa-idle"></p><p class="sdpa-problem" hidden></p>' +
-    '<p class="sdpa-actions" hidden><button type="button" data-act="retry">Retry</button> ' +
-    '<button type="button" data-act="fresh">Reload from the network</button></p>' +
-    '<p class="sdpa-note">Until it is live, the page is a preview at this view\'s default settings. ' +
-    'Nothing is installed and nothing leaves this tab.</p>';
-  const part = (cls) => panel.querySelector(`.${cls}`);
-  let current = "runtime";
-  const mark = (id, msg) => {
-    if (!(id in lab.steps)) lab.steps[id] = performance.now();   // when the step started
-    current = id;
-    let seen = false;
-    for (const li of panel.querySelectorAll("li")) {
-      const current = li.dataset.step === id;
-      if (current) {
-        seen = true;
-        if (msg) li.textContent = msg;
-      }
-      li.className = current ? "sdpa-current" : (seen ? "" : "sdpa-done");
-    }
-  };
-  const showPanel = () => {
-    if (!lab.ready && !panel.isConnected) document.body.appendChild(panel);
-    mark(current);      // the worker may be steps ahead of the DOM
-  };
-  if (document.body) showPanel(); else document.addEventListener("DOMContentLoaded", showPanel);
-  window.addEventListener("load", () => { lab.steps.page = performance.now(); });
-
-  part("sdpa-actions").addEventListener("click", (event) => {
-    const act = event.target.dataset && event.target.dataset.act;
-    if (act) setup.clearSnapshotBlock();     // the reader asks for a new try: a snapshot may be made again
-    if (act === "retry") location.reload();
-    if (act === "fresh") reloadFromNetwork();
+  // The progress panel (progress.js): each step, a stuck one, a failure with Retry.
+  @@PROGRESS_JS@@
+  const progress = sdpaProgress({
+    lab, steps: STEPS, limits: LIMITS,
+    started: () => worker !== null,
+    stop: () => worker && worker.terminate(),
+    act: (name) => {
+      setup.clearSnapshotBlock();     // the reader asks for a new try: a snapshot may be made again
+      if (name === "retry") location.reload();
+      if (name === "fresh") reloadFromNetwork();
+    },
   });
-
-  function showProblem(text) {
-    part("sdpa-problem").textContent = text;
-    part("sdpa-problem").hidden = false;
-    part("sdpa-actions").hidden = false;
-    // a reload that bypasses the caches only makes sense with a network
-    panel.querySelector('[data-act="fresh"]').hidden = navigator.onLine === false;
-    if (document.body && !panel.isConnected) document.body.appendChild(panel);
-  }
-
-  // The boot cannot go on: say what failed (the file, else the step), stop the worker, offer Retry.
-  function fatal(msg, {file = null, step = current, detail = null} = {}) {
-    if (lab.error || lab.ready) return;
-    const where = step === "page" ? "Loading the page" : (LABELS[step] || step);
-    lab.error = `${where}: ${msg}`;
-    lab.errorFile = file;
-    lab.errorDetail = detail || msg;
-    lab.stalled = null;
-    if (worker) worker.terminate();
-    panel.classList.remove("sdpa-stalled");
-    panel.classList.add("sdpa-error");
-    panel.setAttribute("role", "alert");
-    panel.querySelector("strong").textContent = "The app failed to start";
-    part("sdpa-progress").classList.add("sdpa-idle");
-    showProblem(lab.error);
-    console.error(`SDPA Lab: ${lab.error}${detail ? "\n" + detail : ""}`);
-  }
-
-  // A step without news for too long: say so (the boot may still finish; then the notice goes).
-  function stalled(msg) {
-    if (lab.error || lab.ready || lab.stalled === msg) return;
-    lab.stalled = msg;
-    panel.classList.add("sdpa-stalled");
-    showProblem(msg);
-  }
-
-  function news() {
-    lastNews = performance.now();
-    if (lab.stalled && !lab.error) {
-      lab.stalled = null;
-      panel.classList.remove("sdpa-stalled");
-      part("sdpa-problem").hidden = true;
-      part("sdpa-actions").hidden = true;
-    }
-  }
-
-  const watchdog = setInterval(() => {
-    if (lab.ready || lab.error) {
-      clearInterval(watchdog);
-      return;
-    }
-    if (!worker && !waiting.length) return;       // between worker.js and the worker
-    const quiet = (performance.now() - lastNews) / 1000;
-    const limit = waiting.length ? LIMITS.download : (LIMITS[current] || 60);
-    if (quiet < limit) return;
-    stalled(waiting.length
-      ? `${LABELS[current] || current}: nothing has arrived for ${Math.round(quiet)} s; still waiting for ${waiting.join(", ")}.`
-      : `${LABELS[current] || current} has shown no progress for ${Math.round(quiet)} s.`);
-  }, 1000);
+  const {mark, fatal, news} = progress;
+  window.addEventListener("load", () => { lab.steps.page = performance.now(); });
 
   // Scripts and stylesheets of the page carry integrity hashes: a damaged or missing one fires an
   // error event here (capture phase: resource errors do not bubble).
@@ -283,7 +195,7 @@
   // worker.js as the worker's downloads are: each byte is news (the watchdog says when none came for
   // LIMITS.download seconds), and it is waited for as long as the connection stays open.
   async function fetchWorker() {
-    waiting = [WORKER.path];
+    progress.waitingFor([WORKER.path]);
     try {
       const response = await fetch(`./${WORKER.path}`, {cache: fresh ? "reload" : "default"});
       news();
@@ -302,7 +214,7 @@
       fatal(`${WORKER.path} could not be downloaded (${err.message || err})`, {file: WORKER.path});
       return null;
     } finally {
-      waiting = [];
+      progress.waitingFor([]);
     }
   }
 
@@ -455,11 +367,8 @@
     } else if (msg.type === "status") {
       mark(msg.step, msg.msg);
     } else if (msg.type === "progress") {
-      waiting = msg.waiting;
-      const line = part("sdpa-progress");
-      // its room stays either way (see boot.css): the panel keeps one height
-      line.classList.toggle("sdpa-idle", msg.received >= msg.expected || lab.error !== null);
-      line.textContent = `Downloaded ${(msg.received / 1e6).toFixed(1)} of ${(msg.expected / 1e6).toFixed(1)} MB`;
+      progress.waitingFor(msg.waiting);
+      progress.downloaded(msg.received, msg.expected);
     } else if (msg.type === "error") {
       fatal(msg.msg, {file: msg.file, step: msg.step, detail: msg.detail});
     } else if (msg.type === "restored") {
@@ -492,7 +401,7 @@
       lab.ready = true;
       lab.stalled = null;
       document.documentElement.dataset.sdpaReady = "true";
-      panel.remove();
+      progress.done();
       worker.postMessage({type: "keep-offline"});   // then "kept", then the service worker
     } else if (msg.type === "kept") {
       // the worker's downloads are in the offline cache: precaching will not download them again
