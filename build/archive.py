@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterable
 
-from bytecode import SITE_PACKAGES
+from .bytecode import SITE_PACKAGES
 
 PATH = "pyodide/packages.tar.gz"
 # Wheel data folders: purelib/platlib go to site-packages; the others (scripts, headers, data such as

@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-import render
+from . import render
 
 SITE_PACKAGES = Path(md.distribution("panel").locate_file(""))
 PANEL_DIST_DIR = SITE_PACKAGES / "panel" / "dist"

@@ -1,6 +1,6 @@
 """`make site`: build _site/, a static, offline-first page running sdpa_core and web/ in Pyodide.
 
-    python build/make_site.py [--out _site] [--app web/app.py] [--site-url https://user.github.io/repo/]
+    python -m build.make_site [--out _site] [--app web/app.py] [--site-url https://user.github.io/repo/]
 
 A pipeline of named steps, each in its own module and tested on its own (tests/build/test_steps.py):
 
@@ -38,25 +38,12 @@ import textwrap
 import time
 from pathlib import Path
 
+from . import (archive, assets, bytecode, html_paint, icons, notices, offline, plan, private_api, pyodide_files,
+               pyodide_lock, pyodide_patch, render, wheels)
+from .prerender import FIRST_ID
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import archive  # noqa: E402
-import assets  # noqa: E402
-import bytecode  # noqa: E402
-import html_paint  # noqa: E402
-import icons  # noqa: E402
-import notices  # noqa: E402
-import offline  # noqa: E402
-import plan  # noqa: E402
-import private_api  # noqa: E402
-import pyodide_files  # noqa: E402
-import pyodide_lock  # noqa: E402
-import pyodide_patch  # noqa: E402
-import render  # noqa: E402
-import wheels  # noqa: E402
-from prerender import FIRST_ID  # noqa: E402
 
 WAYS_OUT = (f"set PYODIDE_DIST=<folder of a Pyodide {pyodide_files.VERSION} release> for a self-hosted site, "
             "or run `make dev` for `panel serve`")
@@ -78,7 +65,7 @@ def prerender(app: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "prerender.json"
         # a fixed hash seed: set and dict orders that depend on string hashes are the same every build
-        done = subprocess.run([sys.executable, str(HERE / "prerender.py"), str(app), str(out)],
+        done = subprocess.run([sys.executable, "-m", "build.prerender", str(app), str(out)],
                               cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         if done.returncode != 0 or not out.exists():
             sys.stderr.write(done.stderr[-4000:])
@@ -220,7 +207,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m build.make_site", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "_site")
     ap.add_argument("--app", type=Path, default=ROOT / "web" / "app.py")
     ap.add_argument("--site-url", default=os.environ.get("SITE_URL") or None,

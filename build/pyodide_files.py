@@ -103,10 +103,10 @@ def locate() -> PyodideFiles:
 
 
 if __name__ == "__main__":
-    # `python build/pyodide_files.py --folder`: where a build without PYODIDE_DIST keeps the
+    # `python -m build.pyodide_files --folder`: where a build without PYODIDE_DIST keeps the
     # downloaded distribution (CI points PYODIDE_DIST at it for the browser tests).
     import sys
     cdn = os.environ.get("PYODIDE_CDN", DEFAULT_CDN).rstrip("/") + "/"
     if sys.argv[1:] != ["--folder"]:
-        raise SystemExit("usage: python build/pyodide_files.py --folder")
+        raise SystemExit("usage: python -m build.pyodide_files --folder")
     print(download_folder(cdn))

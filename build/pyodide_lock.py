@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from plan import PYODIDE_PYTHON, Plan
-from wheels import Wheel, sha256
+from .plan import PYODIDE_PYTHON, Plan
+from .wheels import Wheel, sha256
 
 
 def entry(wheel: Wheel) -> dict:

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan import PYODIDE_PYTHON, SOURCES, Package, Plan
+from .plan import PYODIDE_PYTHON, SOURCES, Package, Plan
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
 ALWAYS_EXCLUDE = re.compile(r"(^|/)__pycache__/|\.(pyc|so|pyd|dylib)$|\.dist-info/(RECORD|INSTALLER|direct_url\.json|REQUESTED)$")

@@ -1,10 +1,10 @@
-"""Helpers for tests of the static site: build it, read what it ships, load build/ modules by path.
+"""Helpers for tests of the static site: build it, read what it ships, import build/'s modules.
 
 Imported by tests/conftest.py (the session's `site` and `served` fixtures) and by tests/build.
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import subprocess
@@ -14,27 +14,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILD = ROOT / "build"
 
 
 def build_module(name: str):
-    """A module of build/ loaded by path, under a private name (build/ is not a package)."""
-    key = f"_sdpa_site_{name}"
-    if key not in sys.modules:
-        if str(BUILD) not in sys.path:
-            sys.path.append(str(BUILD))   # for the module's own sibling imports
-        spec = importlib.util.spec_from_file_location(key, BUILD / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
+    """A module of the build package, build.<name>."""
+    return importlib.import_module(f"build.{name}")
 
 
 def make_site(out: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, str(BUILD / "make_site.py"), "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "build.make_site", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if done.returncode != 0:
-        pytest.fail(f"make_site.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        pytest.fail(f"python -m build.make_site failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return done
 
 

@@ -25,7 +25,7 @@ def tree(root: Path) -> dict[str, str]:
 
 
 def build(src: Path, out: Path, cache: Path) -> None:
-    done = subprocess.run([sys.executable, str(src / "build" / "make_site.py"), "--out", str(out)], cwd=src,
+    done = subprocess.run([sys.executable, "-m", "build.make_site", "--out", str(out)], cwd=src,
                           capture_output=True, text=True, env={**os.environ, "SDPA_LAB_CACHE": str(cache)})
     assert done.returncode == 0, f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
 
