@@ -1,10 +1,9 @@
-"""Helpers for tests of the static site: build it, read what it ships, import build/'s modules.
+"""Helpers for tests of the static site: build it and read what it ships.
 
 Imported by tests/conftest.py (the session's `site` and `served` fixtures) and by tests/build.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -13,12 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from build import archive, offline, render
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def build_module(name: str):
-    """A module of the build package, build.<name>."""
-    return importlib.import_module(f"build.{name}")
 
 
 def make_site(out: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -51,7 +47,6 @@ class Site:
     """A built site and the data the build put in it, read with the build's own reader (render.embedded)."""
 
     def __init__(self, root: Path, log: str):
-        render, offline = build_module("render"), build_module("offline")
         self.root = root
         self.log = log
         self.policy = render.embedded((root / offline.SW_FILE).read_text(), "POLICY")
@@ -69,7 +64,7 @@ class Site:
     def archive(self) -> dict[str, bytes]:
         """{path under site-packages: bytes} of the package archive (build/archive.py)."""
         if not hasattr(self, "_archive"):
-            self._archive = build_module("archive").members(self.root / self.config["archive"]["path"])
+            self._archive = archive.members(self.root / self.config["archive"]["path"])
         return self._archive
 
 

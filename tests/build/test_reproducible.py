@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import ROOT, build_module
+from build import pyodide_files
+from sitebuild import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +44,7 @@ def test_two_builds_are_byte_identical(tmp_path):
         elif path.is_file():
             src.mkdir(exist_ok=True)
             shutil.copy2(path, src / name)
-    shared = build_module("pyodide_files").cache_root()
+    shared = pyodide_files.cache_root()
     caches = []
     for label in ("a", "b"):
         cache = tmp_path / f"cache-{label}"
