@@ -55,7 +55,7 @@ npm-tools:
 test: $(STAMP) chromium engines npm-tools lint
 	$(PY) -m pytest
 
-# ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting and mypy on sdpa_core (pyproject.toml);
+# ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting on sdpa_core; mypy on sdpa_core and build (pyproject.toml);
 # ESLint (package.json) on the browser runtime as the build renders it and on the tests' Node scripts
 lint: $(STAMP) npm-tools
 	$(PY) -m ruff check sdpa_core web build tests

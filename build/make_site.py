@@ -37,6 +37,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 from . import (archive, assets, bytecode, html_paint, icons, notices, offline, plan, private_api, pyodide_files,
                pyodide_lock, pyodide_patch, render, wheels)
@@ -101,7 +102,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     pyo = pyodide_files.locate()
     if pyo.self_hosted:
         log(f"Pyodide {pyodide_files.VERSION} from {pyo.folder} ({pyo.kind})")
-        python = pyo.lock.get("info", {}).get("python", plan.PYODIDE_PYTHON)
+        python = (pyo.lock or {}).get("info", {}).get("python", plan.PYODIDE_PYTHON)
         if not (python + ".").startswith(plan.PYODIDE_PYTHON + "."):
             raise SystemExit(f"make site: this Pyodide runs Python {python}, but the build prepares wheels and "
                              f"bytecode for {plan.PYODIDE_PYTHON} (plan.PYODIDE_PYTHON)")
@@ -148,14 +149,18 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
         log(f"stdlib: {gone} files the page never imports left out (plan.STDLIB_DROP)")
         bytecode.ship_stdlib(out / "pyodide" / "python_stdlib.zip", pre.get("stdlib_files", []), compiled, log)
         archive.pack_stdlib(out)
-        config = {"pyodideJs": "./pyodide/pyodide.js", "runtimeLock": None, "lock": "./pyodide/pyodide-lock.json",
-                  "stdlib": archive.STDLIB, "snapshot": {"folder": offline.SNAPSHOT_FOLDER}}
+        config: dict[str, Any] = {"pyodideJs": "./pyodide/pyodide.js", "runtimeLock": None,
+                                  "lock": "./pyodide/pyodide-lock.json", "stdlib": archive.STDLIB,
+                                  "snapshot": {"folder": offline.SNAPSHOT_FOLDER}}
         extra_origins: tuple[str, ...] = ()
     else:
         # Pyodide from its CDN, unpatched: no memory snapshot (build/pyodide_patch.py)
         config = {"pyodideJs": pyo.cdn + "pyodide.js", "runtimeLock": pyo.cdn + "pyodide-lock.json", "lock": None,
                   "stdlib": None, "snapshot": None}
-        extra_origins = (re.match(r"https?://[^/]+", pyo.cdn).group(0),)
+        origin = re.match(r"https?://[^/]+", pyo.cdn)
+        if origin is None:
+            raise SystemExit(f"make site: Pyodide's CDN {pyo.cdn} is not an http(s) URL (PYODIDE_CDN)")
+        extra_origins = (origin.group(0),)
     config.update(packages=sorted(the_plan.packages), runtimePackages=the_plan.at_runtime, archive=packed,
                   panelRoot="./static/panel/", prefetch=prefetch_list(out, lock if pyo.self_hosted else None),
                   offlineCache=offline.CACHE, firstId=FIRST_ID)

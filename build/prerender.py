@@ -63,7 +63,7 @@ def deterministic_ids() -> None:
     def initialize_document(self, doc):
         start_ids()
         return run_app(self, doc)
-    Application.initialize_document = initialize_document
+    Application.initialize_document = initialize_document     # type: ignore[method-assign]  # Bokeh's, patched
 
 
 # Panel names template roots "<area>-<id(obj)>" and tags jslink callbacks [[id(link), ...]]: memory
@@ -127,7 +127,7 @@ def main(app: str, out: str) -> None:
     os.environ["PANEL_CDN_ROOT"] = SENTINEL
     os.environ["SDPA_LAB_STATIC_SITE"] = "1"     # web.options.STATIC_SITE_ENV (set before web is imported)
     for name in never_imports():
-        sys.modules[name] = None      # find_spec() -> None: "not installed" to Bokeh and Panel
+        sys.modules[name] = None      # type: ignore[assignment]  # find_spec() -> None: "not installed" to Bokeh and Panel
     deterministic_ids()
     app_path = Path(app).resolve()
     # Like `panel serve web/app.py` next to the repository: both `web.x` and `x` import.

@@ -60,6 +60,8 @@ class PyodideFiles:
         return path
 
     def copy_runtime(self, dest: Path) -> None:
+        if self.folder is None:
+            raise ValueError("no Pyodide files to copy: the site loads Pyodide from its CDN")
         dest.mkdir(parents=True, exist_ok=True)
         for f in RUNTIME:
             shutil.copy2(self.folder / f, dest / f)
