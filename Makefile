@@ -55,20 +55,20 @@ npm-tools:
 test: $(STAMP) chromium engines npm-tools lint
 	$(PY) -m pytest
 
-# ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting and mypy on sdpa_core (pyproject.toml);
+# ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting on sdpa_core; mypy on sdpa_core and build (pyproject.toml);
 # ESLint (package.json) on the browser runtime as the build renders it and on the tests' Node scripts
 lint: $(STAMP) npm-tools
 	$(PY) -m ruff check sdpa_core web build tests
 	$(PY) -m ruff format --check sdpa_core
 	$(PY) -m mypy
-	@if command -v npm >/dev/null 2>&1; then $(PY) build/lint_js.py; \
+	@if command -v npm >/dev/null 2>&1; then $(PY) -m build.lint_js; \
 	else echo "npm not found: the JavaScript is not linted (apt-get install nodejs npm)"; fi
 
 site: $(SITE_STAMP)
-	$(PY) build/make_site.py
+	$(PY) -m build.make_site
 
 serve: site
-	$(PY) build/serve.py --port $(PORT)
+	$(PY) -m build.serve --port $(PORT)
 
 # the page under `panel serve` with autoreload, for working on web/
 dev: $(SITE_STAMP)

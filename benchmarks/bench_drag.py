@@ -4,7 +4,7 @@ more builds side by side in the same run (interleaved, so machine load hits them
     python benchmarks/bench_drag.py --site before=/tmp/site-before --site after=_site [--rounds 3]
 
 Build a "before" site from an older commit with a worktree, e.g.
-    git worktree add /tmp/wt-before HEAD~3 && (cd /tmp/wt-before && python build/make_site.py --out /tmp/site-before)
+    git worktree add /tmp/wt-before HEAD~3 && (cd /tmp/wt-before && python -m build.make_site --out /tmp/site-before)
 
 Per build, each round boots the page in a fresh browser profile and then:
 - step drag: 8 arrow-key presses up then 8 down on the d_k slider, each once the previous step has
@@ -25,9 +25,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "build"))
+sys.path.insert(0, str(ROOT))       # run as a script: the repository's root, for the site's build package
 
-import serve  # noqa: E402
+from build import serve  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]

@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterable
 
-from bytecode import SITE_PACKAGES
+from .bytecode import SITE_PACKAGES
 
 PATH = "pyodide/packages.tar.gz"
 # Wheel data folders: purelib/platlib go to site-packages; the others (scripts, headers, data such as
@@ -83,8 +83,8 @@ def build(wheels: dict[str, Path], trim: dict[str, str] | None = None,
     imported = set(imported)
     trim = trim or {}
     for package, wheel in sorted(wheels.items()):
-        pattern = "|".join(p for p in (trim.get(package), trim.get("*")) if p)
-        pattern = re.compile(pattern) if pattern else None
+        either = "|".join(p for p in (trim.get(package), trim.get("*")) if p)
+        pattern = re.compile(either) if either else None
         for name, data in trimmed(wheel_files(wheel), pattern, imported, package).items():
             if name in files and files[name] != data:
                 raise SystemExit(f"make site: two shipped wheels install {name}")
@@ -112,8 +112,13 @@ def write(site: Path, wheels: dict[str, Path], versions: dict[str, str], trim: d
 
 def members(path: Path) -> dict[str, bytes]:
     """The archive's files, read back (tests, notices)."""
+    out = {}
     with tarfile.open(path, "r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+        for member in tar.getmembers():
+            file = tar.extractfile(member) if member.isfile() else None
+            if file is not None:
+                out[member.name] = file.read()
+    return out
 
 
 STDLIB = "pyodide/python_stdlib.zip.gz"

@@ -11,9 +11,9 @@ import re
 import shutil
 from pathlib import Path
 
-import render
+from . import render
 
-SITE_PACKAGES = Path(md.distribution("panel").locate_file(""))
+SITE_PACKAGES = Path(str(md.distribution("panel").locate_file("")))     # a pathlib.Path, typed as SimplePath
 PANEL_DIST_DIR = SITE_PACKAGES / "panel" / "dist"
 BOKEH_JS_DIR = SITE_PACKAGES / "bokeh" / "server" / "static" / "js"
 CSS_URL = re.compile(r"""url\(\s*["']?([^"')]+)["']?\s*\)""")

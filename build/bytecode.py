@@ -27,8 +27,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Iterable
 
-from plan import PYODIDE_PYTHON
-from wheels import EPOCH, Wheel
+from .plan import PYODIDE_PYTHON
+from .wheels import EPOCH, Wheel
 
 _NODOT = PYODIDE_PYTHON.replace(".", "")
 TAG = f"cpython-{_NODOT}"

@@ -118,21 +118,13 @@ class Figure:
         lo, hi = lo - pad, hi + pad
         return (10 ** lo, 10 ** hi) if log else (float(lo), float(hi))
 
-    def scale(self, axis: str):
+    def scale(self, axis: str) -> Scale | None:
         ext = self.extent(axis)
         if ext is None:
             return None
         log = self.log_x if axis == "x" else self.log_y
         lo, hi = (math.log10(max(e, 1e-300)) for e in ext) if log else ext
-        span = (hi - lo) or 1.0
-
-        def to(v):
-            v = numbers(np.atleast_1d(v))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = ((np.log10(v) if log else v) - lo) / span
-            return t * SIZE if axis == "x" else (1 - t) * SIZE
-        to.ticks = ticks(ext, log)
-        return to
+        return Scale(axis, log, lo, (hi - lo) or 1.0, ticks(ext, log))
 
     # drawing
     def svg(self) -> str:
@@ -205,8 +197,8 @@ class Figure:
 
     def _Rect(self, p, data, sx, sy) -> str:
         x, y = numbers(_col(self.spec(p, data, "x"))), numbers(_col(self.spec(p, data, "y")))
-        w, h = _each(self.spec(p, data, "width", 1), len(x)), _each(self.spec(p, data, "height", 1), len(x))
-        w, h = numbers(w), numbers(h)
+        w = numbers(_each(self.spec(p, data, "width", 1), len(x)))
+        h = numbers(_each(self.spec(p, data, "height", 1), len(x)))
         return self._boxes(p, data, sx(x - w / 2), sx(x + w / 2), sy(y + h / 2), sy(y - h / 2))
 
     def _VBar(self, p, data, sx, sy) -> str:
@@ -234,8 +226,8 @@ class Figure:
                 return m
         return None
 
-    def legend(self) -> list[tuple[str, str, str]]:
-        """(label, colour, kind) of each entry of a legend below the plot."""
+    def legend(self) -> list[tuple[str, str]]:
+        """(label, colour) of each entry of a legend below the plot."""
         out = []
         for ref in self.a.get("below") or []:
             m = self.doc.get(ref) or {}
@@ -258,6 +250,19 @@ class Figure:
                 if label:
                     out.append((str(label), colour))
         return out
+
+
+class Scale:
+    """Data to SVG units along one axis (x grows rightwards, y upwards), with the axis' round ticks."""
+
+    def __init__(self, axis: str, log: bool, lo: float, span: float, ticks: list[float]):
+        self.axis, self.log, self.lo, self.span, self.ticks = axis, log, lo, span, ticks
+
+    def __call__(self, v) -> np.ndarray:
+        v = numbers(np.atleast_1d(v))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = ((np.log10(v) if self.log else v) - self.lo) / self.span
+        return t * SIZE if self.axis == "x" else (1 - t) * SIZE
 
 
 def _col(v):

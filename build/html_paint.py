@@ -17,8 +17,8 @@ import html
 import json
 import re
 
-import html_figures
-from prerender import document_of
+from . import html_figures
+from .prerender import document_of
 
 #: The layer's element; boot.js removes it once BokehJS has drawn the document beneath.
 LAYER_ID = "sdpa-html-paint"

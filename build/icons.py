@@ -26,11 +26,12 @@ def rgb(colour: str) -> tuple[int, int, int]:
     colour = colour.lstrip("#")
     if len(colour) == 3:
         colour = "".join(c * 2 for c in colour)
-    return tuple(int(colour[i:i + 2], 16) for i in (0, 2, 4))
+    return int(colour[0:2], 16), int(colour[2:4], 16), int(colour[4:6], 16)
 
 
 def _mix(w: float) -> tuple[int, int, int]:
-    return tuple(round(a + (b - a) * w) for a, b in zip(CELL_LOW, CELL_HIGH))
+    r, g, b = (round(a + (b - a) * w) for a, b in zip(CELL_LOW, CELL_HIGH))
+    return r, g, b
 
 
 class Canvas:
@@ -51,7 +52,8 @@ class Canvas:
             self.rows[y][3 * xa:3 * xb] = run
 
     def pixel(self, x: int, y: int) -> tuple[int, int, int]:
-        return tuple(self.rows[y][3 * x:3 * x + 3])
+        r, g, b = self.rows[y][3 * x:3 * x + 3]
+        return r, g, b
 
     def png(self) -> bytes:
         def chunk(kind: bytes, data: bytes) -> bytes:

@@ -1,7 +1,7 @@
 """`make lint` for the JavaScript: ESLint (pinned in package.json) on the browser runtime as it ships,
 and on the tests' Node scripts.
 
-    python build/lint_js.py [--keep DIR]
+    python -m build.lint_js [--keep DIR]
 
 The runtime's templates are not JavaScript until render.py fills them (setup.js goes inside boot.js,
 snapshot.js and store.js inside worker.js), so they are rendered here, with placeholder data, into a
@@ -16,11 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import render
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import render  # noqa: E402
 
 ESLINT = ROOT / "node_modules" / ".bin" / "eslint"
 NODE_SCRIPTS = sorted((ROOT / "tests" / "build").glob("*.[mc]js"))
@@ -38,7 +37,7 @@ def rendered(folder: Path) -> list[Path]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m build.lint_js", description=__doc__.splitlines()[0])
     ap.add_argument("--keep", type=Path, help="render into this folder and keep it")
     args = ap.parse_args()
     if not ESLINT.exists():
@@ -52,7 +51,7 @@ def main() -> int:
         done = subprocess.run([str(ESLINT), "--max-warnings", "0", "--config", str(ROOT / "eslint.config.mjs"),
                                *map(str, files + NODE_SCRIPTS)], cwd=ROOT)
         if done.returncode and not args.keep:
-            print("lint_js: the lines above are the rendered files'; `python build/lint_js.py --keep DIR` keeps them",
+            print("lint_js: the lines above are the rendered files'; `python -m build.lint_js --keep DIR` keeps them",
                   file=sys.stderr)
     return done.returncode
 

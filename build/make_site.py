@@ -1,6 +1,6 @@
 """`make site`: build _site/, a static, offline-first page running sdpa_core and web/ in Pyodide.
 
-    python build/make_site.py [--out _site] [--app web/app.py] [--site-url https://user.github.io/repo/]
+    python -m build.make_site [--out _site] [--app web/app.py] [--site-url https://user.github.io/repo/]
 
 A pipeline of named steps, each in its own module and tested on its own (tests/build/test_steps.py):
 
@@ -37,26 +37,14 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
+
+from . import (archive, assets, bytecode, html_paint, icons, notices, offline, plan, private_api, pyodide_files,
+               pyodide_lock, pyodide_patch, render, wheels)
+from .prerender import FIRST_ID
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import archive  # noqa: E402
-import assets  # noqa: E402
-import bytecode  # noqa: E402
-import html_paint  # noqa: E402
-import icons  # noqa: E402
-import notices  # noqa: E402
-import offline  # noqa: E402
-import plan  # noqa: E402
-import private_api  # noqa: E402
-import pyodide_files  # noqa: E402
-import pyodide_lock  # noqa: E402
-import pyodide_patch  # noqa: E402
-import render  # noqa: E402
-import wheels  # noqa: E402
-from prerender import FIRST_ID  # noqa: E402
 
 WAYS_OUT = (f"set PYODIDE_DIST=<folder of a Pyodide {pyodide_files.VERSION} release> for a self-hosted site, "
             "or run `make dev` for `panel serve`")
@@ -78,7 +66,7 @@ def prerender(app: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "prerender.json"
         # a fixed hash seed: set and dict orders that depend on string hashes are the same every build
-        done = subprocess.run([sys.executable, str(HERE / "prerender.py"), str(app), str(out)],
+        done = subprocess.run([sys.executable, "-m", "build.prerender", str(app), str(out)],
                               cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         if done.returncode != 0 or not out.exists():
             sys.stderr.write(done.stderr[-4000:])
@@ -114,7 +102,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     pyo = pyodide_files.locate()
     if pyo.self_hosted:
         log(f"Pyodide {pyodide_files.VERSION} from {pyo.folder} ({pyo.kind})")
-        python = pyo.lock.get("info", {}).get("python", plan.PYODIDE_PYTHON)
+        python = (pyo.lock or {}).get("info", {}).get("python", plan.PYODIDE_PYTHON)
         if not (python + ".").startswith(plan.PYODIDE_PYTHON + "."):
             raise SystemExit(f"make site: this Pyodide runs Python {python}, but the build prepares wheels and "
                              f"bytecode for {plan.PYODIDE_PYTHON} (plan.PYODIDE_PYTHON)")
@@ -161,14 +149,18 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
         log(f"stdlib: {gone} files the page never imports left out (plan.STDLIB_DROP)")
         bytecode.ship_stdlib(out / "pyodide" / "python_stdlib.zip", pre.get("stdlib_files", []), compiled, log)
         archive.pack_stdlib(out)
-        config = {"pyodideJs": "./pyodide/pyodide.js", "runtimeLock": None, "lock": "./pyodide/pyodide-lock.json",
-                  "stdlib": archive.STDLIB, "snapshot": {"folder": offline.SNAPSHOT_FOLDER}}
+        config: dict[str, Any] = {"pyodideJs": "./pyodide/pyodide.js", "runtimeLock": None,
+                                  "lock": "./pyodide/pyodide-lock.json", "stdlib": archive.STDLIB,
+                                  "snapshot": {"folder": offline.SNAPSHOT_FOLDER}}
         extra_origins: tuple[str, ...] = ()
     else:
         # Pyodide from its CDN, unpatched: no memory snapshot (build/pyodide_patch.py)
         config = {"pyodideJs": pyo.cdn + "pyodide.js", "runtimeLock": pyo.cdn + "pyodide-lock.json", "lock": None,
                   "stdlib": None, "snapshot": None}
-        extra_origins = (re.match(r"https?://[^/]+", pyo.cdn).group(0),)
+        origin = re.match(r"https?://[^/]+", pyo.cdn)
+        if origin is None:
+            raise SystemExit(f"make site: Pyodide's CDN {pyo.cdn} is not an http(s) URL (PYODIDE_CDN)")
+        extra_origins = (origin.group(0),)
     config.update(packages=sorted(the_plan.packages), runtimePackages=the_plan.at_runtime, archive=packed,
                   panelRoot="./static/panel/", prefetch=prefetch_list(out, lock if pyo.self_hosted else None),
                   offlineCache=offline.CACHE, firstId=FIRST_ID)
@@ -220,7 +212,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m build.make_site", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "_site")
     ap.add_argument("--app", type=Path, default=ROOT / "web" / "app.py")
     ap.add_argument("--site-url", default=os.environ.get("SITE_URL") or None,

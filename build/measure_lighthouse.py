@@ -1,6 +1,6 @@
 """Lighthouse on the built site, desktop and mobile, printed side by side with another build's.
 
-    python build/measure_lighthouse.py [--dir _site] [--baseline OTHER_SITE] [--runs 1]
+    python -m build.measure_lighthouse [--dir _site] [--baseline OTHER_SITE] [--runs 1]
 
 Runs tests/build/lighthouse_flow.mjs (Lighthouse 12.2.3 from package.json, `npm ci` first) on a cold
 visit measured until the page is live, in Debian's Chromium (CHROME_PATH), for each site in turn,
@@ -18,10 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from . import serve
 
-import serve  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 FLOW = HERE.parent / "tests" / "build" / "lighthouse_flow.mjs"
 # figure -> (audit id, unit); the score is the performance category's
@@ -61,7 +60,7 @@ def show(name: str, value: float) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m build.measure_lighthouse", description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=HERE.parent / "_site")
     ap.add_argument("--baseline", type=Path, help="another built site, measured in the same run")
     ap.add_argument("--runs", type=int, default=1, help="runs per site and form factor (median printed)")

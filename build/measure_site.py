@@ -1,11 +1,11 @@
 """Measure the built site in headless Chromium: bytes, first paint, time to interactive, layout shift, slider latency.
 
-    python build/measure_site.py [--dir _site] [--runs 15] [--baseline OTHER_SITE] [--boots 3]
+    python -m build.measure_site [--dir _site] [--runs 15] [--baseline OTHER_SITE] [--boots 3]
 
 With --baseline, both sites are measured in the same run, their boots interleaved (cold then warm,
 one site then the other, --boots times), and printed side by side with the ratio new/baseline:
 build the commit to compare against into its own folder first, e.g.
-`git worktree add /tmp/wt-base <commit>` and `build/make_site.py --out /tmp/site-base` there.
+`git worktree add /tmp/wt-base <commit>` and `python -m build.make_site --out /tmp/site-base` there.
 Layout shift: the sum of every layout-shift entry from navigation until the page is live (no input
 happens), at 1280x900, and once per site as Lighthouse's mobile run sees it (412x823 at 1.75x,
 CPU slowed 4x).
@@ -23,10 +23,9 @@ from collections import Counter
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from . import serve
 
-import serve  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -159,7 +158,7 @@ def compare(args) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m build.measure_site", description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=HERE.parent / "_site")
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--chromium", default="/usr/bin/chromium")

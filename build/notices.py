@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 
-from wheels import LICENCE_FILE
+from .wheels import LICENCE_FILE
 
 #: Shipped as files, not wheels (name, licence, where its source and licence text are).
 RUNTIME = [

@@ -120,8 +120,24 @@ class Package:
         return re.compile(SLIM[self.name].replace("{version}", re.escape(self.version or "")))
 
     @property
-    def stub_file(self) -> Path | None:
-        return STUB_DIR / STUBS[self.name][1] if self.source == "stub" else None
+    def stub_file(self) -> Path:
+        if self.source != "stub":
+            raise PlanError(f"make site: {self.name} is no stub")
+        return STUB_DIR / STUBS[self.name][1]
+
+    @property
+    def distribution(self) -> str:
+        """`dist`, which slim, pure and lock packages have: what their wheel is made or pinned from."""
+        if self.dist is None:
+            raise PlanError(f"make site: {self.name} ({self.source}) names no distribution")
+        return self.dist
+
+    @property
+    def known_version(self) -> str:
+        """`version`, which every package but ours and those left to the CDN has at planning time."""
+        if self.version is None:
+            raise PlanError(f"make site: {self.name} ({self.source}) has no version yet")
+        return self.version
 
 
 @dataclass
@@ -237,11 +253,8 @@ def make_plan(distributions: list[str], pyodide_lock: dict | None, *, self_hoste
     available = set(plan)
     done = {}
     for name, pkg in sorted(plan.items()):
-        if pkg.source in ("slim", "pure"):
-            deps = meta.requires(pkg.dist)
-        else:
-            deps = list(pkg.depends)
-        deps = tuple(sorted(d for d in set(deps) if d in available and d != name))
+        listed = meta.requires(pkg.distribution) if pkg.source in ("slim", "pure") else pkg.depends
+        deps = tuple(sorted(d for d in set(listed) if d in available and d != name))
         shipped_never = never & set(deps)
         if shipped_never:
             raise PlanError(f"make site: {name} would pull in {sorted(shipped_never)}, kept out by NEVER_SHIP")

@@ -1,9 +1,9 @@
 """Render the app once in CPython: the first paint of the page, and the list of what it imports.
 
-Run as a script in its own process (make_site.py does), so that Panel reads
+Run in its own process (make_site.py does), from the repository's root, so that Panel reads
 PANEL_CDN_ROOT at import and the import record is the app's alone:
 
-    python build/prerender.py web/app.py OUT.json
+    python -m build.prerender web/app.py OUT.json
 
 Packages the page must never load in the browser (plan.NEVER_SHIP) are made unimportable
 here, so an app that starts needing one fails the build instead of silently growing it.
@@ -20,7 +20,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from plan import never_imports
+from .plan import never_imports
 
 # Absolute, so Panel treats it as a CDN; make_site.py rewrites it to a relative ./static/ path.
 SENTINEL = "https://sdpa-lab.invalid/static/panel/"
@@ -63,7 +63,7 @@ def deterministic_ids() -> None:
     def initialize_document(self, doc):
         start_ids()
         return run_app(self, doc)
-    Application.initialize_document = initialize_document
+    Application.initialize_document = initialize_document     # type: ignore[method-assign]  # Bokeh's, patched
 
 
 # Panel names template roots "<area>-<id(obj)>" and tags jslink callbacks [[id(link), ...]]: memory
@@ -121,10 +121,13 @@ def default_key() -> str:
 
 
 def main(app: str, out: str) -> None:
+    # `python -m` imported runpy to run this module, and the record is the page's: forget it (if the
+    # page imports it, it is imported and recorded again)
+    sys.modules.pop("runpy", None)
     os.environ["PANEL_CDN_ROOT"] = SENTINEL
     os.environ["SDPA_LAB_STATIC_SITE"] = "1"     # web.options.STATIC_SITE_ENV (set before web is imported)
     for name in never_imports():
-        sys.modules[name] = None      # find_spec() -> None: "not installed" to Bokeh and Panel
+        sys.modules[name] = None      # type: ignore[assignment]  # find_spec() -> None: "not installed" to Bokeh and Panel
     deterministic_ids()
     app_path = Path(app).resolve()
     # Like `panel serve web/app.py` next to the repository: both `web.x` and `x` import.

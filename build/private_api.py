@@ -87,7 +87,7 @@ def resolve(name: Name) -> bool:
         source = Path(spec.origin).read_text() if spec and spec.origin else ""
         return re.search(rf"^(async def |def |class ){name.path}\b|^{name.path}\s*[:=]", source, re.M) is not None
     try:
-        obj = importlib.import_module(name.module)
+        obj: object = importlib.import_module(name.module)
     except ImportError:
         return False
     *owners, last = name.path.split(".")
@@ -96,6 +96,8 @@ def resolve(name: Name) -> bool:
             return False
         obj = getattr(obj, part)
     if name.instance:
+        if not isinstance(obj, type):       # an attribute its instances set: obj is their class
+            return False
         try:
             return any(re.search(rf"self\.{last}\s*[:=]", inspect.getsource(cls)) for cls in inspect.getmro(obj) if cls is not object)
         except (OSError, TypeError):
@@ -108,7 +110,7 @@ def missing_python(names: list[Name] | None = None) -> list[str]:
     names = PYTHON if names is None else names
     out = [f"{n.module}.{n.path} (used in {n.used})" for n in names if not resolve(n)]
     from bokeh.model.model import Model
-    if inspect.getsource(Model.__init_subclass__.__func__).split() != BOKEH_INIT_SUBCLASS.split():
+    if inspect.getsource(Model.__init_subclass__).split() != BOKEH_INIT_SUBCLASS.split():
         out.append("bokeh.model.model.Model.__init_subclass__ changed: templates/sdpa_worker.py (start) skips it as "
                    "documentation-only work; check what it does now, then update private_api.BOKEH_INIT_SUBCLASS")
     return out

@@ -60,6 +60,8 @@ class PyodideFiles:
         return path
 
     def copy_runtime(self, dest: Path) -> None:
+        if self.folder is None:
+            raise ValueError("no Pyodide files to copy: the site loads Pyodide from its CDN")
         dest.mkdir(parents=True, exist_ok=True)
         for f in RUNTIME:
             shutil.copy2(self.folder / f, dest / f)
@@ -103,10 +105,10 @@ def locate() -> PyodideFiles:
 
 
 if __name__ == "__main__":
-    # `python build/pyodide_files.py --folder`: where a build without PYODIDE_DIST keeps the
+    # `python -m build.pyodide_files --folder`: where a build without PYODIDE_DIST keeps the
     # downloaded distribution (CI points PYODIDE_DIST at it for the browser tests).
     import sys
     cdn = os.environ.get("PYODIDE_CDN", DEFAULT_CDN).rstrip("/") + "/"
     if sys.argv[1:] != ["--folder"]:
-        raise SystemExit("usage: python build/pyodide_files.py --folder")
+        raise SystemExit("usage: python -m build.pyodide_files --folder")
     print(download_folder(cdn))

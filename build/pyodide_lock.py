@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from plan import PYODIDE_PYTHON, Plan
-from wheels import Wheel, sha256
+from .plan import PYODIDE_PYTHON, Plan
+from .wheels import Wheel, sha256
 
 
 def entry(wheel: Wheel) -> dict:
@@ -46,7 +46,12 @@ def build(plan: Plan, wheels: dict[str, Wheel], pyodide_lock: dict | None, pyodi
     info = (pyodide_lock or {}).get("info") or {"arch": "wasm32", "python": PYODIDE_PYTHON, "version": pyodide_version}
     packages = {}
     for name, wheel in wheels.items():
-        packages[name] = pyodide_entry(pyodide_lock, wheel) if wheel.package.source == "pyodide" else entry(wheel)
+        if wheel.package.source != "pyodide":
+            packages[name] = entry(wheel)
+        elif pyodide_lock is None:      # the plan takes a package from Pyodide's files only with their lock
+            raise ValueError(f"{name}: from Pyodide's files, but without Pyodide's lock")
+        else:
+            packages[name] = pyodide_entry(pyodide_lock, wheel)
         packages[name]["depends"] = sorted(packages[name]["depends"])
     missing = set(plan.packages) - set(packages) - set(plan.at_runtime)
     if missing:

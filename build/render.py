@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from prerender import SENTINEL
+from .prerender import SENTINEL
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PANEL_VERSION = md.version("panel")

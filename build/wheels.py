@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan import PYODIDE_PYTHON, SOURCES, Package, Plan
+from .plan import PYODIDE_PYTHON, SOURCES, Package, Plan
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
 ALWAYS_EXCLUDE = re.compile(r"(^|/)__pycache__/|\.(pyc|so|pyd|dylib)$|\.dist-info/(RECORD|INSTALLER|direct_url\.json|REQUESTED)$")
@@ -92,13 +92,13 @@ def top_level_imports(arcnames) -> list[str]:
 
 def repack_installed(pkg: Package, out_dir: Path, exclude: re.Pattern | None = None) -> Wheel:
     """A pure wheel of an installed distribution's files (native speed-ups left out, licences kept)."""
-    dist = md.distribution(pkg.dist)
+    dist = md.distribution(pkg.distribution)
     files, info_files = {}, {}
     for f in dist.files or []:
         arc = f.as_posix()
         if arc.startswith("..") or ALWAYS_EXCLUDE.search(arc):
             continue
-        src = Path(dist.locate_file(f))
+        src = Path(str(dist.locate_file(f)))       # a pathlib.Path, typed as the SimplePath protocol
         if not src.is_file():
             continue
         head, _, rel = arc.partition("/")
@@ -133,10 +133,10 @@ def download_pure(name: str, version: str, out_dir: Path, cache: Path) -> Path |
     return dst
 
 
-def _from_file(pkg: Package, path: Path, origin: str) -> Wheel:
+def _from_file(pkg: Package, path: Path, origin: str, version: str | None = None) -> Wheel:
     with zipfile.ZipFile(path) as zf:
         imports = top_level_imports(zf.namelist())
-    return Wheel(pkg, pkg.version, path, imports, origin=origin)
+    return Wheel(pkg, version or pkg.known_version, path, imports, origin=origin)
 
 
 def project_wheel(pkg: Package, root: Path, out_dir: Path) -> Wheel:
@@ -147,9 +147,7 @@ def project_wheel(pkg: Package, root: Path, out_dir: Path) -> Wheel:
         src = next(Path(tmp).glob("*.whl"))
         dst = out_dir / src.name
         dst.write_bytes(src.read_bytes())
-    wheel = _from_file(pkg, dst, SOURCES["project"])
-    wheel.version = dst.name.split("-")[1]
-    return wheel
+    return _from_file(pkg, dst, SOURCES["project"], version=dst.name.split("-")[1])
 
 
 def app_wheel(pkg: Package, web_dir: Path, version: str, out_dir: Path) -> Wheel:
@@ -167,8 +165,8 @@ def app_wheel(pkg: Package, web_dir: Path, version: str, out_dir: Path) -> Wheel
 
 def stub_wheel(pkg: Package, out_dir: Path) -> Wheel:
     module = pkg.stub_file
-    path = write_wheel(out_dir, pkg.name, pkg.version, {module.name: module.read_bytes()})
-    return Wheel(pkg, pkg.version, path, [module.stem], origin=SOURCES["stub"])
+    path = write_wheel(out_dir, pkg.name, pkg.known_version, {module.name: module.read_bytes()})
+    return Wheel(pkg, pkg.known_version, path, [module.stem], origin=SOURCES["stub"])
 
 
 def produce(plan: Plan, out_dir: Path, cache: Path, pyodide_wheel, root: Path, web_dir: Path) -> dict[str, Wheel]:
@@ -187,13 +185,13 @@ def produce(plan: Plan, out_dir: Path, cache: Path, pyodide_wheel, root: Path, w
             src = pyodide_wheel(pkg.name)
             return _from_file(pkg, Path(shutil.copy2(src, out_dir / src.name)), SOURCES["pyodide"])
         if pkg.source == "lock":
-            got = download_pure(pkg.dist, pkg.version, out_dir, cache)
+            got = download_pure(pkg.distribution, pkg.known_version, out_dir, cache)
             if got is None:
                 raise SystemExit(f"make site: {pkg.name}=={pkg.version} is needed in the browser and neither "
                                  "Pyodide's files nor PyPI provided it")
             return _from_file(pkg, got, "downloaded from PyPI at the version in Pyodide's lock (cached)")
         if pkg.source == "pure":
-            got = download_pure(pkg.dist, pkg.version, out_dir, cache)
+            got = download_pure(pkg.distribution, pkg.known_version, out_dir, cache)
             return (_from_file(pkg, got, "downloaded from PyPI (cached)") if got is not None
                     else repack_installed(pkg, out_dir))
         raise ValueError(f"{pkg.name}: no wheel to produce for source {pkg.source!r}")

@@ -3,7 +3,8 @@ site (`site`, `served`) is built once per session for tests/build and the two-ru
 import shutil
 
 import pytest
-from sitebuild import Site, build_module, make_site
+from build import serve
+from sitebuild import Site, make_site
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -28,7 +29,6 @@ def site(tmp_path_factory) -> Site:
 @pytest.fixture(scope="session")
 def served(site):
     """The built site on http://127.0.0.1:<free port>/."""
-    serve = build_module("serve")
     server, url = serve.start(site.root)
     yield url
     server.shutdown()

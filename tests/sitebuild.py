@@ -1,10 +1,9 @@
-"""Helpers for tests of the static site: build it, read what it ships, load build/ modules by path.
+"""Helpers for tests of the static site: build it and read what it ships.
 
 Imported by tests/conftest.py (the session's `site` and `served` fixtures) and by tests/build.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,28 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from build import archive, offline, render
+
 ROOT = Path(__file__).resolve().parents[1]
-BUILD = ROOT / "build"
-
-
-def build_module(name: str):
-    """A module of build/ loaded by path, under a private name (build/ is not a package)."""
-    key = f"_sdpa_site_{name}"
-    if key not in sys.modules:
-        if str(BUILD) not in sys.path:
-            sys.path.append(str(BUILD))   # for the module's own sibling imports
-        spec = importlib.util.spec_from_file_location(key, BUILD / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
 
 
 def make_site(out: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, str(BUILD / "make_site.py"), "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "build.make_site", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if done.returncode != 0:
-        pytest.fail(f"make_site.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        pytest.fail(f"python -m build.make_site failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return done
 
 
@@ -60,7 +47,6 @@ class Site:
     """A built site and the data the build put in it, read with the build's own reader (render.embedded)."""
 
     def __init__(self, root: Path, log: str):
-        render, offline = build_module("render"), build_module("offline")
         self.root = root
         self.log = log
         self.policy = render.embedded((root / offline.SW_FILE).read_text(), "POLICY")
@@ -78,7 +64,7 @@ class Site:
     def archive(self) -> dict[str, bytes]:
         """{path under site-packages: bytes} of the package archive (build/archive.py)."""
         if not hasattr(self, "_archive"):
-            self._archive = build_module("archive").members(self.root / self.config["archive"]["path"])
+            self._archive = archive.members(self.root / self.config["archive"]["path"])
         return self._archive
 
 

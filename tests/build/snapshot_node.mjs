@@ -52,14 +52,14 @@ const ASM_PATCHED = path.join(WORK, "pyodide.asm.js");
 
 function prepareFiles() {
   fs.writeFileSync(STDLIB, zlib.gunzipSync(fs.readFileSync(path.join(SITE, CONFIG.stdlib))));
-  // the Python running the tests (a git worktree has no .venv of its own)
+  // the Python running the tests (a git worktree has no .venv of its own), in the repository's root:
+  // there `build` is the site's build package
   const out = execFileSync(process.env.SNAP_PYTHON || path.join(REPO, ".venv/bin/python"), ["-c", `
-import sys; sys.path.insert(0, ${JSON.stringify(path.join(REPO, "build"))})
-from pyodide_patch import patch_pyodide_asm
+from build.pyodide_patch import patch_pyodide_asm
 src = open(${JSON.stringify(path.join(PYODIDE_DIR, "pyodide.asm.js"))}, encoding="utf-8").read()
 done = "Module.sdpaGetMemory" in src       # a site whose build applied the patch already
 open(${JSON.stringify(ASM_PATCHED)}, "w", encoding="utf-8").write(src if done else patch_pyodide_asm(src))
-print("patched by the build" if done else "patched here")`]);
+print("patched by the build" if done else "patched here")`], {cwd: REPO});
   process.stdout.write(`pyodide.asm.js: ${out}`);
 }
 

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from sitebuild import NO_DIST, build_module, pyodide_dist, require_pyodide_dist
+from build import render
+from sitebuild import NO_DIST, pyodide_dist, require_pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -82,7 +83,7 @@ CASES = {
     "worker.js missing": (lambda s: "worker.js", None),
     "package archive corrupt": (packages, flip),
     "package archive missing": (packages, None),
-    "bokeh.min.js truncated": (lambda s: build_module("render").BOKEH_DIR + "bokeh.min.js", truncate),
+    "bokeh.min.js truncated": (lambda s: render.BOKEH_DIR + "bokeh.min.js", truncate),
 }
 
 

@@ -8,10 +8,7 @@ import json
 
 import pytest
 
-from sitebuild import build_module
-
-html_paint = build_module("html_paint")
-render = build_module("render")
+from build import html_figures, html_paint, render
 
 
 def obj(id_, name, **attributes):
@@ -105,8 +102,6 @@ def test_library_scripts_are_deferred_and_the_inline_bokeh_call_goes():
 
 
 # ---- figures as SVG (build/html_figures.py) ---------------------------------------------------------
-
-html_figures = build_module("html_figures")
 
 
 def ndarray(values, compress: bool) -> dict:

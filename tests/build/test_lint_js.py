@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import build_module
-
-lint_js = build_module("lint_js")
+from build import lint_js
 
 pytestmark = pytest.mark.skipif(not lint_js.ESLINT.exists(),
                                 reason="ESLint is not installed: `make npm-tools` (npm ci) installs it from package.json")

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import build_module, pyodide_dist
+from build import private_api, render
+from sitebuild import pyodide_dist
 
-private_api = build_module("private_api")
-render = build_module("render")
 ROOT = Path(__file__).resolve().parents[2]
 
 

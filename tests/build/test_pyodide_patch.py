@@ -7,9 +7,8 @@ import subprocess
 
 import pytest
 
-from sitebuild import build_module, pyodide_dist
-
-patch = build_module("pyodide_patch")
+from build import pyodide_patch as patch
+from sitebuild import pyodide_dist
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import zipfile
 
 import pytest
 
-from sitebuild import Site, build_module, make_site, pyodide_dist
+from build import plan, pyodide_files, pyodide_patch, serve
+from sitebuild import Site, make_site, pyodide_dist
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +22,7 @@ def cache(tmp_path):
     folder = tmp_path / "cache"
     folder.mkdir()
     for shared in ("wheels", "bytecode"):
-        path = build_module("pyodide_files").cache_root() / shared
+        path = pyodide_files.cache_root() / shared
         if path.is_dir():
             os.symlink(path, folder / shared)
     return folder
@@ -33,7 +34,6 @@ def test_download_from_cdn_into_cache(tmp_path, cache):
     dist = pyodide_dist()
     if dist is None:
         pytest.skip("needs PYODIDE_DIST: its folder plays the CDN in this test")
-    serve = build_module("serve")
     cdn, url = serve.start(dist)
     env = {"PYODIDE_DIST": "", "PYODIDE_CDN": url, "SDPA_LAB_CACHE": str(cache)}
     try:
@@ -45,13 +45,13 @@ def test_download_from_cdn_into_cache(tmp_path, cache):
     assert hashlib.sha256((site.root / "pyodide" / "pyodide.asm.wasm").read_bytes()).digest() == \
         hashlib.sha256((dist / "pyodide.asm.wasm").read_bytes()).digest()
     # the runtime's JS as downloaded, with the snapshot patches (pyodide_patch.py) and nothing else
-    patched = build_module("pyodide_patch").patch_pyodide_asm((dist / "pyodide.asm.js").read_text(encoding="utf-8"))
+    patched = pyodide_patch.patch_pyodide_asm((dist / "pyodide.asm.js").read_text(encoding="utf-8"))
     assert (site.root / "pyodide" / "pyodide.asm.js").read_text(encoding="utf-8") == patched
     # the stdlib: the same modules but those plan.STDLIB_DROP leaves out, some of them as bytecode
     stdlib = io.BytesIO(gzip.decompress((site.root / "pyodide" / "python_stdlib.zip.gz").read_bytes()))
     modules = [{n.removesuffix("c") for n in zipfile.ZipFile(z).namelist()} for z in (stdlib, dist / "python_stdlib.zip")]
     assert modules[0] <= modules[1]
-    assert all(n.startswith(build_module("plan").STDLIB_DROP) for n in modules[1] - modules[0])
+    assert all(n.startswith(plan.STDLIB_DROP) for n in modules[1] - modules[0])
     assert "numpy" in site.config["archive"]["packages"]
 
     again = make_site(tmp_path / "b", env)          # the "CDN" is gone now

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import ROOT, build_module
+from build import pyodide_files
+from sitebuild import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,7 @@ def tree(root: Path) -> dict[str, str]:
 
 
 def build(src: Path, out: Path, cache: Path) -> None:
-    done = subprocess.run([sys.executable, str(src / "build" / "make_site.py"), "--out", str(out)], cwd=src,
+    done = subprocess.run([sys.executable, "-m", "build.make_site", "--out", str(out)], cwd=src,
                           capture_output=True, text=True, env={**os.environ, "SDPA_LAB_CACHE": str(cache)})
     assert done.returncode == 0, f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
 
@@ -43,7 +44,7 @@ def test_two_builds_are_byte_identical(tmp_path):
         elif path.is_file():
             src.mkdir(exist_ok=True)
             shutil.copy2(path, src / name)
-    shared = build_module("pyodide_files").cache_root()
+    shared = pyodide_files.cache_root()
     caches = []
     for label in ("a", "b"):
         cache = tmp_path / f"cache-{label}"

@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from sitebuild import still_usable, build_module, require_pyodide_dist
+from build import offline, serve
+from sitebuild import still_usable, require_pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -52,7 +53,6 @@ def test_a_storage_quota_too_small_is_said_on_the_page(site, served, browser):
 def broken_sw_site(site, tmp_path):
     """A copy of the built site (hard links) whose sw.js has a syntax error, served on its own port."""
     require_pyodide_dist()
-    offline, serve = build_module("offline"), build_module("serve")
     root = tmp_path / "site"
     shutil.copytree(site.root, root, copy_function=os.link)
     (root / offline.SW_FILE).unlink()

@@ -7,7 +7,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from sitebuild import NO_DIST, build_module, pyodide_dist
+from build import offline, serve
+from sitebuild import NO_DIST, pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -102,7 +103,6 @@ def test_first_visit_downloads_each_file_once(offline_site, browser):
     """A first visit, with the browser's HTTP cache working as for a user (no request routing), transfers
     each URL once (the service worker's precache takes what the page just fetched from that cache, or what
     the worker stored in its cache), and transfers less than FIRST_VISIT_BYTES in all."""
-    serve = build_module("serve")
     server, url = serve.start(offline_site.root)       # its own server: a clean record of bodies sent
     serve.SiteHandler.bodies.clear()
     context = browser.new_context()
@@ -141,7 +141,7 @@ def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, brow
 
     # the service worker answers a miss from the network and stores that file again
     page.evaluate("fetch('./icons/icon.svg').then((r) => r.text())")
-    cache = build_module("offline").CACHE
+    cache = offline.CACHE
     page.wait_for_function(f"caches.open({cache!r}).then((c) => c.keys())"
                            ".then((keys) => keys.length === 1 && keys[0].url.includes('icons/icon.svg?sha256='))",
                            timeout=10_000)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import NO_DIST, PLOT_STATE, build_module, pyodide_dist
+from build import serve
+from sitebuild import NO_DIST, PLOT_STATE, pyodide_dist
 from web.options import D_K_OPTIONS, VIEW_LABELS
 
 try:
@@ -249,7 +250,6 @@ def test_boots_steps_switches_view_and_boots_offline(engine, request):
     name, driver = engine
     site = request.getfixturevalue("site")       # built only once a browser is there to test it
     assert site.self_hosted
-    serve = build_module("serve")
     server, url = serve.start(site.root)        # its own server: closing it takes the site offline
     try:
         driver.get(url)

@@ -14,13 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from sitebuild import build_module
-
-render = build_module("render")
-offline = build_module("offline")
-plan = build_module("plan")
-icons = build_module("icons")
-prerender = build_module("prerender")
+from build import bytecode, icons, offline, plan, prerender, pyodide_patch, render
 
 
 def sha256(path) -> str:
@@ -118,7 +112,7 @@ def test_worker_can_save_and_restore_a_snapshot(site):
         return
     assert site.config["snapshot"] == {"folder": offline.SNAPSHOT_FOLDER}
     runtime = (site.root / "pyodide" / "pyodide.asm.js").read_text()
-    for name, (anchor, replacement) in build_module("pyodide_patch").PATCHES.items():
+    for name, (anchor, replacement) in pyodide_patch.PATCHES.items():
         assert runtime.count(replacement) == 1 and anchor not in runtime, name
 
 
@@ -272,7 +266,7 @@ def test_service_worker_is_registered_relative_with_the_build_policy(site):
 
 def needs_python313(site):
     """Skip (after checking the build said why) when the build had no CPython 3.13 to compile with."""
-    if build_module("bytecode").find_python313() is None:
+    if bytecode.find_python313() is None:
         assert "no CPython 3.13 found" in site.log
         pytest.skip("needs a CPython 3.13 at build time (python3.13 on PATH, pyenv, or SDPA_PYTHON313=<python3.13>) "
                     "to compile the shipped bytecode")

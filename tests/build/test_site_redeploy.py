@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import still_usable, build_module, require_pyodide_dist
+from build import offline, render, serve
+from sitebuild import still_usable, require_pyodide_dist
 
 pytestmark = pytest.mark.ui
 
@@ -38,7 +39,6 @@ def integrity(data: bytes) -> str:
 def redeploy(root: Path, version: str) -> None:
     """Version `version` of the site: worker.js changed, so boot.js (which holds its sha256), index.html
     (which holds boot.js's and now names the version) and sw.js (which lists every file's) change too."""
-    render, offline = build_module("render"), build_module("offline")
     worker = (root / "worker.js").read_bytes() + f"\n// version {version}\n".encode()
     boot = (root / "boot.js").read_bytes()
     info = render.embedded(boot.decode(), "WORKER")
@@ -61,7 +61,7 @@ def deployable(site, tmp_path):
     require_pyodide_dist()
     root = tmp_path / "site"
     shutil.copytree(site.root, root, copy_function=os.link)
-    server, url = build_module("serve").start(root)
+    server, url = serve.start(root)
     yield root, url
     server.shutdown()
 

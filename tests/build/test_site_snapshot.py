@@ -17,12 +17,11 @@ import pytest
 from playwright.sync_api import expect
 
 from node_tools import node
-from sitebuild import HANDLE, PLOT_STATE, NO_DIST, build_module, pyodide_dist
+from build import offline
+from sitebuild import HANDLE, PLOT_STATE, NO_DIST, pyodide_dist
 from web.options import D_K_OPTIONS
 
 pytestmark = pytest.mark.ui
-
-offline = build_module("offline")
 
 BOOT_MS = 120_000
 SNAPSHOT_MS = 240_000

@@ -14,17 +14,7 @@ import zlib
 
 import pytest
 
-from sitebuild import build_module
-
-plan = build_module("plan")
-wheels = build_module("wheels")
-pyodide_lock = build_module("pyodide_lock")
-render = build_module("render")
-offline = build_module("offline")
-icons = build_module("icons")
-notices = build_module("notices")
-bytecode = build_module("bytecode")
-archive = build_module("archive")
+from build import archive, bytecode, icons, notices, offline, plan, pyodide_lock, render, wheels
 
 
 # ---- plan -----------------------------------------------------------------------------------------
