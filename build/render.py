@@ -342,8 +342,8 @@ def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = Non
     worker can save a memory snapshot (a self-hosted, patched Pyodide) and under which name
     (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see setup.js),
     and where the service worker is registered (offline.REGISTRATION); setup.js (what is set up once the
-    page is live), adopt.js (keeping the pre-rendered views), patches.js (the page's side of the
-    patch protocol) and progress.js (the progress panel) are inside."""
+    page is live), firstpaint.js (the link's first paint), adopt.js (keeping the pre-rendered views),
+    patches.js (the page's side of the patch protocol) and progress.js (the progress panel) are inside."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
                                    "size": len(worker), "snapshots": snapshot_folder is not None,
                                    "snapshotFolder": snapshot_folder},
@@ -351,7 +351,8 @@ def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = Non
                 FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}},
                 SETUP_JS=(TEMPLATES / "setup.js").read_text(), ADOPT_JS=(TEMPLATES / "adopt.js").read_text(),
                 PATCHES_JS=(TEMPLATES / "patches.js").read_text(),
-                PROGRESS_JS=(TEMPLATES / "progress.js").read_text())
+                PROGRESS_JS=(TEMPLATES / "progress.js").read_text(),
+                FIRSTPAINT_JS=(TEMPLATES / "firstpaint.js").read_text())
 
 
 def boot_css(identity: Identity) -> str:

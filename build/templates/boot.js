@@ -35,95 +35,12 @@
                                 boot: null, snapshotStore: null, snapshot: null, snapshotFailure: null,
                                 snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null,
                                 htmlPaint: "shown"};
-  // The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
-  // the tour its step. A link the page will correct (an unknown view, step 9) gets the default first
-  // paint; the live page then shows where the correction leads.
-  function firstPaintKey(search) {
-    const query = new URLSearchParams(search);
-    const view = query.get("view") === null ? "tour" : query.get("view");
-    if (view !== "tour") return view;
-    const step = query.get("step") === null ? "1" : query.get("step");
-    return /^[1-9][0-9]?$/.test(step) ? `tour-${step}` : FIRST_PAINT.default;
-  }
-  const embedded = /^(1|true|yes|on)$/i.test(new URLSearchParams(location.search).get("embed") || "");
-  const firstKey = firstPaintKey(location.search);
-  const firstFile = FIRST_PAINT.files && FIRST_PAINT.files[firstKey];
-  // fetched while BokehJS downloads; checked by its hash (a damaged file draws the default page)
-  const firstDoc = firstFile ? fetch(`./${firstFile.path}`, {integrity: firstFile.integrity}).then((r) => {
-    if (!r.ok) throw new Error(`HTTP ${r.status}`);
-    return r.json();
-  }).catch((err) => {
-    console.warn(`SDPA Lab: ${firstFile.path} could not be read (${err.message || err}); drawing the default page first`);
-    return null;
-  }) : Promise.resolve(null);
-  let drawnDocs = null;      // the document the first paint drew (what adopt compares the live one with)
+  // The link's first paint (firstpaint.js): its HTML layer, then BokehJS drawing its pre-rendered
+  // document beneath it.
+  @@FIRSTPAINT_JS@@
+  const firstPaint = sdpaFirstPaint({lab, firstPaint: FIRST_PAINT, search: location.search});
+  window.sdpaFirstPaint = firstPaint.draw;
 
-  // The first paint in HTML (build/html_paint.py): index.html carries the default link's; another
-  // link's comes with its document, and the default one stays hidden meanwhile. It goes once BokehJS
-  // has drawn the document beneath it.
-  const root = document.documentElement;
-  if (embedded) root.classList.add("sdpa-embed");
-  if (firstFile) root.classList.add("sdpa-hp-other");
-  const whenParsed = new Promise((resolve) => {
-    if (document.readyState !== "loading") resolve();
-    else document.addEventListener("DOMContentLoaded", () => resolve(), {once: true});
-  });
-  const htmlLayer = () => document.getElementById("sdpa-html-paint");
-  firstDoc.then(async (alt) => {
-    await whenParsed;
-    const layer = htmlLayer();
-    if (layer && alt && typeof alt.html === "string") layer.innerHTML = alt.html;
-    root.classList.remove("sdpa-hp-other");   // a damaged file: the default view, as BokehJS will draw
-  });
-  function dropHtmlLayer() {
-    // two frames: BokehJS lays its views out in the frame after it has built them
-    requestAnimationFrame(() => requestAnimationFrame(() => {
-      const layer = htmlLayer();
-      if (layer) layer.remove();
-      lab.htmlPaint = "replaced";
-    }));
-  }
-
-  // Panel's page calls this instead of Bokeh.embed.embed_items (build/render.py): draw the link's own
-  // view. Embedded (?embed=1), the page's chrome (intro, navigation, footer: css class sdpa-chrome)
-  // is hidden and the embed bar (sdpa-embed-only) shown, as Python will have them.
-  window.sdpaFirstPaint = async (Bokeh, docsText, renderItems) => {
-    const alt = await firstDoc;
-    let docs = JSON.parse(unescapeHtml(alt ? alt.docs_json : docsText));
-    const item = renderItems[0];
-    if (alt) {
-      const roots = {};
-      rootElements().forEach(([, el], i) => { roots[alt.root_ids[i]] = el; });
-      Object.assign(item, {docid: alt.docid, roots, root_ids: alt.root_ids});
-    }
-    if (embedded) docs = forEmbed(docs);
-    lab.firstPaint = alt ? firstKey : FIRST_PAINT.default;
-    drawnDocs = docs;
-    const views = await Bokeh.embed.embed_items(docs, renderItems);
-    dropHtmlLayer();
-    return views;
-  };
-
-  function forEmbed(docs) {
-    const walk = (value) => {
-      if (Array.isArray(value)) value.forEach(walk);
-      else if (value && typeof value === "object") {
-        const classes = value.type === "object" && value.attributes && value.attributes.css_classes;
-        if (Array.isArray(classes) && classes.includes("sdpa-chrome")) value.attributes.visible = false;
-        if (Array.isArray(classes) && classes.includes("sdpa-embed-only")) delete value.attributes.visible;  // its default
-        Object.values(value).forEach(walk);
-      }
-    };
-    walk(docs);
-    return docs;
-  }
-
-  // The page's root elements, in the order of their root ids (the same for every pre-rendered page:
-  // the template's areas).
-  function rootElements() {
-    const found = [...document.querySelectorAll("[data-root-id]")].map((el) => [el.getAttribute("data-root-id"), el.id]);
-    return found.sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  }
   let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
   try {
     fresh = sessionStorage.getItem("sdpa-fresh") === "1";
@@ -290,11 +207,6 @@
   // pre-render from another build, no pre-render) is drawn anew.
   @@ADOPT_JS@@
 
-  // The pre-rendered JSON is HTML-escaped inside its <script>; BokehJS reads it through this same
-  // unescaping (core/util/string unescape).
-  const ENTITIES = {amp: "&", lt: "<", gt: ">", quot: '"', "#x27": "'", "#x60": "`"};
-  const unescapeHtml = (text) => text.replace(/&(amp|lt|gt|quot|#x27|#x60);/g, (_, e) => ENTITIES[e]);
-
   // The worker names Panel's stylesheets by absolute URL, the pre-render by relative URL with a
   // version query: one file.
   const sameFile = (a, b) => {
@@ -305,10 +217,10 @@
 
   function adopt(live) {
     const jsdoc = window.Bokeh && Bokeh.documents && Bokeh.documents.length === 1 && Bokeh.documents[0];
-    if (!jsdoc || !drawnDocs) return null;
+    if (!jsdoc || !firstPaint.drawn) return null;
     let drawn;
     try {
-      drawn = sdpaModelsOf(JSON.parse(local(JSON.stringify(drawnDocs))));
+      drawn = sdpaModelsOf(JSON.parse(local(JSON.stringify(firstPaint.drawn))));
     } catch (_) {
       return null;
     }
@@ -337,7 +249,7 @@
     const render_items = JSON.parse(msg.render_items);
     const root_ids = JSON.parse(msg.root_ids);
     const roots = {};
-    rootElements().forEach(([, id], i) => { roots[root_ids[i]] = id; });
+    sdpaRootElements().forEach(([, id], i) => { roots[root_ids[i]] = id; });
     render_items[0].roots = roots;
     render_items[0].root_ids = root_ids;
     // The live document replaces the pre-rendered one in place, root by root.

@@ -1,0 +1,107 @@
+// The link's first paint (included in boot.js, tested in Node by tests/build/test_firstpaint.py): which
+// pre-rendered page the link gets, its HTML layer (build/html_paint.py) shown until BokehJS has drawn
+// the pre-rendered document beneath it, and that document.
+
+// The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
+// the tour its step. A link the page will correct (an unknown view, step 9) gets the default first
+// paint; the live page then shows where the correction leads.
+function sdpaFirstPaintKey(search, defaultKey) {
+  const query = new URLSearchParams(search);
+  const view = query.get("view") === null ? "tour" : query.get("view");
+  if (view !== "tour") return view;
+  const step = query.get("step") === null ? "1" : query.get("step");
+  return /^[1-9][0-9]?$/.test(step) ? `tour-${step}` : defaultKey;
+}
+
+// ?embed=1: the view alone, for a course page or a blog
+const sdpaEmbedded = (search) => /^(1|true|yes|on)$/i.test(new URLSearchParams(search).get("embed") || "");
+
+// Embedded, the page's chrome (intro, navigation, footer: css class sdpa-chrome) is hidden and the embed
+// bar (sdpa-embed-only) shown, as Python will have them. Changes `docs` in place.
+function sdpaForEmbed(docs) {
+  const walk = (value) => {
+    if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === "object") {
+      const classes = value.type === "object" && value.attributes && value.attributes.css_classes;
+      if (Array.isArray(classes) && classes.includes("sdpa-chrome")) value.attributes.visible = false;
+      if (Array.isArray(classes) && classes.includes("sdpa-embed-only")) delete value.attributes.visible;  // its default
+      Object.values(value).forEach(walk);
+    }
+  };
+  walk(docs);
+  return docs;
+}
+
+// The pre-rendered JSON is HTML-escaped inside its <script>; BokehJS reads it through this same
+// unescaping (core/util/string unescape).
+const SDPA_ENTITIES = {amp: "&", lt: "<", gt: ">", quot: '"', "#x27": "'", "#x60": "`"};
+const sdpaUnescapeHtml = (text) => text.replace(/&(amp|lt|gt|quot|#x27|#x60);/g, (_, e) => SDPA_ENTITIES[e]);
+
+// The page's root elements, [root id, element id], in the order of their root ids (the same for every
+// pre-rendered page: the template's areas).
+function sdpaRootElements() {
+  const found = [...document.querySelectorAll("[data-root-id]")].map((el) => [el.getAttribute("data-root-id"), el.id]);
+  return found.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+}
+
+// firstPaint: {default: key, files: {key: {path, integrity}}} (build/prerender.py first_paints):
+// index.html carries the default page, first/<key>.json the others.
+function sdpaFirstPaint({lab, firstPaint, search}) {
+  const embedded = sdpaEmbedded(search);
+  const key = sdpaFirstPaintKey(search, firstPaint.default);
+  const file = firstPaint.files && firstPaint.files[key];
+  // fetched while BokehJS downloads; checked by its hash (a damaged file draws the default page)
+  const alternative = file ? fetch(`./${file.path}`, {integrity: file.integrity}).then((r) => {
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    return r.json();
+  }).catch((err) => {
+    console.warn(`SDPA Lab: ${file.path} could not be read (${err.message || err}); drawing the default page first`);
+    return null;
+  }) : Promise.resolve(null);
+
+  // index.html's HTML layer is the default link's; another link's comes with its document, and the
+  // default one stays hidden meanwhile (boot.css: sdpa-hp-other).
+  const root = document.documentElement;
+  if (embedded) root.classList.add("sdpa-embed");
+  if (file) root.classList.add("sdpa-hp-other");
+  const parsed = new Promise((resolve) => {
+    if (document.readyState !== "loading") resolve();
+    else document.addEventListener("DOMContentLoaded", () => resolve(), {once: true});
+  });
+  const layer = () => document.getElementById("sdpa-html-paint");
+  const shown = alternative.then(async (alt) => {
+    await parsed;
+    const el = layer();
+    if (el && alt && typeof alt.html === "string") el.innerHTML = alt.html;
+    root.classList.remove("sdpa-hp-other");   // a damaged file: the default view, as BokehJS will draw
+  });
+
+  const paint = {
+    embedded,
+    shown,          // the HTML layer shows the link's page
+    drawn: null,    // the document BokehJS drew (what adopt.js compares the live one with)
+    // Panel's page calls this instead of Bokeh.embed.embed_items (build/render.py): draw the link's
+    // own view, then let the HTML layer go.
+    async draw(Bokeh, docsText, renderItems) {
+      const alt = await alternative;
+      let docs = JSON.parse(sdpaUnescapeHtml(alt ? alt.docs_json : docsText));
+      if (alt) {
+        const roots = {};
+        sdpaRootElements().forEach(([, el], i) => { roots[alt.root_ids[i]] = el; });
+        Object.assign(renderItems[0], {docid: alt.docid, roots, root_ids: alt.root_ids});
+      }
+      if (embedded) docs = sdpaForEmbed(docs);
+      lab.firstPaint = alt ? key : firstPaint.default;
+      paint.drawn = docs;
+      const views = await Bokeh.embed.embed_items(docs, renderItems);
+      // two frames: BokehJS lays its views out in the frame after it has built them
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        const el = layer();
+        if (el) el.remove();
+        lab.htmlPaint = "replaced";
+      }));
+      return views;
+    },
+  };
+  return paint;
+}

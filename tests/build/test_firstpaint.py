@@ -1,0 +1,152 @@
+"""build/templates/firstpaint.js in Node, in a jsdom page: which pre-rendered page a link gets, its HTML
+layer swapped in (or kept when its file is damaged), the document handed to BokehJS (a stand-in that
+records what it is given), and the layer gone once it is drawn."""
+from __future__ import annotations
+
+import html
+import json
+import subprocess
+
+import pytest
+
+from node_tools import node, tool
+from sitebuild import ROOT
+
+LINKS = ["", "?view=dial", "?step=3", "?view=tour&step=12", "?view=tour&step=99", "?step=0", "?step=abc",
+         "?view=nowhere", "?view=&step=2", "?embed=1&view=precision"]
+TEXT = "<p class=\"x\">it's `q·k` & more</p>"
+
+RUN = r"""
+const fs = require("node:fs");
+const {JSDOM} = require(process.argv[2]);
+const source = fs.readFileSync(process.argv[1], "utf8");
+const input = JSON.parse(fs.readFileSync(0, "utf8"));
+
+const PAGE = `<!doctype html><html><body>
+  <div id="sdpa-html-paint"><h2>Default view</h2></div>
+  <div id="main" data-root-id="p1002"></div><div id="sidebar" data-root-id="p1001"></div>
+  <div id="header" data-root-id="p1003"></div></body></html>`;
+const FIRST_PAINT = {default: "tour-1", files: {dial: {path: "first/dial.json", integrity: "sha256-abc"},
+                                                precision: {path: "first/precision.json", integrity: "sha256-def"}}};
+const DIAL = {html: "<h2>The dial</h2>", docid: "d-dial", root_ids: ["q1", "q2", "q3"],
+              docs_json: JSON.stringify({"d-dial": {roots: [{type: "object", name: "Column", id: "q1", attributes: {}}]}})};
+const PRECISION = {html: "<h2>Half precision</h2>", docid: "d-prec", root_ids: ["r1", "r2", "r3"],
+  docs_json: JSON.stringify({"d-prec": {roots: [
+    {type: "object", name: "Row", id: "r1", attributes: {css_classes: ["sdpa-chrome"], children: [
+      {type: "object", name: "Div", id: "r4", attributes: {css_classes: ["sdpa-embed-only"], visible: false}}]}}]}})};
+const DEFAULT_DOCS = JSON.stringify({"d-default": {roots: []}}).replaceAll('"', "&quot;");
+
+async function load(search, {files = {}} = {}) {
+  const dom = new JSDOM(PAGE, {runScripts: "outside-only", pretendToBeVisual: true, url: `http://localhost/${search}`});
+  const w = dom.window;
+  const log = {fetched: [], warned: [], embedded: null};
+  w.fetch = async (url, options) => {
+    log.fetched.push([url, options.integrity]);
+    const body = files[url];
+    if (body === undefined) throw new TypeError("Failed to fetch");
+    if (body === 404) return {ok: false, status: 404};
+    return {ok: true, status: 200, json: async () => body};
+  };
+  w.console.warn = (text) => log.warned.push(text);
+  w.eval(source);
+  const lab = {firstPaint: null, htmlPaint: "shown"};
+  const paint = w.sdpaFirstPaint({lab, firstPaint: FIRST_PAINT, search: w.location.search});
+  const other = w.document.documentElement.classList.contains("sdpa-hp-other");
+  await paint.shown;
+  const layerText = w.document.getElementById("sdpa-html-paint").textContent;
+  const Bokeh = {embed: {embed_items: async (docs, items) => { log.embedded = {docs, items}; return "views"; }}};
+  const items = [{docid: "d-default", roots: {}, root_ids: ["p1001", "p1002", "p1003"]}];
+  const returned = await paint.draw(Bokeh, DEFAULT_DOCS, items);
+  const beforeFrames = lab.htmlPaint;
+  await new Promise((resolve) => w.requestAnimationFrame(() => w.requestAnimationFrame(() => setTimeout(resolve, 0))));
+  const out = {other, layerText, returned, beforeFrames, lab, log, drawnIsDrawn: paint.drawn === log.embedded.docs,
+               embeddedClass: w.document.documentElement.classList.contains("sdpa-embed"),
+               otherAfter: w.document.documentElement.classList.contains("sdpa-hp-other"),
+               layerGone: w.document.getElementById("sdpa-html-paint") === null};
+  w.close();
+  return out;
+}
+
+(async () => {
+  const w0 = new JSDOM("", {runScripts: "outside-only"}).window;
+  // an eval's own const declarations stay inside it: hand them out from the same eval
+  const [key, embedded, unescape] = w0.eval(`${source};\n[sdpaFirstPaintKey, sdpaEmbedded, sdpaUnescapeHtml]`);
+  const out = {
+    keys: input.links.map((s) => key(s, "tour-1")),
+    embedded: input.links.map((s) => embedded(s)),
+    unescaped: unescape(input.escaped),
+    defaultLink: await load(""),
+    dial: await load("?view=dial", {files: {"./first/dial.json": DIAL}}),
+    damaged: await load("?view=dial"),
+    missing: await load("?view=dial", {files: {"./first/dial.json": 404}}),
+    embed: await load("?view=precision&embed=1", {files: {"./first/precision.json": PRECISION}}),
+  };
+  process.stdout.write(JSON.stringify(out));
+})();
+"""
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    jsdom = tool("jsdom/package.json").parent
+    stdin = json.dumps({"links": LINKS, "escaped": html.escape(TEXT, quote=True).replace("`", "&#x60;")})
+    done = subprocess.run([node(), "-e", RUN, str(ROOT / "build" / "templates" / "firstpaint.js"), str(jsdom)],
+                          input=stdin, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_each_link_gets_its_page(results):
+    assert dict(zip(LINKS, results["keys"])) == {
+        "": "tour-1", "?view=dial": "dial", "?step=3": "tour-3", "?view=tour&step=12": "tour-12",
+        "?view=tour&step=99": "tour-99", "?step=0": "tour-1", "?step=abc": "tour-1", "?view=nowhere": "nowhere",
+        "?view=&step=2": "", "?embed=1&view=precision": "precision"}
+    assert [link for link, e in zip(LINKS, results["embedded"]) if e] == ["?embed=1&view=precision"]
+
+
+def test_unescaping_undoes_html_escape(results):
+    assert results["unescaped"] == TEXT
+
+
+def test_the_default_link(results):
+    r = results["defaultLink"]
+    assert r["other"] is False and r["log"]["fetched"] == []          # index.html has its page
+    assert r["layerText"] == "Default view"
+    assert r["log"]["embedded"]["docs"] == {"d-default": {"roots": []}}
+    assert r["log"]["embedded"]["items"][0]["docid"] == "d-default"
+    assert r["lab"]["firstPaint"] == "tour-1" and r["drawnIsDrawn"] and r["returned"] == "views"
+    assert r["beforeFrames"] == "shown"                              # the layer stays until BokehJS has laid out
+    assert r["layerGone"] and r["lab"]["htmlPaint"] == "replaced"
+
+
+def test_another_link_draws_its_own_page(results):
+    r = results["dial"]
+    assert r["other"] is True and r["otherAfter"] is False
+    assert r["log"]["fetched"] == [["./first/dial.json", "sha256-abc"]]
+    assert r["layerText"] == "The dial"
+    item = r["log"]["embedded"]["items"][0]
+    assert item["docid"] == "d-dial" and item["root_ids"] == ["q1", "q2", "q3"]
+    # the page's root elements in the order of their root ids: sidebar (p1001), main, header
+    assert item["roots"] == {"q1": "sidebar", "q2": "main", "q3": "header"}
+    assert list(r["log"]["embedded"]["docs"]) == ["d-dial"] and r["lab"]["firstPaint"] == "dial"
+    assert r["layerGone"]
+
+
+@pytest.mark.parametrize("case", ["damaged", "missing"])
+def test_a_damaged_file_draws_the_default_page(results, case):
+    r = results[case]
+    assert r["other"] is True and r["otherAfter"] is False         # the default layer is shown again
+    assert r["layerText"] == "Default view"
+    assert r["log"]["embedded"]["docs"] == {"d-default": {"roots": []}}
+    assert r["lab"]["firstPaint"] == "tour-1"
+    reason = "Failed to fetch" if case == "damaged" else "HTTP 404"
+    assert r["log"]["warned"] == [f"SDPA Lab: first/dial.json could not be read ({reason}); drawing the default page first"]
+
+
+def test_embedded(results):
+    r = results["embed"]
+    assert r["embeddedClass"] is True
+    row = r["log"]["embedded"]["docs"]["d-prec"]["roots"][0]
+    assert row["attributes"]["visible"] is False                     # the chrome hidden
+    assert "visible" not in row["attributes"]["children"][0]["attributes"]   # the embed bar shown (its default)
+    assert results["dial"]["embeddedClass"] is False
