@@ -34,7 +34,7 @@
                                 error: null, errorFile: null, stalled: null, offline: null, adopted: null,
                                 boot: null, snapshotStore: null, snapshot: null, snapshotFailure: null,
                                 snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null,
-                                htmlPaint: "shown"};
+                                htmlPaint: "shown", painted: null, rendering: null};
   // The link's first paint (firstpaint.js): its HTML layer, then BokehJS drawing its pre-rendered
   // document beneath it.
   @@FIRSTPAINT_JS@@
@@ -237,6 +237,7 @@
 
   const linked = new WeakSet();
   async function render(msg) {
+    lab.rendering = performance.now();       // when the live document arrived (steps.render: when Python began writing it)
     if (!window.Bokeh || !Bokeh.embed) {
       throw new Error("BokehJS is not loaded (@@BOKEH_DIR@@bokeh.min.js did not run)");
     }

@@ -65,7 +65,7 @@ return {{d_k: handle && handle.getAttribute('aria-valuetext'), headline: headlin
 LIVE_JS = "return !!(window.sdpaLab && (sdpaLab.ready || sdpaLab.error))"
 # what the figures and the report need to know about a boot
 BOOT_JS = """return {error: sdpaLab.error, stalled: sdpaLab.stalled, boot: sdpaLab.boot, store: sdpaLab.snapshotStore,
-                     steps: sdpaLab.steps, restored: sdpaLab.restored,
+                     steps: sdpaLab.steps, restored: sdpaLab.restored, painted: sdpaLab.painted, rendering: sdpaLab.rendering,
                      snapshotFailure: sdpaLab.snapshotFailure, snapshotUnreadable: sdpaLab.snapshotUnreadable,
                      controlled: !!(navigator.serviceWorker && navigator.serviceWorker.controller)};"""
 
@@ -293,4 +293,7 @@ def test_boots_steps_switches_view_and_boots_offline(engine, request):
     print(f"\n{name} {driver.capabilities.get('browserVersion')}: time to live, cold {steps['cold']['interactive']} s, "
           f"warm (offline) {steps['warm']['interactive']} s from {warm['boot']}; snapshot: {snapshot}; "
           f"steps (s since navigation): {steps}; restore's parts done at (s): "
-          f"{ {k: round(v / 1e3, 2) for k, v in sorted(warm['restored'].items(), key=lambda kv: kv[1])} }")
+          f"{ {k: round(v / 1e3, 2) for k, v in sorted(warm['restored'].items(), key=lambda kv: kv[1])} }; "
+          f"BokehJS drew the first paint (s): " + "; ".join(
+              f"{kind} {b['painted']['start'] / 1e3:.2f}-{b['painted']['end'] / 1e3:.2f}, the live document arrived at "
+              f"{b['rendering'] / 1e3:.2f}" for kind, b in (("cold", cold), ("warm", warm)) if b["painted"]))
