@@ -20,7 +20,7 @@ import re
 from . import html_figures
 from .prerender import document_of
 
-#: The layer's element; boot.js removes it once BokehJS has drawn the document beneath.
+#: The layer's element; templates/firstpaint.js (in boot.js) removes it once BokehJS has drawn the document beneath.
 LAYER_ID = "sdpa-html-paint"
 #: The layer's last child. The browser paints a page while it is still parsing it, and a row laid out
 #: before its last children arrive moves when they do; boot.css shows the layer once this is parsed.

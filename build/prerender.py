@@ -120,10 +120,21 @@ def default_key() -> str:
     return DEFAULT_FIRST_PAINT
 
 
+# What `python -m build.prerender` itself imported before the page ran: runpy, and this package. The
+# import record below is the page's, so these are left out of it. (Python's start-up and runpy also load
+# a few standard-library modules, such as contextlib and importlib.util; Panel imports those too.)
+RUNNER = "runpy"
+OWN_PACKAGE = __spec__.name.partition(".")[0] if __spec__ is not None else None
+
+
+def page_modules(names) -> list[str]:
+    """The names among `names` (of sys.modules) that are the page's imports, not this script's."""
+    return sorted(n for n in names if n != RUNNER and n.partition(".")[0] != OWN_PACKAGE)
+
+
 def main(app: str, out: str) -> None:
-    # `python -m` imported runpy to run this module, and the record is the page's: forget it (if the
-    # page imports it, it is imported and recorded again)
-    sys.modules.pop("runpy", None)
+    # forget runpy (if the page imports it, it is imported and recorded again)
+    sys.modules.pop(RUNNER, None)
     os.environ["PANEL_CDN_ROOT"] = SENTINEL
     os.environ["SDPA_LAB_STATIC_SITE"] = "1"     # web.options.STATIC_SITE_ENV (set before web is imported)
     for name in never_imports():
@@ -148,7 +159,8 @@ def main(app: str, out: str) -> None:
 
     html = stable_addresses(render())
     firsts = first_paints(render, html)
-    top = {m.split(".")[0] for m in list(sys.modules) if sys.modules.get(m) is not None}
+    modules = page_modules(m for m, mod in list(sys.modules.items()) if mod is not None)
+    top = {m.split(".")[0] for m in modules}
     owners = md.packages_distributions()
     dists = sorted({d for m in top for d in owners.get(m, [])})
     first_party = sorted(m for m in top if (Path(app_path.parent) / f"{m}.py").exists())
@@ -156,12 +168,11 @@ def main(app: str, out: str) -> None:
     # these as bytecode in Pyodide's stdlib zip (the rest stay sources, imported on demand).
     stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
     used = set()
-    for module in list(sys.modules.values()):
+    for module in (sys.modules[m] for m in modules):
         path = Path(getattr(module, "__file__", None) or "/").resolve()
         if path.suffix == ".py" and path.is_relative_to(stdlib) and "site-packages" not in path.parts:
             used.add(path.relative_to(stdlib).as_posix())
     identity = {field: getattr(importlib.import_module(module), name) for field, (module, name) in IDENTITY.items()}
-    modules = sorted(m for m, mod in sys.modules.items() if mod is not None)
     Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top), "modules": modules,
                                      "sibling_modules": first_party, "stdlib_files": sorted(used),
                                      "identity": identity, "first_paints": firsts,

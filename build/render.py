@@ -92,7 +92,7 @@ def first_paint_files(firsts: dict, out: Path) -> dict:
 
 def draw_first_paint_through_boot(page: str) -> str:
     """Panel's page draws its one document as soon as BokehJS has loaded; ours asks boot.js, which
-    draws the document of the view the link names instead (boot.js sdpaFirstPaint)."""
+    draws the document of the view the link names instead (templates/firstpaint.js draw, window.sdpaFirstPaint)."""
     if page.count(EMBED_CALL) != 1:
         raise SystemExit(f"make site: Panel's embed call ({EMBED_CALL}) is not in the pre-rendered page once")
     return page.replace(EMBED_CALL, "window.sdpaFirstPaint(root.Bokeh, docs_json, render_items);")

@@ -38,7 +38,7 @@
   // The link's first paint (firstpaint.js): its HTML layer, then BokehJS drawing its pre-rendered
   // document beneath it.
   @@FIRSTPAINT_JS@@
-  const firstPaint = sdpaFirstPaint({lab, firstPaint: FIRST_PAINT, search: location.search});
+  const firstPaint = sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: location.search});
   window.sdpaFirstPaint = firstPaint.draw;
 
   let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
@@ -215,7 +215,7 @@
     return file(a) === file(b);
   };
 
-  function adopt(live) {
+  function adopt(liveDocs) {
     const jsdoc = window.Bokeh && Bokeh.documents && Bokeh.documents.length === 1 && Bokeh.documents[0];
     if (!jsdoc || !firstPaint.drawn) return null;
     let drawn;
@@ -225,7 +225,7 @@
       return null;
     }
     const moved = earlyMoves.ids();
-    const events = sdpaAdoptEvents(drawn, sdpaModelsOf(live),
+    const events = sdpaAdoptEvents(drawn, sdpaModelsOf(liveDocs),
                                    {drawnHere: (id) => !!jsdoc.get_model_by_id(id), moved, sameFile});
     if (events === null) return null;
     if (events.length) sdpaQuiet.run(() => jsdoc.apply_json_patch({events}, new Map()));

@@ -46,7 +46,7 @@ function sdpaRootElements() {
 
 // firstPaint: {default: key, files: {key: {path, integrity}}} (build/prerender.py first_paints):
 // index.html carries the default page, first/<key>.json the others.
-function sdpaFirstPaint({lab, firstPaint, search}) {
+function sdpaFirstPaintOf({lab, firstPaint, search}) {
   const embedded = sdpaEmbedded(search);
   const key = sdpaFirstPaintKey(search, firstPaint.default);
   const file = firstPaint.files && firstPaint.files[key];
@@ -95,7 +95,7 @@ function sdpaFirstPaint({lab, firstPaint, search}) {
       paint.drawn = docs;
       const start = performance.now();
       const views = await Bokeh.embed.embed_items(docs, renderItems);
-      lab.painted = {start, end: performance.now()};   // ms since navigation, read by measure_site.py and tests
+      lab.painted = {start, end: performance.now()};   // ms since navigation (printed by tests/build/test_site_engines.py)
       // two frames: BokehJS lays its views out in the frame after it has built them
       requestAnimationFrame(() => requestAnimationFrame(() => {
         const el = layer();

@@ -50,7 +50,7 @@ async function load(search, {files = {}} = {}) {
   w.console.warn = (text) => log.warned.push(text);
   w.eval(source);
   const lab = {firstPaint: null, htmlPaint: "shown"};
-  const paint = w.sdpaFirstPaint({lab, firstPaint: FIRST_PAINT, search: w.location.search});
+  const paint = w.sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: w.location.search});
   const other = w.document.documentElement.classList.contains("sdpa-hp-other");
   await paint.shown;
   const layerText = w.document.getElementById("sdpa-html-paint").textContent;
@@ -71,10 +71,14 @@ async function load(search, {files = {}} = {}) {
   const w0 = new JSDOM("", {runScripts: "outside-only"}).window;
   // an eval's own const declarations stay inside it: hand them out from the same eval
   const [key, embedded, unescape] = w0.eval(`${source};\n[sdpaFirstPaintKey, sdpaEmbedded, sdpaUnescapeHtml]`);
-  const out = {
+  const pure = {
     keys: input.links.map((s) => key(s, "tour-1")),
     embedded: input.links.map((s) => embedded(s)),
     unescaped: unescape(input.escaped),
+  };
+  w0.close();
+  const out = {
+    ...pure,
     defaultLink: await load(""),
     dial: await load("?view=dial", {files: {"./first/dial.json": DIAL}}),
     damaged: await load("?view=dial"),
@@ -117,6 +121,7 @@ def test_the_default_link(results):
     assert r["lab"]["firstPaint"] == "tour-1" and r["drawnIsDrawn"] and r["returned"] == "views"
     assert r["beforeFrames"] == "shown"                              # the layer stays until BokehJS has laid out
     assert r["layerGone"] and r["lab"]["htmlPaint"] == "replaced"
+    assert 0 <= r["lab"]["painted"]["start"] <= r["lab"]["painted"]["end"]
 
 
 def test_another_link_draws_its_own_page(results):

@@ -77,14 +77,19 @@ const cases = {
     queue.idle();
     return {during, sent};
   },
-  async "nothing is sent before the live document is linked"() {
+  async "nothing is sent before Python is ready, nor without a live document"() {
     const {queue, sent, m} = linkedQueue();       // busy: Python has not said "ready"
     queue.change(ev(m[1], "value", 128));
     await tick();
     const before = sent.length;
     queue.busy = false;
     queue.send();
-    return {before, sent};
+    const unlinked = sdpaPatchQueue((msg) => sent.push(msg));
+    unlinked.busy = false;                        // no document yet
+    unlinked.change(ev(m[2], "value", 2));
+    await tick();
+    unlinked.send();
+    return {before, sent, waiting: unlinked.events.length};
   },
   async "Python's echo, the page's own applying and page-only changes are not sent"() {
     const {queue, sent, m} = linkedQueue();
@@ -175,10 +180,11 @@ def test_changes_wait_while_python_works(results):
     assert r["sent"][1] == patch(("p2", "value", 2), ("p1", "value", 512))
 
 
-def test_nothing_before_the_link(results):
-    r = results["nothing is sent before the live document is linked"]
+def test_nothing_before_python_is_ready(results):
+    r = results["nothing is sent before Python is ready, nor without a live document"]
     assert r["before"] == 0
     assert r["sent"] == [patch(("p1", "value", 128))]
+    assert r["waiting"] == 1                    # kept for when the document is linked
 
 
 def test_what_is_never_sent(results):

@@ -19,6 +19,7 @@ const STEPS = [["page", "Page and plots drawn"], ["runtime", "Starting Python (P
                ["packages", "Loading packages"], ["app", "Running the app"]];
 
 // a page with progress.js loaded, before or after its body is parsed
+const pages = [];
 function page({parsed = true, online = true} = {}) {
   const dom = new JSDOM("<!doctype html><body></body>", {runScripts: "outside-only"});
   const w = dom.window;
@@ -41,7 +42,9 @@ function page({parsed = true, online = true} = {}) {
       : [...panel().querySelectorAll("button")].filter((b) => !b.hidden).map((b) => b.textContent),
     progress: panel().querySelector(".sdpa-progress").className + "|" + panel().querySelector(".sdpa-progress").textContent,
   };
-  return {w, dom, lab, log, progress, panel, view};
+  const made = {w, dom, lab, log, progress, panel, view};
+  pages.push(made);
+  return made;
 }
 
 const cases = {
@@ -67,6 +70,7 @@ const cases = {
     const p = page();
     const idle = p.progress.check();
     p.log.clock = 100;
+    p.progress.check();
     const before = p.lab.stalled;           // no worker yet and no download: not watched
     p.log.started = true;
     p.progress.mark("packages");
@@ -122,8 +126,8 @@ const cases = {
 
 const out = {};
 for (const [name, run] of Object.entries(cases)) out[name] = run();
-// each page's watchdog interval would keep Node running
-process.stdout.write(JSON.stringify(out), () => process.exit(0));
+pages.forEach((p) => p.dom.window.close());     // and with them each page's watchdog interval
+process.stdout.write(JSON.stringify(out));
 """
 
 

@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from build import archive, bytecode, icons, notices, offline, plan, pyodide_lock, render, wheels
+from build import archive, bytecode, icons, notices, offline, plan, prerender, pyodide_lock, render, wheels
 
 
 # ---- plan -----------------------------------------------------------------------------------------
@@ -428,3 +428,11 @@ def test_the_first_paint_is_drawn_through_boot_js_and_each_link_gets_its_own_fil
     body = (tmp_path / "first" / "dial.json").read_bytes()
     assert files["dial"]["integrity"] == "sha256-" + base64.b64encode(hashlib.sha256(body).digest()).decode()
     assert json.loads(body)["root_ids"] == ["p1"]
+
+
+def test_the_pre_render_records_the_pages_imports_not_its_own():
+    """`python -m build.prerender` imports runpy and this package before the page runs: neither is the page's,
+    so neither decides what ships (a PyPA `build` installed beside would otherwise be shipped as the page's)."""
+    assert prerender.OWN_PACKAGE == "build"
+    names = ["runpy", "build", "build.plan", "build.prerender", "buildx", "json", "panel", "panel.io"]
+    assert prerender.page_modules(names) == ["buildx", "json", "panel", "panel.io"]
