@@ -191,13 +191,12 @@
   // the pre-rendered page, made again on the live one.
   @@PATCHES_JS@@
   const earlyMoves = sdpaEarlyMoves();
-  const live = () => !!(worker && worker.jsdoc);
+  const live = () => !!(worker && worker.patches.doc);
   const watchEarly = setInterval(() => {
     const doc = window.Bokeh && Bokeh.documents && Bokeh.documents[0];
-    if (live()) clearInterval(watchEarly);
-    if (!doc || live()) return;
+    if (!doc && !live()) return;
     clearInterval(watchEarly);
-    earlyMoves.watch(doc, live);
+    if (!live()) earlyMoves.watch(doc, live);
   }, 50);
 
   // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
@@ -262,7 +261,6 @@
   }
 
   function link(jsdoc) {
-    worker.jsdoc = jsdoc;
     worker.patches.doc = jsdoc;
     if (!linked.has(jsdoc)) {        // once: a worker started again after a failed restore links it again
       linked.add(jsdoc);
@@ -305,7 +303,7 @@
       }
     } else if (msg.type === "ready") {
       worker.patches.busy = false;
-      const moves = earlyMoves.replay(worker.jsdoc, lab.adopted !== null, worker.patches);
+      const moves = earlyMoves.replay(worker.patches.doc, lab.adopted !== null, worker.patches);
       if (moves) lab.earlyMoves = moves;
       worker.patches.send();
       document.body.classList.remove("pn-loading", "pn-arc");
@@ -320,7 +318,7 @@
       // the worker's downloads are in the offline cache: precaching will not download them again
       setup.afterBoot(msg);
     } else if (msg.type === "patch") {
-      sdpaQuiet.run(() => worker.jsdoc.apply_json_patch(msg.patch, msg.buffers));
+      sdpaQuiet.run(() => worker.patches.doc.apply_json_patch(msg.patch, msg.buffers));
       const {patches} = worker;
       if (patches.sentAt !== null) {
         lab.latencies.push(performance.now() - patches.sentAt);
