@@ -1,7 +1,7 @@
 // ESLint for the browser runtime (make lint, through build/lint_js.py) and the tests' Node scripts.
 // The runtime is linted as it ships: build/templates/*.js filled by build/render.py, so boot.js holds
-// setup.js, firstpaint.js, progress.js, patches.js and adopt.js, and worker.js holds download.js,
-// snapshot.js and store.js, as in the site.
+// setup.js, firstpaint.js, progress.js, patches.js and adopt.js, and worker.js holds download.js, prefetch.js,
+// snapshot.js, store.js and warmboot.js, as in the site.
 import js from "@eslint/js";
 import globals from "globals";
 

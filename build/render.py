@@ -329,11 +329,14 @@ def embedded(text: str, name: str):
 
 
 def worker_js(config: dict) -> str:
-    """worker.js with its CONFIG, download.js (checked downloads), snapshot.js (saving and restoring Python's memory) and store.js (where
-    the snapshot is kept: the private file system, else Cache Storage) inside."""
+    """worker.js with its CONFIG, download.js (checked downloads), prefetch.js (every file the boot needs, requested at once
+    and handed to Pyodide), snapshot.js (saving and restoring Python's memory), store.js (where
+    the snapshot is kept: the private file system, else Cache Storage) and warmboot.js (what is kept, checked and
+    restored) inside."""
     return fill("worker.js", CONFIG=config, DOWNLOAD_JS=(TEMPLATES / "download.js").read_text(),
+                PREFETCH_JS=(TEMPLATES / "prefetch.js").read_text(),
                 SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text(),
-                STORE_JS=(TEMPLATES / "store.js").read_text())
+                STORE_JS=(TEMPLATES / "store.js").read_text(), WARMBOOT_JS=(TEMPLATES / "warmboot.js").read_text())
 
 
 def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = None, first_paints: dict | None = None,

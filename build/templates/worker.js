@@ -12,8 +12,10 @@
 // stores for a snapshot the page sees (store.js).
 "use strict";
 @@DOWNLOAD_JS@@
+@@PREFETCH_JS@@
 @@SNAPSHOT_JS@@
 @@STORE_JS@@
+@@WARMBOOT_JS@@
 const CONFIG = /*CONFIG*/{}/*END*/;
 const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page", snapshotKey: null, snapshotScope: null,
                             restore: true, search: "", stores: []}, self.sdpaBoot || {});
@@ -26,79 +28,14 @@ const status = (id, msg) => {
   post({type: "status", step: id, msg, t: performance.now()});
 };
 
-// Every file the boot needs (runtime, stdlib, lock, the package archive) is requested right now, so the
-// downloads run alongside the runtime's start-up instead of after it; Pyodide's own fetches of those
-// URLs are handed these responses. Each file is checked against the sha256 and size the build wrote
-// into CONFIG.prefetch as it arrives (download.js; from a clone, so Pyodide still gets the real
-// response: the wasm compiles while it streams and its compiled code is cached by the browser).
-const downloads = new Map();     // absolute URL -> {path, response, checked}
-const progress = {received: 0, expected: 0, waiting: new Set(), sent: 0};
-
-function sendProgress(force) {
-  const now = performance.now();
-  if (!force && now - progress.sent < 250) return;
-  progress.sent = now;
-  post({type: "progress", received: progress.received, expected: progress.expected,
-        waiting: [...progress.waiting]});
-}
-
-// The browser's fetch: self.fetch is replaced below, to hand Pyodide these downloads.
-const networkFetch = self.fetch.bind(self);
-
-function download(path, sha256, size, script) {
-  const url = here(path);
-  progress.expected += size;
-  progress.waiting.add(path);
-  // The offline copy first (keepOffline stored it under its sha256, which is this version's): a second
-  // worker, such as the one that makes the snapshot, then downloads nothing, even before the service
-  // worker controls the page.
-  const kept = !BOOT.fresh && CONFIG.offlineCache && self.caches
-    ? caches.open(CONFIG.offlineCache).then((c) => c.match(here(`${path}?sha256=${sha256}`))).catch(() => undefined)
-    : Promise.resolve(undefined);
-  const fetched = kept.then((hit) => hit || networkFetch(url, BOOT.fresh ? {cache: "reload"} : {}));
-  downloads.set(url, sdpaDownload({path, sha256, size, script, fetched,
-    onBytes: (n) => {
-      progress.received += n;
-      sendProgress(false);
-    },
-    onRead: () => {
-      progress.waiting.delete(path);
-      sendProgress(true);
-    }}));
-}
-
+// Every file the boot needs, requested right now and checked as it arrives (prefetch.js); Pyodide's own
+// fetches of those URLs are handed these responses.
+const networkFetch = self.fetch.bind(self);      // the browser's: self.fetch is Pyodide's from here on
 const SCRIPTS = ["pyodide/pyodide.js", "pyodide/pyodide.asm.js"];
-for (const [path, sha256, size] of CONFIG.prefetch) download(path, sha256, size, SCRIPTS.includes(path));
-
-// The first failed check, whatever the boot is waiting for at the time.
-const checks = [...downloads.values()].map((d) => d.checked);
-const failure = new Promise((resolve, reject) => checks.forEach((c) => c.catch(reject)));
-failure.catch(() => {});
-const guard = (promise) => Promise.race([promise, failure]);
-
-// gzip bytes -> bytes, by the browser's own DecompressionStream.
-async function inflate(buffer, path) {
-  try {
-    return await new Response(new Blob([buffer]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
-  } catch (err) {
-    throw new BootError(`${path} could not be unpacked (${err.message || err})`, path);
-  }
-}
-
-// Pyodide asks for python_stdlib.zip; the site ships it as one gzip stream (build/archive.py).
-const STDLIB_URL = CONFIG.stdlib ? here(CONFIG.stdlib.replace(/\.gz$/, "")) : null;
-
-self.fetch = (input, init) => {
-  const url = new URL(input instanceof Request ? input.url : input, BOOT.base).href;
-  if (url === STDLIB_URL) {
-    return guard(downloads.get(here(CONFIG.stdlib)).checked).then((body) => inflate(body, CONFIG.stdlib))
-      .then((zip) => new Response(zip, {headers: {"Content-Type": "application/zip"}}));
-  }
-  const got = downloads.get(url);
-  if (got === undefined || got.script || got.used) return networkFetch(input, init);
-  got.used = true;              // each response body can be read once
-  return got.response;
-};
+const prefetched = sdpaPrefetch({files: CONFIG.prefetch, scripts: SCRIPTS, stdlib: CONFIG.stdlib, here, network: networkFetch,
+                                 offlineCache: CONFIG.offlineCache, fresh: BOOT.fresh, post});
+const {downloads, checks, guard} = prefetched;
+self.fetch = (input, init) => prefetched.fetch(input, init);
 
 // Pyodide loads pyodide.asm.js with importScripts(url): run the checked copy instead. It runs by
 // indirect (global) eval, which the page's policy allows anyway ('unsafe-eval', for Panel), not by
@@ -126,7 +63,7 @@ async function loadScripts() {
     return;
   }
   for (const path of SCRIPTS) {
-    const body = await guard(downloads.get(here(path)).checked);
+    const body = await prefetched.bytes(path);
     checkedScripts.set(here(path), new TextDecoder().decode(body) + "\n//# sourceURL=" + here(path));
   }
   try {
@@ -159,7 +96,7 @@ function readArchive() {
         if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status})`, path);
         return r.arrayBuffer();
       });
-    archiveFiles = packed.then((body) => inflate(body, path)).then((body) => untar(new Uint8Array(body), path));
+    archiveFiles = packed.then((body) => sdpaInflate(body, path)).then((body) => untar(new Uint8Array(body), path));
     archiveFiles.catch(() => {});     // surfaced where the boot awaits it
   }
   return archiveFiles;
@@ -202,7 +139,7 @@ async function loadRuntime(options) {
   const indexURL = CONFIG.pyodideJs.replace(/pyodide\.js$/, "");
   return guard(loadPyodide({
     indexURL: indexURL.startsWith("http") ? indexURL : here(indexURL),
-    ...(STDLIB_URL ? {stdLibURL: STDLIB_URL} : {}),
+    ...(prefetched.stdlibURL ? {stdLibURL: prefetched.stdlibURL} : {}),
     ...lockOptions(),
     ...options,
   }));
@@ -222,162 +159,19 @@ async function bootPython(options) {
   callPython("start", here(CONFIG.panelRoot));
   status("app", "Running the app");
   callPython("build_app", BOOT.mode === "page" ? BOOT.search : "", CONFIG.firstId);
+  return self.pyodide;
 }
 
-// A memory snapshot of Python once the app is built, kept in this browser under BOOT.snapshotKey
-// (a hash of this worker's bytes, which hold every file's sha256, the site's address and the
-// browser's WebAssembly features; boot.js makes it). Made by a second worker after the page is live;
-// restored by the page's worker on later visits instead of starting Python, installing packages,
-// importing Panel and building the app. The details of saving and restoring Pyodide's state are in
-// snapshot.js (and build/pyodide_patch.py). Any failure to restore: the page boots without it.
-const RESTORE_SECONDS = 30;
-const FIND_SECONDS = 10;
-let restored = false;      // Python came from a snapshot: until the page is live, any failure is the snapshot's
-// A snapshot whose bytes are not the ones saved (a disk error, an edited file): dropped, and a new one
-// made, since a fresh snapshot will restore. Any other failure to restore would repeat (boot.js).
-class SnapshotDamaged extends Error {}
-const snapshots = {
-  // <key>.heap is the heap; <key>.json, written last, the rest: what snapshot.js puts back, the
-  // heap's size and sha256, and the document as the app wrote it (so a restore skips write_doc).
-  // The .json file's first line is the sha256 of the rest: the document and the side data are
-  // checked before anything of them is used, the heap while Pyodide starts. Where they are kept
-  // (the private file system, else Cache Storage) is store.js's choice; the checks are the same.
+// The warm boot from a memory snapshot (warmboot.js): found and restored by the page's worker, made by
+// a second one once the page is live.
+const snapshots = sdpaWarmBoot({
   stores: CONFIG.snapshot && BOOT.snapshotKey && BOOT.snapshotScope
     ? sdpaSnapshotStores({folder: CONFIG.snapshot.folder, scope: BOOT.snapshotScope, base: BOOT.base, allowed: BOOT.stores})
     : null,
-  store: async () => snapshots.stores && snapshots.stores.pick(),
-
-  async find() {
-    const store = await this.store();
-    if (!store) return null;
-    if (BOOT.fresh || !BOOT.restore) {      // "Reload from the network", or the snapshot failed: drop it
-      await this.drop().catch(() => {});
-      return null;
-    }
-    try {
-      const reading = (async () => {
-        const saved = await this.parse(await store.read(`${BOOT.snapshotKey}.json`));
-        const heap = await store.read(`${BOOT.snapshotKey}.heap`);
-        return {...saved, heap, store: store.name, read: performance.now()};
-      })();
-      // a file held by another tab's worker, or a storage that does not answer: boot without it
-      const late = new Promise((resolve, reject) => setTimeout(() => reject(new Error(
-        `not read within ${FIND_SECONDS} s`)), FIND_SECONDS * 1000));
-      return await Promise.race([reading, late]);
-    } catch (err) {
-      if (err instanceof SnapshotDamaged) {
-        await this.drop().catch(() => {});
-        post({type: "snapshot-damaged", msg: err.message});
-      } else if (err.name !== "NotFoundError") {
-        console.warn("SDPA Lab: the saved snapshot could not be read:", err);
-        post({type: "snapshot-unreadable", msg: `${err.name || "Error"}: ${err.message || err}`});
-      }
-      return null;
-    }
-  },
-
-  // <key>.json as written by make(): its sha256 line, then {meta, doc}.
-  async encode(record) {
-    const body = new TextEncoder().encode(JSON.stringify(record));
-    const head = new TextEncoder().encode(`${await sha256hex(body)}\n`);
-    const all = new Uint8Array(head.byteLength + body.byteLength);
-    all.set(head, 0);
-    all.set(body, head.byteLength);
-    return all;
-  },
-
-  async parse(bytes) {
-    const cut = bytes.indexOf(10);
-    const saved = cut === 64 ? new TextDecoder().decode(bytes.subarray(0, cut)) : null;
-    const body = bytes.subarray(cut + 1);
-    if (saved === null || !/^[0-9a-f]{64}$/.test(saved)) throw new SnapshotDamaged("the saved document has no valid sha256 line");
-    const digest = await sha256hex(body);
-    if (digest !== saved) {
-      throw new SnapshotDamaged(`the saved document's sha256 ${digest.slice(0, 12)}… differs from the one saved with it`);
-    }
-    return JSON.parse(new TextDecoder().decode(body));
-  },
-
-  async restore({meta, heap, doc, store, read}) {
-    // when each part was done (ms on the worker's clock): the files read, Pyodide's scripts run (the
-    // restore begins), the heap's sha256 checked, the runtime started from it, the page linked
-    const at = {read, begin: performance.now()};
-    status("runtime", "Restoring Python as this browser saved it");
-    // A damaged heap can make Pyodide's start hang (a failed wasm instantiation never rejects):
-    // its size is checked first, its sha256 while Pyodide starts, and the restore has a time limit.
-    const saved = meta.heap || {};
-    if (heap.byteLength !== saved.bytes) throw new SnapshotDamaged(`snapshot is ${heap.byteLength} bytes, ${saved.bytes} were saved`);
-    const checked = sha256hex(heap).then((digest) => {
-      at.sha256 = performance.now();
-      if (digest !== saved.sha256) throw new SnapshotDamaged(`snapshot's sha256 ${digest.slice(0, 12)}… differs from the one saved`);
-    });
-    checked.catch(() => {});
-    const files = guard(readArchive());     // awaited once the runtime has compiled (snapshot.js)
-    files.catch(() => {});
-    const restore = sdpaSnapshotPrepareRestore(meta, files, CONFIG.archive.sitePackages);
-    let timer;
-    const limit = new Promise((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`Pyodide did not start from the snapshot within ${RESTORE_SECONDS} s`)),
-                         RESTORE_SECONDS * 1000);
-    });
-    try {
-      // a damaged heap may also fail Pyodide's own checks first: its sha256 is the reason given
-      const loading = loadRuntime({_loadSnapshot: heap, _snapshotDeserializer: restore.deserializer})
-        .catch(async (err) => { await checked; throw err; });
-      [self.pyodide] = await Promise.race([Promise.all([loading, checked]), limit]);
-      at.runtime = performance.now();
-    } finally {
-      clearTimeout(timer);
-    }
-    delete self.pyodide._api.config._loadSnapshot;     // Pyodide keeps its options: a second 63 MB
-    restore.finish(self.pyodide);
-    restored = true;
-    await guard(Promise.all(checks));
-    self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
-    at.linked = performance.now();
-    post({type: "restored", bytes: heap.byteLength, store, at, origin: performance.timeOrigin});
-    return doc;
-  },
-
-  async make() {
-    const started = performance.now();
-    const store = await this.store();
-    if (!store) throw new Error("it offers no private file storage for pages");
-    await bootPython({_makeSnapshot: true});
-    const doc = await writeDoc();
-    const meta = await sdpaSnapshotRecord(self.pyodide);
-    const heap = self.pyodide.makeMemorySnapshot({serializer: sdpaSnapshotSerializer});
-    meta.heap = {bytes: heap.byteLength, sha256: await sha256hex(heap)};
-    for (const other of this.stores.all) {        // one snapshot: this version's, in this store
-      if (other === store) await store.keepOnly(`${BOOT.snapshotKey}.`);
-      else if (await other.usable()) await other.keepOnly(null).catch(() => {});
-    }
-    try {
-      await store.write(`${BOOT.snapshotKey}.heap`, heap);
-      await store.write(`${BOOT.snapshotKey}.json`, await this.encode({meta, doc}));
-    } catch (err) {
-      await this.drop().catch(() => {});      // no half-written snapshot (e.g. over the storage quota)
-      throw err;
-    }
-    post({type: "snapshot-stored", bytes: heap.byteLength, ms: performance.now() - started, store: store.name});
-  },
-
-  // A restore that failed (or a restored Python that failed before the page is live): dropped so it is
-  // not tried again; the page starts a new worker without it (and, unless the snapshot was damaged,
-  // makes no new one for a while: the same failure would repeat).
-  async abandon(err) {
-    const {msg, detail} = describe(err);
-    await this.drop().catch(() => {});
-    post({type: "snapshot-failed", msg, detail, damaged: err instanceof SnapshotDamaged});
-  },
-
-  async drop() {           // from every store (a snapshot made before the browser offered another)
-    for (const store of this.stores ? this.stores.all : []) {
-      if (!(await store.usable())) continue;
-      for (const ext of ["json", "heap"]) await store.remove(`${BOOT.snapshotKey}.${ext}`);
-    }
-  },
-};
+  key: BOOT.snapshotKey, fresh: BOOT.fresh, restore: BOOT.restore, post, status, describe,
+  runtime: {load: loadRuntime, boot: bootPython, writeDoc, files: () => guard(readArchive()),
+            checked: () => guard(Promise.all(checks)), sitePackages: CONFIG.archive.sitePackages},
+});
 
 // The document as JSON for the page: [docs_json, render_items, root_ids].
 async function writeDoc() {
@@ -399,7 +193,7 @@ async function start() {
   let doc;
   if (await saved) {
     try {
-      doc = await snapshots.restore(await saved);
+      ({pyodide: self.pyodide, doc} = await snapshots.restore(await saved));
       if (BOOT.search && BOOT.search !== "?") {
         callPython("follow", BOOT.search);
         doc = null;        // written anew below
@@ -458,7 +252,7 @@ function describe(err) {
 }
 
 async function fail(err) {
-  if (restored && applyPatch === null) {     // restored, not yet live: boot again without the snapshot
+  if (snapshots.restored && applyPatch === null) {     // restored, not yet live: boot again without the snapshot
     await snapshots.abandon(err);
     return;
   }
