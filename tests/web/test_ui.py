@@ -1,10 +1,11 @@
-"""The page in a real browser (Debian's Chromium) against `panel serve`."""
+"""The page in a real browser (Debian's Chromium) against `panel serve`. Every view at every size, with its
+screenshots, is test_ui_layout.py's; axe-core and the contrast of every text, light and dark, test_ui_dark.py's."""
 import re
 
 import pytest
 from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
-from web.options import MAX_D_K, VIEWS
+from web.options import MAX_D_K
 from web.state import LabState
 from web.training_state import TrainingState
 from web.views.training import TICK_MS
@@ -168,22 +169,6 @@ def test_widgets_of_a_view_opened_later_get_accessible_names(page: Page, app_url
         "aria-valuetext", str(TrainingState.param.d_k.default), timeout=30_000)
 
 
-@pytest.mark.parametrize("view", VIEWS)
-def test_axe_finds_no_serious_or_critical_violation(page: Page, app_url, view):
-    """axe-core reports no moderate, serious or critical accessibility violation on any view."""
-    from axe_playwright_python.sync_playwright import Axe
-    open_page(page, f"{app_url}?view={view}")
-    if view == "questions":
-        page.wait_for_selector(".katex")
-    # the page's own script names Bokeh's slider handles; wait until it has run
-    page.wait_for_function("() => window.__sdpaA11y === true")
-    page.locator('.noUi-handle[aria-label="d_k (key/query dimension)"]').first.wait_for(state="attached")
-    results = Axe().run(page)
-    bad = [(v["id"], v["impact"], [n["target"] for n in v["nodes"][:3]]) for v in results.response["violations"]
-           if v["impact"] in ("moderate", "serious", "critical")]
-    assert bad == []
-
-
 @pytest.mark.parametrize("view, button", [("alignment", "Play: sweep ρ"), ("training", "Play")])
 def test_nothing_moves_by_itself_with_reduced_motion(page: Page, app_url, view, button):
     """With prefers-reduced-motion, opening a view with an animation starts none: its Play button still says
@@ -199,27 +184,6 @@ def test_nothing_moves_by_itself_with_reduced_motion(page: Page, app_url, view, 
     assert page.evaluate("location.search") == search
     expect(play).to_have_text(re.compile(button))
     assert "Pause" not in page.locator("body").inner_text()
-
-
-@pytest.mark.parametrize("width", [1280, 390])
-def test_screenshots_of_every_view(page: Page, app_url, screenshot_dir, width):
-    """Every view renders at desktop and phone width; screenshots are saved under artifacts/screenshots/."""
-    # a real phone's height: the whole page must scroll there (the desktop layout scrolls #main instead)
-    page.set_viewport_size({"width": width, "height": 2600 if width > 500 else 844})
-    for view in VIEWS:
-        open_page(page, f"{app_url}?view={view}")
-        if view == "questions":
-            page.wait_for_selector(".katex")
-        elif view == "models":   # a table, no plot
-            page.wait_for_selector("table.sdpa-readouts")
-        else:
-            page.wait_for_selector("canvas")
-        if width < 500:  # nothing sticks out sideways on a phone
-            overflow = page.evaluate("() => document.documentElement.scrollWidth")
-            assert overflow <= width + 2, f"{view} is {overflow}px wide at {width}px"
-            height = page.evaluate("() => document.scrollingElement.scrollHeight")
-            assert height > 1500, f"{view}: the page does not scroll at {width}px (document {height}px tall)"
-        page.screenshot(path=str(screenshot_dir / f"{view}-{width}.png"), full_page=True)
 
 
 def test_phone_starts_with_settings_collapsed_behind_the_menu_button(page: Page, app_url):

@@ -7,8 +7,8 @@ tables), each against the background actually behind it (computed styles, walkin
 and Bokeh's shadow roots and compositing translucent backgrounds); the text Bokeh draws on its canvas
 (titles, axis and tick labels, colour-bar labels, annotations), from the plot models' colours against
 the plot's fill; and axe-core's report. The lowest ratio per kind of text goes to
-artifacts/contrast/<scheme>-<view>.json; screenshots of every view in dark go to
-artifacts/screenshots/dark/."""
+artifacts/contrast/<scheme>-<view>.json. Screenshots of every view, light and dark, at every size are
+test_ui_layout.py's."""
 import json
 import re
 from pathlib import Path
@@ -27,10 +27,6 @@ CONTRAST_DIR = Path(__file__).resolve().parents[2] / "artifacts" / "contrast"
 
 SCHEMES = ["light", "dark"]
 FIGURE_LIGHT_BG = LIGHT["--sdpa-bg"]
-DARK_BODY = "rgb({}, {}, {})".format(*(int(DARK["--sdpa-bg"][i:i + 2], 16) for i in (1, 3, 5)))
-TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
-
-SIZES = [(1280, 900), (412, 823)]
 
 
 def open_view(page: Page, url: str, view: str, scheme: str, query: str = ""):
@@ -176,24 +172,4 @@ def test_the_plots_follow_a_change_of_scheme_without_a_message_to_python(browser
     assert all(p["fill"] == FIGURE_LIGHT_BG for p in back.values())
     colour_frames = [f[:200] for f in sent if any(attr in f for attr in COLOUR_ATTRS)]
     assert sent and colour_frames == []
-    context.close()
-
-
-
-
-@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_screenshots_of_every_view_in_dark(browser: Browser, app_url, screenshot_dir, size):
-    """Every view in dark at a desktop's and a phone's size, the whole page, saved for a person to look
-    at (artifacts/screenshots/dark/); the page's background is dark at both sizes."""
-    width, height = size
-    context = browser.new_context(color_scheme="dark", viewport={"width": width, "height": height})
-    page = context.new_page()
-    folder = screenshot_dir / "dark"
-    folder.mkdir(exist_ok=True)
-    for view in VIEWS:
-        open_view(page, app_url, view, "dark")
-        page.evaluate(TWO_FRAMES)   # Bokeh's layout settles after its first draw
-        background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
-        assert background == DARK_BODY, f"{view} at {width}px: {background}"
-        page.screenshot(path=str(folder / f"{view}-{width}x{height}.png"), full_page=True)
     context.close()

@@ -1,16 +1,21 @@
 """The explorable layout in a real browser (`panel serve`), at a desktop's, a phone's and the
 narrowest phone's size: each view's question and first figure are on the first screen, so is the
-control beside that figure (on a phone: directly under the first figure), and no text box crosses the
-screen's edge. Screenshots of every view at each size, light and dark, go to
-artifacts/screenshots/layout/ (dark mode's own checks are in test_ui_dark.py)."""
+control beside that figure (on a phone: directly under the first figure), no text box crosses the
+screen's edge, and on a phone nothing is wider than the screen and the whole page scrolls. Each view is
+then shown light and dark (the page follows `prefers-color-scheme`): its background is the scheme's,
+and screenshots go to artifacts/screenshots/layout/ for a person to look at: the first screen, and on a
+phone the whole page (`-full`). Dark mode's contrast and axe checks are in test_ui_dark.py."""
 import pytest
 from playwright.sync_api import Page, expect
 
 from web.options import VIEWS
+from web.theme import DARK, LIGHT
 
 pytestmark = pytest.mark.ui
 
 SIZES = [(1280, 900), (412, 823), (320, 640)]
+BODY = {scheme: "rgb({}, {}, {})".format(*(int(colours["--sdpa-bg"][i:i + 2], 16) for i in (1, 3, 5)))
+        for scheme, colours in (("light", LIGHT), ("dark", DARK))}
 # Boxes of what the reader must see first, piercing Panel's shadow roots: the view's question (the
 # last visible <h2>: on the tour, the step's card comes first), its first drawn figure, and the first
 # control of the column beside it.
@@ -76,9 +81,23 @@ def test_question_figure_and_control_share_the_first_screen(page: Page, app_url,
         # the tour at 320 px is laid out 329 px wide (its nesting of the step's view; not found yet)
         if b["out"] and not (view == "tour" and width < 400):
             problems.append(f"{view}: text crosses the screen's edge: {b['out'][:3]}")
+        if width < 1000:     # a phone: the whole page scrolls, and nothing is wider than the screen
+            wide = page.evaluate("() => document.documentElement.scrollWidth")
+            if wide > width + 2 and not (view == "tour" and width < 400):
+                problems.append(f"{view}: the page is {wide} px wide at {width} px")
+            tall = page.evaluate("() => document.scrollingElement.scrollHeight")
+            if tall < 1.5 * height:
+                problems.append(f"{view}: the page does not scroll at {width} px (document {tall} px tall)")
         for scheme in ("light", "dark"):
             page.emulate_media(color_scheme=scheme)
+            # the plots take the scheme's colours in the browser (web/dark_figures.py)
+            page.wait_for_function("(s) => document.documentElement.dataset.sdpaFigures === s", arg=scheme)
+            body = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+            if body != BODY[scheme]:
+                problems.append(f"{view}: the page's background in {scheme} is {body}, not {BODY[scheme]}")
             page.screenshot(path=str(folder / f"{view}-{width}x{height}-{scheme}.png"))
+            if width < 1000:
+                page.screenshot(path=str(folder / f"{view}-{width}x{height}-{scheme}-full.png"), full_page=True)
         page.emulate_media(color_scheme="light")
     assert problems == []
 
