@@ -6,11 +6,13 @@ WCAG_AA = 4.5
 # Colours are read once they are final: every stylesheet in every shadow root loaded, and no colour
 # transition running (a button eases from Bootstrap's solid blue to its outline style as they load).
 SETTLED_JS = """() => {
-  const links = []; const visit = (root) => { for (const el of root.querySelectorAll('*')) {
+  const links = [], roots = [document]; const visit = (root) => { for (const el of root.querySelectorAll('*')) {
     if (el.tagName === 'LINK' && el.rel === 'stylesheet') links.push(el);
-    if (el.shadowRoot) visit(el.shadowRoot); } }; visit(document);
-  return links.every((l) => l.sheet !== null)
-    && document.getAnimations().every((a) => !(a instanceof CSSTransition) || a.playState !== 'running');
+    if (el.shadowRoot) { roots.push(el.shadowRoot); visit(el.shadowRoot); } } }; visit(document);
+  // a colour still in its transition (Panel's buttons: 0.15 s) is not the one the reader ends up with;
+  // document.getAnimations() leaves out those inside shadow roots
+  return links.every((l) => l.sheet !== null) && roots.every((r) => r.getAnimations().every(
+    (a) => !(a instanceof CSSTransition) || a.playState !== 'running'));
 }"""
 
 # Every piece of text on screen and the Bokeh-drawn text, with its contrast ratio (WCAG 2.x).

@@ -30,11 +30,13 @@ FRAMES_JS = """() => { const views = []; const visit = (v) => { views.push(v); f
                                                                              v.frame.bbox.height]); }"""
 
 
-@pytest.mark.parametrize("width", [1280, 390])
-def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page, runtime, screenshot_dir, width):
+def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page, runtime, screenshot_dir):
     """Each ``?view=tour&step=N`` shows step N with its live view; picking the measured answer says
     "Right." with the number, another choice says "Not quite" (training: "Press Play" until it has run).
-    Screenshots of every step at this width go to artifacts/screenshots/."""
+    At a phone's width under `panel serve` (nothing wider than the screen), at a desktop's in the built site:
+    each run takes every step in turn, so one width per runtime. Screenshots of every step go to
+    artifacts/screenshots/."""
+    width = 390 if runtime.name == "serve" else 1280
     page.set_viewport_size({"width": width, "height": 1800 if width > 500 else 844})
     for i, step in enumerate(STEPS, 1):
         link = step_query(i)
