@@ -50,6 +50,20 @@ def test_every_view_is_named_here():
     assert set(HEADINGS) == set(VIEWS) - {"tour"}
 
 
+# Embedded, the same pre-rendered files show with the page's chrome hidden: the default link, a view and a
+# tour step past the first stand for every link (each link's own file is checked without embedding).
+EMBEDDED = [DEFAULT_FIRST_PAINT, "playground", "tour-3"]
+
+
+def links(embed: bool) -> dict[str, str]:
+    every = first_paint_links()
+    return {key: every[key] for key in EMBEDDED} if embed else every
+
+
+def test_the_embedded_links_are_links_of_the_site():
+    assert set(EMBEDDED) <= set(first_paint_links()) and len(set(EMBEDDED)) == 3
+
+
 @pytest.mark.parametrize("embed", [False, True], ids=["page", "embed"])
 def test_every_link_paints_its_own_view_before_python_is_live(site, served, browser, embed):
     """With the Python worker held back (so the first paint stays on screen), each view's and each tour
@@ -60,7 +74,7 @@ def test_every_link_paints_its_own_view_before_python_is_live(site, served, brow
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     others = {expected_heading(k) for k in first_paint_links()} | set(HEADINGS.values())
-    for key, search in first_paint_links().items():
+    for key, search in links(embed).items():
         page.goto(served + search + ("&embed=1" if embed else ""))
         page.wait_for_function(DRAWN_JS, timeout=60_000)
         page.wait_for_function(f"() => ({H2_JS})().length > 0", timeout=30_000)
@@ -88,7 +102,7 @@ def test_every_link_paints_its_own_view_in_html_before_any_script_runs(site, ser
     context.route(re.compile(r".*/(worker\.js|bokeh\.min\.js)(\?.*)?$"), lambda r: r.abort())
     page = context.new_page()
     others = {expected_heading(k) for k in first_paint_links()} | set(HEADINGS.values())
-    for key, search in first_paint_links().items():
+    for key, search in links(embed).items():
         page.goto(served + search + ("&embed=1" if embed else ""))
         page.wait_for_function(f"() => ({HTML_LAYER_H2_JS})().length > 0", timeout=30_000)
         shown = page.evaluate(HTML_LAYER_H2_JS)
