@@ -1,7 +1,7 @@
-"""The page's choices and bounds: views, slider steps, dtypes, work caps, which settings each view uses.
+"""The page's choices and bounds: views, slider steps, dtypes, work caps, why a view ignores a setting.
 
 Plain data (no Panel, no maths), shared by the state objects (``state.py``, ``training_state.py``),
-the link parser (``urlstate.py``) and the views.
+the settings (``settings.py``), the link parser (``urlstate.py``) and the views.
 """
 from __future__ import annotations
 
@@ -56,19 +56,6 @@ LENGTH_SAMPLES = 64                              # queries per sequence length i
 LENGTH_RULES = ("none", "sqrt", "ssmax")         # always drawn there, with the chosen rule
 GRADIENT_ROWS = 128                              # query rows pooled for the per-query gradient plot (~30 ms at d_k = 1024)
 
-#: The shared (sidebar) settings each view uses; the sidebar disables the others and says why.
-VIEW_SETTINGS = {
-    "playground": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed"},
-    "variance": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
-    "saturation": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
-    "training": {"alpha", "temperature"},
-    "precision": {"d_k", "n", "sigma", "rho", "seed"},
-    "dial": {"d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "seed"},
-    "alignment": {"d_k", "n", "sigma", "rho", "alpha", "temperature", "seed"},
-    "models": set(),
-    "questions": set(),
-}
-SHARED_SETTINGS = ("d_k", "n", "sigma", "rho", "rule", "alpha", "temperature", "causal", "dtype", "seed")
 #: Why a view ignores a shared setting, where "the view does not use it" would not say enough.
 WHY_UNUSED = {
     ("training", "d_k"): "Train it has its own d_k (next to the plots).",

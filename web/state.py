@@ -1,6 +1,6 @@
 """The page's shared state: every sidebar control as a documented parameter, and every result the views
 show computed from them (``LabState``). The two training runs are in ``training_state.py``, the choices and
-bounds in ``options.py``.
+bounds in ``options.py``, what else each setting is (link key, widget, views) in ``settings.py``.
 
 No widgets and no Panel in this module (Panel's to-do/DataStore pattern): views build widgets
 with ``from_param`` and read the results; tests drive these objects directly.
@@ -19,9 +19,9 @@ from sdpa_core import real_models
 from . import claims
 from .options import (MAX_D_MODEL, DIAL_S_MAX, D_K_OPTIONS, DTYPES, KNOB_WORDS, LR_OPTIONS, MAX_D_K, MAX_N,
                       MAX_PLAYGROUND_WORK, MAX_TRAIN_STEPS, ONLY_PLAYGROUND, ORDER_LABELS, PRECISION_N, RULE_LABELS,
-                      SAMPLES_OPTIONS, SHARED_SETTINGS, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEW_SETTINGS,
-                      VIEWS, WHY_UNUSED, nearest_option)
+                      SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEWS, WHY_UNUSED, nearest_option)
 from .results import MODEL_FIELDS, RESULTS, effective_samples
+from .settings import SHARED_SETTINGS, VIEW_SETTINGS
 from .tour import STEPS
 
 # Importers of the page's state (web/page.py, web/urlstate.py, the views, the tests) may take these from here.

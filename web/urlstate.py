@@ -14,7 +14,8 @@ from urllib.parse import parse_qsl, urlencode
 import param
 from bokeh.models import CustomJS
 
-from .options import D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, VIEWS, nearest_option
+from .options import VIEWS, nearest_option
+from .settings import SETTINGS
 from .state import LabState
 from .tour import STEPS
 from .training_state import TrainingState
@@ -26,38 +27,8 @@ MAX_NOTICES = 6
 
 # key -> (object "lab" or "train", parameter name, options for snapping): the parameter itself (LabState,
 # TrainingState) declares its type, bounds, default and doc; the link reads them from it (``kind``).
-KEYS = {
-    "view": ("lab", "view", None),
-    "step": ("lab", "step", None),
-    "d_k": ("lab", "d_k", D_K_OPTIONS),
-    "n": ("lab", "n", None),
-    "sigma": ("lab", "sigma", None),
-    "rho": ("lab", "rho", None),
-    "seed": ("lab", "seed", None),
-    "rule": ("lab", "rule", None),
-    "alpha": ("lab", "alpha", None),
-    "temperature": ("lab", "temperature", None),
-    "causal": ("lab", "causal", None),
-    "dtype": ("lab", "dtype", None),
-    "query": ("lab", "query", None),
-    "samples": ("lab", "samples", SAMPLES_OPTIONS),
-    "order": ("lab", "order", None),
-    "s": ("lab", "dial_s", None),
-    "embed": ("lab", "embed", None),
-    "preset": ("lab", "preset", None),
-    "d_model": ("lab", "d_model", None),
-    "heads": ("lab", "heads", None),
-    "init_std": ("lab", "init_std", None),
-    "layernorm": ("lab", "layernorm", None),
-    "qk_norm": ("lab", "qk_norm", None),
-    "model_scale": ("lab", "model_scale", None),
-    "rule_a": ("train", "rule_a", None),
-    "rule_b": ("train", "rule_b", None),
-    "lr": ("train", "lr", LR_OPTIONS),
-    "train_d_k": ("train", "d_k", TRAIN_D_K_OPTIONS),
-    "train_seed": ("train", "seed", None),
-    "optimizer": ("train", "optimizer", None),
-}
+#: link key -> (owner, parameter, a slider's steps or None), from settings.SETTINGS (in its order).
+KEYS = {s.key: (s.owner, s.param, s.steps) for s in SETTINGS}
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 

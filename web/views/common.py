@@ -11,7 +11,8 @@ import panel as pn
 import param
 from bokeh.models import CustomJSTickFormatter
 
-from ..options import D_K_OPTIONS, DTYPES, RULE_LABELS, SHARED_SETTINGS, STATIC_SITE_ENV
+from ..options import RULE_LABELS, STATIC_SITE_ENV
+from ..settings import BY_KEY, SHARED_SETTINGS
 from ..state import LabState
 from ..training_state import TrainingState
 from ..theme import CSS, PHONE, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
@@ -180,52 +181,38 @@ def rule_options() -> dict:
 
 
 def control(lab: LabState, key: str):
-    """A new widget for one shared setting (its label names the setting alike everywhere). The settings
-    drawer has one of each; a view puts beside its figure the two or three that move it."""
-    if key == "d_k":
-        return choice_slider(lab, "d_k", D_K_OPTIONS, "d_k (key/query dimension)", sizing_mode="stretch_width")
-    if key == "rule":
-        return pn.widgets.Select.from_param(lab.param.rule, name="Scaling rule", options=rule_options(),
-                                            sizing_mode="stretch_width", description=None)
-    if key == "causal":
-        return pn.widgets.Checkbox.from_param(lab.param.causal, name="Causal mask")
-    if key == "dtype":
-        return pn.widgets.RadioButtonGroup.from_param(lab.param.dtype, label="dtype", options=list(DTYPES),
-                                                      color="primary", variant="outline",
-                                                      sizing_mode="stretch_width", stylesheets=[WRAP_BUTTONS])
-    if key == "seed":
-        return pn.widgets.IntInput.from_param(lab.param.seed, name="Seed", sizing_mode="stretch_width")
-    if key == "n":
-        return pn.widgets.IntSlider.from_param(lab.param.n, name="n (sequence length)", throttled=True,
-                                               sizing_mode="stretch_width")
-    name, step = SLIDERS[key]
-    return pn.widgets.FloatSlider.from_param(lab.param[key], name=name, step=step, throttled=True,
-                                             sizing_mode="stretch_width")
-
-
-#: Float settings: label and step. Sliders that trigger Monte-Carlo sweeps follow the throttled value
-#: (on release); d_k follows the drag, since every view updates cheaply for it.
-SLIDERS = {"sigma": ("σ (std of q, k entries)", 0.1), "rho": ("ρ (q/k correlation)", 0.05),
-           "alpha": ("α (custom rule: d_k^-α)", 0.05), "temperature": ("QK-norm temperature", 0.01)}
+    """A new widget for one shared setting, as web/settings.py declares it (its label names the setting alike
+    everywhere). The settings drawer has one of each; a view puts beside its figure the two or three that move it.
+    Sliders that trigger Monte-Carlo sweeps follow the throttled value (on release); d_k follows the drag,
+    since every view updates cheaply for it."""
+    s = BY_KEY[key]
+    p = lab.param[s.param]
+    if s.widget == "choices":
+        return choice_slider(lab, s.param, list(s.steps), s.label, sizing_mode="stretch_width")
+    if s.widget == "select":
+        return pn.widgets.Select.from_param(p, name=s.label, options=rule_options(), sizing_mode="stretch_width",
+                                            description=None)
+    if s.widget == "checkbox":
+        return pn.widgets.Checkbox.from_param(p, name=s.label)
+    if s.widget == "buttons":
+        return pn.widgets.RadioButtonGroup.from_param(p, label=s.label, options=list(p.objects), color="primary",
+                                                      variant="outline", sizing_mode="stretch_width",
+                                                      stylesheets=[WRAP_BUTTONS])
+    if s.widget == "number":
+        return pn.widgets.IntInput.from_param(p, name=s.label, sizing_mode="stretch_width")
+    if s.widget == "int slider":
+        return pn.widgets.IntSlider.from_param(p, name=s.label, throttled=True, sizing_mode="stretch_width")
+    if s.widget == "slider":
+        return pn.widgets.FloatSlider.from_param(p, name=s.label, step=s.step, throttled=True,
+                                                 sizing_mode="stretch_width")
+    raise ValueError(f"{key} is not a shared setting (web/settings.py gives it no widget)")
 
 
 def shared_controls(lab: LabState, train: TrainingState | None = None) -> pn.Column:
-    """The controls every view shares (sidebar). Sliders that trigger Monte-Carlo sweeps follow the
-    throttled value (on release); d_k follows the drag, since every view updates cheaply for it.
-    A setting the current view does not use is disabled, and its caption says why."""
+    """The controls every view shares (sidebar), each with its caption (web/settings.py). A setting the
+    current view does not use is disabled, and its caption says why."""
     w = {key: control(lab, key) for key in SHARED_SETTINGS}
-    captions = {
-        "d_k": "Width of each q and k. Arrow keys step through powers of two and the 1.5× steps between.",
-        "n": "How many queries and keys the head sees.",
-        "sigma": "Spread of every q and k entry; for independent q and k (ρ = 0) the unscaled logit std is about σ²√d_k.",
-        "rho": "0: q and k independent; 1: each key equals its query, so the matched qᵢ·kᵢ grow like d_k (the others like √d_k).",
-        "rule": "What multiplies q·k before the softmax; every plot compares it with no scaling.",
-        "alpha": "Used by the rule d_k^-α: 0.5 is 1/√d_k, 1 is muP's 1/d_k.",
-        "temperature": "Used by QK-norm: q and k are unit vectors, logits = cos(q, k) / temperature.",
-        "causal": "Query i may only look at keys 0…i (as in a decoder).",
-        "dtype": "Number format of the playground's arithmetic: float16 overflows past 65504.",
-        "seed": "Draw a different random Q, K, V.",
-    }
+    captions = {key: BY_KEY[key].caption for key in SHARED_SETTINGS}
     items = [heading("All settings", css_margin="4px 0", sizing_mode="fixed", margin=(0, 10))]
     notes = {}
     for key in SHARED_SETTINGS:
