@@ -89,3 +89,11 @@ def test_the_sharpness_section_renders_and_follows_the_runs():
         assert sharp.source.data["q"][0] == max(s["Wq"], FLOOR) and "Whole batch" in sharp.gradient_fig.title.text
         view.train.seed = 3
         assert sharp.source.data["entropy"][0] == sharp.source.data["entropy"][1] and "At step 0" in sharp.summary.object
+
+
+def test_every_view_has_its_class_and_every_class_its_view():
+    """A view's name and label are declared with the state (web/options.py, low in the house) and its class
+    with the page (web/page.py, which imports the views): the two lists agree."""
+    from web.options import VIEW_LABELS, VIEWS
+    from web.page import VIEW_CLASSES
+    assert list(VIEW_CLASSES) == list(VIEWS) and set(VIEW_LABELS) == set(VIEWS)
