@@ -56,9 +56,10 @@ PYTHON = [
 
 #: Pyodide's internals: (file of its distribution, text that must be in it, where we rely on it).
 PYODIDE = [
-    ("pyodide.js", "_loadSnapshot", "templates/worker.js: the warm boot's loadPyodide option"),
+    ("pyodide.js", "_loadSnapshot", "templates/warmboot.js: the warm boot's loadPyodide option"),
     ("pyodide.js", "_createPyodideModule", "templates/snapshot.js"),
-    ("pyodide.asm.js", "._api=API", "templates/worker.js: pyodide._api (loadDynlib, config._loadSnapshot)"),
+    ("pyodide.asm.js", "._api=API", "templates/worker.js: pyodide._api.loadDynlib; templates/warmboot.js: "
+                                    "pyodide._api.config._loadSnapshot"),
     ("pyodide.asm.js", "._module=Module", "templates/snapshot.js: pyodide._module, Emscripten's Module"),
     ("pyodide.asm.js", "API.loadDynlib=", "templates/worker.js installArchive: the archive's compiled libraries"),
     *[("pyodide.asm.js", name, "templates/snapshot.js: where libraries and functions sat in memory")

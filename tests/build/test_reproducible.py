@@ -25,10 +25,11 @@ def tree(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def start_build(src: Path, out: Path, cache: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "build.make_site", "--out", str(out)], cwd=src,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "SDPA_LAB_CACHE": str(cache)})
+def start_build(src: Path, out: Path, cache: Path, log: Path) -> subprocess.Popen:
+    """A build in the background, its output to ``log`` (a pipe nobody reads yet could fill and stall it)."""
+    with log.open("w") as sink:
+        return subprocess.Popen([sys.executable, "-m", "build.make_site", "--out", str(out)], cwd=src,
+                                stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "SDPA_LAB_CACHE": str(cache)})
 
 
 def test_two_builds_are_byte_identical(tmp_path):
@@ -57,10 +58,9 @@ def test_two_builds_are_byte_identical(tmp_path):
         if label == "a" and (shared / "bytecode").is_dir():
             os.symlink(shared / "bytecode", cache / "bytecode")
         caches.append(cache)
-    builds = [start_build(src, tmp_path / label, cache) for label, cache in zip("ab", caches)]
+    builds = [start_build(src, tmp_path / label, cache, tmp_path / f"{label}.log") for label, cache in zip("ab", caches)]
     for label, proc in zip("ab", builds):
-        out, err = proc.communicate()
-        assert proc.returncode == 0, f"build {label}:\n{out[-2000:]}\n{err[-2000:]}"
+        assert proc.wait() == 0, f"build {label}:\n{(tmp_path / f'{label}.log').read_text()[-3000:]}"
     a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
     assert sorted(a) == sorted(b), f"file lists differ: {sorted(set(a) ^ set(b))}"
     differ = sorted(p for p in a if a[p] != b[p])

@@ -25,7 +25,7 @@ def _forward(params, batch, cfg):
     """The head's scaled logits (B, n) and the lengths' part scale |q| |k|, written out here."""
     q = batch.query[:, 0] @ params["Wq"]                  # (B, d_k)
     k = np.einsum("bnd,de->bne", batch.keys, params["Wk"])  # (B, n, d_k)
-    if cfg.rule == "qknorm":
+    if sc.RULES[cfg.rule].normalizes:
         q = q / np.linalg.norm(q, axis=-1, keepdims=True)
         k = k / np.linalg.norm(k, axis=-1, keepdims=True)
     written = {"none": 1.0, "sqrt": cfg.d_k ** -0.5, "linear": 1.0 / cfg.d_k, "alpha": cfg.d_k ** -cfg.alpha,

@@ -13,6 +13,8 @@ from web.tour import STEPS, answer
 from web.training_state import TrainingState
 from web.urlstate import apply_query, step_query
 
+from sitebuild import pyodide_dist
+
 pytestmark = pytest.mark.ui
 
 
@@ -33,10 +35,15 @@ FRAMES_JS = """() => { const views = []; const visit = (v) => { views.push(v); f
 def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page, runtime, screenshot_dir):
     """Each ``?view=tour&step=N`` shows step N with its live view; picking the measured answer says
     "Right." with the number, another choice says "Not quite" (training: "Press Play" until it has run).
-    At a phone's width under `panel serve` (nothing wider than the screen), at a desktop's in the built site:
-    each run takes every step in turn, so one width per runtime. Screenshots of every step go to
-    artifacts/screenshots/."""
-    width = 390 if runtime.name == "serve" else 1280
+    Each pass takes every step in turn, so each width runs once: a phone's under `panel serve` (nothing wider
+    than the screen), a desktop's in the built site, or under `panel serve` too when the site cannot run.
+    Screenshots of every step go to artifacts/screenshots/."""
+    widths = {"serve": [390] + ([1280] if pyodide_dist() is None else []), "site": [1280]}[runtime.name]
+    for width in widths:
+        every_step(page, runtime, screenshot_dir, width)
+
+
+def every_step(page: Page, runtime, screenshot_dir, width: int):
     page.set_viewport_size({"width": width, "height": 1800 if width > 500 else 844})
     for i, step in enumerate(STEPS, 1):
         link = step_query(i)
