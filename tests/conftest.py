@@ -32,3 +32,17 @@ def served(site):
     server, url = serve.start(site.root)
     yield url
     server.shutdown()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test` runs two workers with --dist loadgroup), every test that uses the
+    built site runs on one worker: the site is built once, and the site's boots, whose faults are timed,
+    do not compete with each other. The other tests go to whichever worker is free."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_site = {"site", "served"} & set(item.fixturenames) or (
+            callspec is not None and callspec.params.get("runtime") == "site")
+        if on_site:
+            item.add_marker(pytest.mark.xdist_group("site"))

@@ -1,5 +1,6 @@
 """The page under `panel serve` on a free port (see panel_server.py), and the same page as the built
 Pyodide site (`runtime`), for the browser tests."""
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +25,24 @@ def app_url():
         proc.kill()
 
 
+class Shots:
+    """Screenshots for a person to look at, under artifacts/screenshots/: taken when SDPA_SCREENSHOTS=1
+    (`make screenshots`), and not otherwise, since they cost about a sixth of the browser tests' time. The
+    checks around them run either way."""
+
+    def __init__(self, folder: Path, on: bool):
+        self.folder, self.on = folder, on
+
+    def take(self, page, name: str, *, full_page: bool = False):
+        if self.on:
+            path = self.folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(path), full_page=full_page)
+
+
 @pytest.fixture(scope="session")
-def screenshot_dir():
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS
+def shots():
+    return Shots(SCREENSHOTS, os.environ.get("SDPA_SCREENSHOTS", "") not in ("", "0"))
 
 
 @dataclass

@@ -3,8 +3,8 @@ narrowest phone's size: each view's question and first figure are on the first s
 control beside that figure (on a phone: directly under the first figure), no text box crosses the
 screen's edge, and on a phone nothing is wider than the screen and the whole page scrolls. Each view is
 then shown light and dark (the page follows `prefers-color-scheme`): its background is the scheme's,
-and screenshots go to artifacts/screenshots/layout/ for a person to look at: the first screen, and on a
-phone the whole page (`-full`). Dark mode's contrast and axe checks are in test_ui_dark.py."""
+and with SDPA_SCREENSHOTS=1 (`make screenshots`) screenshots go to artifacts/screenshots/layout/ for a
+person to look at: the first screen, and on a phone the whole page (`-full`). Dark mode's contrast and axe checks are in test_ui_dark.py."""
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -48,12 +48,26 @@ BOXES_JS = """() => {
 }"""
 
 
+NEXT_FRAME_JS = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def settled_boxes(page: Page) -> dict:
+    """The boxes once they stay put from one animation frame to the next: Bokeh lays its views out in the
+    frame after it has built them, and Panel's nested layouts may take a frame or two more."""
+    last = None
+    for _ in range(100):
+        page.evaluate(NEXT_FRAME_JS)
+        boxes = page.evaluate(BOXES_JS)
+        if boxes == last:
+            return boxes
+        last = boxes
+    raise AssertionError(f"the layout still moves after 100 frames: {last}")
+
+
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_question_figure_and_control_share_the_first_screen(page: Page, app_url, screenshot_dir, size):
+def test_question_figure_and_control_share_the_first_screen(page: Page, app_url, shots, size):
     width, height = size
     page.set_viewport_size({"width": width, "height": height})
-    folder = screenshot_dir / "layout"
-    folder.mkdir(exist_ok=True)
     problems = []
     for view in VIEWS:
         page.goto(f"{app_url}?view={view}")
@@ -62,8 +76,7 @@ def test_question_figure_and_control_share_the_first_screen(page: Page, app_url,
             page.locator("canvas").first.wait_for(timeout=60_000)
         else:
             page.locator("#main h2").first.wait_for(timeout=60_000)
-        page.wait_for_timeout(300)   # Bokeh's layout settles after its first draw (one animation frame or two)
-        b = page.evaluate(BOXES_JS)
+        b = settled_boxes(page)
         if b["h2"] is None or b["h2"]["top"] >= height:
             problems.append(f"{view}: its question is not on the first screen ({b['h2']})")
         # the tour's step card (question, prediction) comes before its figure: on a desktop the figure starts
@@ -95,9 +108,9 @@ def test_question_figure_and_control_share_the_first_screen(page: Page, app_url,
             body = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
             if body != BODY[scheme]:
                 problems.append(f"{view}: the page's background in {scheme} is {body}, not {BODY[scheme]}")
-            page.screenshot(path=str(folder / f"{view}-{width}x{height}-{scheme}.png"))
+            shots.take(page, f"layout/{view}-{width}x{height}-{scheme}.png")
             if width < 1000:
-                page.screenshot(path=str(folder / f"{view}-{width}x{height}-{scheme}-full.png"), full_page=True)
+                shots.take(page, f"layout/{view}-{width}x{height}-{scheme}-full.png", full_page=True)
         page.emulate_media(color_scheme="light")
     assert problems == []
 

@@ -32,18 +32,18 @@ FRAMES_JS = """() => { const views = []; const visit = (v) => { views.push(v); f
                                                                              v.frame.bbox.height]); }"""
 
 
-def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page, runtime, screenshot_dir):
+def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page, runtime, shots):
     """Each ``?view=tour&step=N`` shows step N with its live view; picking the measured answer says
     "Right." with the number, another choice says "Not quite" (training: "Press Play" until it has run).
     Each pass takes every step in turn, so each width runs once: a phone's under `panel serve` (nothing wider
     than the screen), a desktop's in the built site, or under `panel serve` too when the site cannot run.
-    Screenshots of every step go to artifacts/screenshots/."""
+    With SDPA_SCREENSHOTS=1 (`make screenshots`) a screenshot of every step goes to artifacts/screenshots/."""
     widths = {"serve": [390] + ([1280] if pyodide_dist() is None else []), "site": [1280]}[runtime.name]
     for width in widths:
-        every_step(page, runtime, screenshot_dir, width)
+        every_step(page, runtime, shots, width)
 
 
-def every_step(page: Page, runtime, screenshot_dir, width: int):
+def every_step(page: Page, runtime, shots, width: int):
     page.set_viewport_size({"width": width, "height": 1800 if width > 500 else 844})
     for i, step in enumerate(STEPS, 1):
         link = step_query(i)
@@ -70,7 +70,7 @@ def every_step(page: Page, runtime, screenshot_dir, width: int):
         if width < 500:
             overflow = page.evaluate("() => document.documentElement.scrollWidth")
             assert overflow <= width + 2, f"step {i} is {overflow}px wide at {width}px"
-        page.screenshot(path=str(screenshot_dir / f"tour-{i}-{width}-{runtime.name}.png"), full_page=True)
+        shots.take(page, f"tour-{i}-{width}-{runtime.name}.png", full_page=True)
 
 
 def test_steps_are_reachable_by_keyboard_and_the_tour_can_be_left(page: Page, runtime):
@@ -95,7 +95,7 @@ def test_steps_are_reachable_by_keyboard_and_the_tour_can_be_left(page: Page, ru
 
 
 @pytest.mark.parametrize("size", [(640, 480), (390, 640)])
-def test_embed_mode_shows_one_view_without_the_page_chrome(page: Page, runtime, screenshot_dir, size):
+def test_embed_mode_shows_one_view_without_the_page_chrome(page: Page, runtime, shots, size):
     """``?embed=1`` hides the header bar, the sidebar, the intro and the navigation, keeps the view and a link
     out, and nothing scrolls sideways; the Share button shows the link and an <iframe> snippet."""
     page.set_viewport_size({"width": size[0], "height": size[1]})
@@ -113,7 +113,7 @@ def test_embed_mode_shows_one_view_without_the_page_chrome(page: Page, runtime, 
     expect(snippet).to_have_value(re.compile(r"<iframe src=\"[^\"]*embed=true[^\"]*\""), timeout=30_000)
     value = snippet.input_value()
     assert "view=dial" in value and value.split("\n")[0].find("embed") == -1   # the link opens the full page
-    page.screenshot(path=str(screenshot_dir / f"embed-{size[0]}x{size[1]}-{runtime.name}.png"))
+    shots.take(page, f"embed-{size[0]}x{size[1]}-{runtime.name}.png")
 
 
 def test_play_sweeps_rho_as_q_and_k_align(page: Page, runtime):
