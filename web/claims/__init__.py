@@ -1,4 +1,5 @@
-"""Every sentence the page builds from numbers, one module per idea: ``numbers`` (the formats),
+"""Every sentence the page builds from numbers, one module per idea: ``claim`` (a sentence with the facts
+it states), ``numbers`` (the formats),
 ``playground`` (the verdict, readouts, references), ``sweeps`` (the variance, saturation and
 sequence-length views), ``dial``, ``alignment``, ``precision``, ``models`` and ``training``.
 
@@ -7,6 +8,7 @@ check each sentence against an independent computation. Each sentence names the 
 under (d_k, ρ, mask, dtype, n); none is canned. Everything is importable from ``web.claims`` itself.
 """
 
+from .claim import Claim, as_fmt, as_g, as_int, as_pct, as_tokens, as_word
 from .numbers import RULE_LABELS, fmt, fmt_sci, pct, bucket
 from .playground import (
     STARVED,
@@ -67,6 +69,13 @@ from .training import (
 )
 
 __all__ = [
+    "Claim",
+    "as_fmt",
+    "as_g",
+    "as_int",
+    "as_pct",
+    "as_tokens",
+    "as_word",
     "broken_span",
     "RULE_LABELS",
     "fmt",

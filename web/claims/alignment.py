@@ -10,7 +10,8 @@ import math
 import numpy as np
 
 
-from .numbers import RULE_LABELS, pct
+from .claim import Claim, as_g, as_int, as_pct, as_tokens, as_word
+from .numbers import RULE_LABELS
 
 
 # ---- as q and k align ------------------------------------------------------------------------------
@@ -44,29 +45,35 @@ def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float,
     now = ", ".join(f"{RULE_LABELS[r]} {tokens[r][i]:.1f}" for r in tokens)
     return text + f"Now, at ρ = {rhos[i]:g}: tokens attended {now} (of {n})."
 
-def alignment_headline(path: dict, *, rho: float, n: int) -> str:
-    """The alignment view's point: how many tokens 1/√d_k attends to at the current ρ and at ρ = 0."""
+def alignment_headline(path: dict, *, rho: float, n: int) -> Claim:
+    """The alignment view's point: how many tokens 1/√d_k attends to at the current ρ and at ρ = 0 (at ρ = 0:
+    at the largest ρ)."""
     rhos = np.asarray(path["rho"])
     i = int(np.argmin(np.abs(rhos - rho)))
+    j = -1 if i == 0 else 0
     tokens = path["effective_support"]["sqrt"]
-    text = f"At ρ = {rhos[i]:g}, 1/√d_k attends to about {tokens[i]:.1f} of {n} tokens"
+    facts = dict(rho=as_g(rhos[i]), tokens=as_tokens(tokens[i]), n=as_int(n), other_rho=as_g(rhos[j]),
+                 other_tokens=as_tokens(tokens[j]))
+    text = "At ρ = {rho}, 1/√d_k attends to about {tokens} of {n} tokens"
     if i == 0:
-        return text + f"; at ρ = {rhos[-1]:g}, {tokens[-1]:.1f} of {n}."
-    return text + f", against {tokens[0]:.1f} of {n} at ρ = {rhos[0]:g}."
+        return Claim(text + "; at ρ = {other_rho}, {other_tokens} of {n}.", **facts)
+    return Claim(text + ", against {other_tokens} of {n} at ρ = {other_rho}.", **facts)
 
 #: A heatmap whose every weight lies within this factor of uniform (1/n) reads as one flat colour.
 FLAT_MAP = 2.0
 
 
-def flat_maps(maps: dict, *, n: int) -> str:
+def flat_maps(maps: dict, *, n: int) -> Claim:
     """Which heatmaps (rule -> n×n weights) read as one flat colour on the shared 0-1 scale: every weight
-    within ``FLAT_MAP``× of uniform; "" when none is."""
-    flat = []
+    within ``FLAT_MAP``× of uniform; "" when none is. Facts: ``rule_i``, ``lo_i``, ``hi_i`` of the i-th flat map."""
+    parts, facts = [], {}
     for rule, w in maps.items():
         lo, hi = float(np.nanmin(w)), float(np.nanmax(w))
         if lo >= 1 / (FLAT_MAP * n) and hi <= FLAT_MAP / n:
-            flat.append(f"in {RULE_LABELS[rule]}'s map every weight lies between {pct(lo)} and {pct(hi)}")
-    if not flat:
-        return ""
-    return (f"Flat, not empty: {'; '.join(flat)}, within {FLAT_MAP:g}× of uniform ({pct(1 / n)}), near the bottom "
-            f"of the shared scale.")
+            i = len(parts)
+            parts.append(f"in {{rule_{i}}}'s map every weight lies between {{lo_{i}}} and {{hi_{i}}}")
+            facts.update({f"rule_{i}": as_word(rule, RULE_LABELS[rule]), f"lo_{i}": as_pct(lo), f"hi_{i}": as_pct(hi)})
+    if not parts:
+        return Claim("")
+    return Claim("Flat, not empty: " + "; ".join(parts) + ", within {factor}× of uniform ({uniform}), near the "
+                 "bottom of the shared scale.", **facts, factor=as_g(FLAT_MAP), uniform=as_pct(1 / n))

@@ -10,6 +10,7 @@ import math
 
 import sdpa_core as sc
 
+from .claim import Claim, as_g, as_pct
 from .numbers import RULE_LABELS, _ratio, fmt, fmt_sci, pct
 from .playground import STARVED, conditions
 
@@ -67,7 +68,7 @@ def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule
 # ---- each view's point in one sentence (at most about 25 words) -------------------------------------
 # The views show these first (web/views/common.py headline_html), with the conditions beside them and the
 # longer summaries above behind "details"; tests/web/test_headlines.py recomputes every number.
-def dial_headline(dial: dict, *, s: float, n: int) -> str:
+def dial_headline(dial: dict, *, s: float, n: int) -> Claim:
     """The dial's point: how much weight the top key takes at logit std ``s`` over ``n`` keys."""
-    return (f"At logit spread s = {s:g}, the top key takes {pct(dial['mean_top'])} of a row's weight on average "
-            f"(uniform: {pct(1 / n)}).")
+    return Claim("At logit spread s = {s}, the top key takes {top} of a row's weight on average (uniform: {uniform}).",
+                 s=as_g(s), top=as_pct(dial["mean_top"]), uniform=as_pct(1 / n))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 
 
+from .claim import Claim, as_int, as_pct, as_word
 from .numbers import fmt, pct
 
 
@@ -57,12 +58,14 @@ def model_summary(m: dict) -> str:
     return text
 
 
-def model_headline(m: dict) -> str:
+def model_headline(m: dict) -> Claim:
     """The calculator's point: the head's top weight at initialisation with its own scaling and without."""
     own, raw = m["mc"]["model"]["top_weight"], m["mc"]["unscaled"]["top_weight"]
-    label = m["preset"].label if "preset" in m else "This head"
+    preset = m.get("preset")
+    facts = dict(head=as_word(preset, preset.label if preset is not None else "This head"),
+                 n=as_int(m["n"]), top=as_pct(own))
     if m["scale"] == "none":
-        return (f"{label} at initialisation: the top of {m['n']} tokens takes {pct(own)} of a row's weight, "
-                f"with no scaling on q·k.")
-    return (f"{label} at initialisation: the top of {m['n']} tokens takes {pct(own)} of a row's weight with "
-            f"1/√d_k, {pct(raw)} without.")
+        return Claim("{head} at initialisation: the top of {n} tokens takes {top} of a row's weight, with no "
+                     "scaling on q·k.", **facts)
+    return Claim("{head} at initialisation: the top of {n} tokens takes {top} of a row's weight with 1/√d_k, "
+                 "{unscaled} without.", **facts, unscaled=as_pct(raw))

@@ -5,11 +5,9 @@ each sentence against an independent computation; each names the conditions it h
 """
 from __future__ import annotations
 
-
 import numpy as np
 
-
-
+from .claim import Claim, as_int, as_word
 
 # ---- half precision --------------------------------------------------------------------------------
 ORDER_WORDS = {"none": "nowhere (no scaling)", "after": "after the matmul", "before": "before the matmul"}
@@ -22,7 +20,7 @@ def first_broken(ps, dtype: str, order: str, kind: str = "stable") -> int | None
     return int(ps.d_k[bad[0]]) if len(bad) else None
 
 
-def broken_span(ps, dtype: str, order: str, kind: str = "stable") -> str | None:
+def broken_span(ps, dtype: str, order: str, kind: str = "stable") -> Claim | None:
     """Where a precision sweep's rows hold inf or NaN, as words: "from d_k = 256" when every larger d_k breaks
     too, else "first at d_k = 1 (and at 3 of the 12 larger d_k)"; None when no d_k breaks."""
     frac = np.asarray(ps.nonfinite_rows[dtype][order][kind], dtype=float)
@@ -31,16 +29,19 @@ def broken_span(ps, dtype: str, order: str, kind: str = "stable") -> str | None:
         return None
     first, later = int(ps.d_k[bad[0]]), frac[bad[0] + 1:] > 0
     if later.all():
-        return f"from d_k = {first}"
-    return f"first at d_k = {first} (and at {int(later.sum())} of the {len(later)} larger d_k)"
+        return Claim("from d_k = {first}", first=as_int(first))
+    return Claim("first at d_k = {first} (and at {later} of the {larger} larger d_k)", first=as_int(first),
+                 later=as_int(later.sum()), larger=as_int(len(later)))
 
 
-def precision_headline(ps, *, order: str) -> str:
+def precision_headline(ps, *, order: str) -> Claim:
     """The half-precision view's point: from which d_k float16's stable softmax has rows with inf or NaN,
     with the scale where ``order`` puts it."""
     span = broken_span(ps, "float16", order)
     where = {"none": "with no scaling", "after": "scaling after the matmul",
              "before": "scaling before the matmul"}[order]
     if span is None:
-        return f"In float16, {where}, no row of the stable softmax breaks up to d_k = {int(ps.d_k[-1])}."
-    return f"In float16, {where}, rows of the stable softmax hold inf or NaN {span}."
+        return Claim("In float16, {where}, no row of the stable softmax breaks up to d_k = {largest}.",
+                     where=as_word(order, where), largest=as_int(ps.d_k[-1]))
+    return Claim("In float16, {where}, rows of the stable softmax hold inf or NaN " + span.template + ".",
+                 where=as_word(order, where), **span.given())

@@ -12,6 +12,7 @@ import numpy as np
 
 import sdpa_core as sc
 
+from .claim import Claim, as_fmt, as_int, as_pct, as_word
 from .numbers import RULE_LABELS, fmt, fmt_sci, pct
 from .playground import STARVED, gradient_figures, starved_countable
 
@@ -126,34 +127,40 @@ def variance_summary(dots: dict, *, d_k: int, n: int, sigma: float, rho: float, 
         text += f" All {n}×{n} logits pooled (the log-log plot): std {fmt(pooled)} in theory, every pair alike at ρ = 0."
     return text
 
-def variance_headline(dots: dict, *, d_k: int, rule: str) -> str:
+def variance_headline(dots: dict, *, d_k: int, rule: str) -> Claim:
     """The histograms' point: the measured std of one query's q·k with its own key, without scaling and
     with the rule."""
     std0, std1 = dots["sample_std"]
-    text = f"At d_k = {d_k}, q·k has std {fmt(std0)} without scaling"
-    return text + ("." if rule == "none" else f" and {fmt(std1)} with {RULE_LABELS[rule]}.")
+    facts = dict(d_k=as_int(d_k), unscaled=as_fmt(std0))
+    if rule == "none":
+        return Claim("At d_k = {d_k}, q·k has std {unscaled} without scaling.", **facts)
+    return Claim("At d_k = {d_k}, q·k has std {unscaled} without scaling and {scaled} with {rule}.",
+                 **facts, scaled=as_fmt(std1), rule=as_word(rule, RULE_LABELS[rule]))
 
 
-def saturation_headline(sweep: sc.Sweep, *, rule: str, lo: int = 16) -> str:
+def saturation_headline(sweep: sc.Sweep, *, rule: str, lo: int = 16) -> Claim:
     """The sweep's point: the share of saturated rows at the smallest and largest d_k shown, without
     scaling and with the rule."""
     d = list(sweep.d_k)
     i, j = d.index(lo) if lo in d else 0, len(d) - 1
     sat = sweep.mean["saturated"]
-    text = (f"From d_k = {d[i]} to {d[j]}, saturated rows go from {pct(sat['none'][i])} to "
-            f"{pct(sat['none'][j])} without scaling")
+    text = "From d_k = {lo} to {hi}, saturated rows go from {unscaled_lo} to {unscaled_hi} without scaling"
+    facts = dict(lo=as_int(d[i]), hi=as_int(d[j]), unscaled_lo=as_pct(sat["none"][i]),
+                 unscaled_hi=as_pct(sat["none"][j]))
     if rule == "none":
-        return text + "."
-    return text + f"; with {RULE_LABELS[rule]}, {pct(sat[rule][i])} to {pct(sat[rule][j])}."
+        return Claim(text + ".", **facts)
+    return Claim(text + "; with {rule}, {scaled_lo} to {scaled_hi}.", **facts, rule=as_word(rule, RULE_LABELS[rule]),
+                 scaled_lo=as_pct(sat[rule][i]), scaled_hi=as_pct(sat[rule][j]))
 
 # ---- why √d_k, geometrically -----------------------------------------------------------------------
-def geometry_headline(geo: dict, *, d_k: int, sigma: float) -> str:
+def geometry_headline(geo: dict, *, d_k: int, sigma: float) -> Claim:
     """q·k = |q| |k| cos θ at ``d_k`` (``sdpa_core.random_geometry``, independent q and k): the lengths'
     measured product, the cosine's spread and the dot product's spread, with the dot's theory σ²√d_k."""
     i = int(np.argmin(np.abs(np.asarray(geo["d_k"]) - d_k)))
-    d = int(geo["d_k"][i])
-    return (f"At d_k = {d}, |q| |k| ≈ {fmt(geo['norms_mean'][i])} and cos θ spreads ±{fmt(geo['cos_std'][i])}, so "
-            f"q·k = |q| |k| cos θ spreads ±{fmt(geo['dot_std'][i])} (σ²√d_k = {fmt(geo['dot_theory'][i])}).")
+    return Claim("At d_k = {d_k}, |q| |k| ≈ {lengths} and cos θ spreads ±{cos_std}, so q·k = |q| |k| cos θ spreads "
+                 "±{dot_std} (σ²√d_k = {theory}).",
+                 d_k=as_int(geo["d_k"][i]), lengths=as_fmt(geo["norms_mean"][i]), cos_std=as_fmt(geo["cos_std"][i]),
+                 dot_std=as_fmt(geo["dot_std"][i]), theory=as_fmt(geo["dot_theory"][i]))
 
 # ---- sequence length: attention fading ---------------------------------------------------------------
 #: A curve over n "stays" when its last value is within this factor of its first (either way).
