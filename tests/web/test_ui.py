@@ -5,6 +5,7 @@ import re
 import pytest
 from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
+from web import claims
 from web.options import MAX_D_K
 from web.state import LabState
 from web.training_state import TrainingState
@@ -108,7 +109,8 @@ def test_slider_moves_replace_history_and_view_changes_push(page: Page, app_url)
     expect(page.locator("#main").get_by_text("d_k (key/query dimension): 192")).to_be_visible()
     page.go_forward()
     page.wait_for_function("() => location.search.includes('view=variance')")
-    expect(page.get_by_text(re.compile(r"^At d_k = 192, q·k has std"))).to_be_visible()
+    lab = LabState(view="variance", d_k=192)     # the link's state: the defaults, and d_k = 192
+    expect(page.get_by_text(claims.variance_headline(lab.dots, d_k=192, rule=lab.rule), exact=True)).to_be_visible()
     assert page.evaluate("() => history.length") == start + 1
 
 
