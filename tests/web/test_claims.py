@@ -496,28 +496,22 @@ def test_gradient_summary_says_when_even_the_scaled_rows_get_nothing():
 def check_headline(lab: LabState) -> None:
     """The Playground's one-sentence headline: the top key's mean share, without scaling and with the
     rule, or the NaN rows, each as torch computes it from the same draws."""
-    text, o = claims.headline(lab.playground, n=lab.n, dtype=lab.dtype), oracle(lab)
+    h, o = claims.headline(lab.playground, n=lab.n, dtype=lab.dtype), oracle(lab)
     none, rule = o["none"], o[lab.rule]
-    assert len(text.split()) <= 25, text
+    assert len(h.split()) <= 25, h
     tol = 1e-9 if lab.dtype == "float64" else 0.01
-    label = re.escape(claims.RULE_LABELS[lab.rule])
-    if none["nan_rows"]:
-        m = re.match(rf"Without scaling, (\d+) of {lab.n} rows are NaN \({lab.dtype} overflows\)", text)
-        assert m and int(m[1]) == none["nan_rows"], text
-    else:
-        m = re.match(r"Without scaling, the top key takes " + PCT + r" of a row's weight on average", text)
-        assert m and pct_ok(m[1], none["top"], tol), (text, none["top"])
-    if lab.rule == "none":
-        assert text.endswith("on average.") or text.endswith("overflows).")
-        return
-    if rule["nan_rows"]:
-        assert re.search(rf"; with {label}, {rule['nan_rows']} of {lab.n} rows are NaN", text), text
-    elif none["nan_rows"]:
-        m = re.search(rf"; with {label}, the top key takes " + PCT + r" of a row's weight on average\.$", text)
-        assert m and pct_ok(m[1], rule["top"], tol), text
-    else:
-        m = re.search(rf"; with {label}, " + PCT + r"\.$", text)
-        assert m and pct_ok(m[1], rule["top"], tol), (text, rule["top"])
+    if none["nan_rows"] or rule["nan_rows"]:
+        assert (h.facts["n"], h.facts["dtype"]) == (lab.n, lab.dtype), h
+    for side, key in ((none, "unscaled"), (rule, "scaled")):
+        if key == "scaled" and lab.rule == "none":
+            assert not {"rule", "scaled_top", "scaled_nan"} & set(h.facts), h
+            break
+        if side["nan_rows"]:
+            assert h.facts[f"{key}_nan"] == side["nan_rows"] and f"{key}_top" not in h.facts, h
+        else:
+            assert pct_ok(h.shown[f"{key}_top"], side["top"], tol), (h, side["top"])
+    if lab.rule != "none":
+        assert h.facts["rule"] == lab.rule
 
 
 @needs_torch

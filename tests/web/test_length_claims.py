@@ -4,7 +4,6 @@ torch's softmax, over states that include the corners (d_k = 1 and 4096, σ = 0.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -16,18 +15,15 @@ from web.options import LENGTH_SAMPLES
 from web.state import LabState
 from shown import pct_ok
 
-PCT = r"(<1%|>99%|\d+%)"
-MOVE = rf"(?:(falls|rises) {PCT} → {PCT}|(stays) within 1\.25× \({PCT} → {PCT}\))"
-
-
-def check_move(groups, first: float, last: float):
-    """The words of one move against the two numbers: falls/rises past 1.25x, stays within it."""
-    word, a, b, stays, sa, sb = groups
-    if stays:
-        assert last * 1.25 >= first and last <= first * 1.25 and pct_ok(sa, first) and pct_ok(sb, last)
+def check_move(claim, key: str, first: float, last: float):
+    """One move's word (``key``_trend) against the two numbers: falls/rises past 1.25x, stays within it; and
+    the two numbers as the text writes them."""
+    word = claim.facts[f"{key}_trend"]
+    if word == "stays":
+        assert last * 1.25 >= first and last <= first * 1.25 and claim.facts["fade"] == 1.25, claim
     else:
-        assert (last * 1.25 < first) if word == "falls" else (last > 1.25 * first)
-        assert pct_ok(a, first) and pct_ok(b, last)
+        assert (last * 1.25 < first) if word == "falls" else (word == "rises" and last > 1.25 * first), claim
+    assert pct_ok(claim.shown[f"{key}_from"], first) and pct_ok(claim.shown[f"{key}_to"], last), claim
 
 
 STATES = dict(d_k=st.sampled_from([1, 2, 16, 64, 1024, 4096]), sigma=st.sampled_from([0.1, 1.0, 3.0, 8.0]),
@@ -43,24 +39,23 @@ def test_length_sentences_say_what_was_measured(d_k, sigma, rho, rule, seed):
     i, j = list(path["n"]).index(16), len(path["n"]) - 1
     head = claims.length_headline(path)
     assert len(head.split()) <= 25, head
-    m = re.fullmatch(rf"From n = 16 to 4096, top weight {MOVE} with 1/√d_k and {MOVE} with SSMax\.", head)
-    assert m, head
+    assert (head.facts["n_from"], head.facts["n_to"]) == (16, 4096), head
     top = path["top_weight"]
-    check_move(m.groups()[:6], top["sqrt"][i], top["sqrt"][j])
-    check_move(m.groups()[6:], top["ssmax"][i], top["ssmax"][j])
+    check_move(head, "sqrt", top["sqrt"][i], top["sqrt"][j])
+    check_move(head, "ssmax", top["ssmax"][i], top["ssmax"][j])
     details = claims.length_details(path, rho=rho)
     assert len(details) == len(path["rules"]) + (rho > 0)
     for r, line in zip(path["rules"], details):
-        d = re.fullmatch(rf"{re.escape(claims.RULE_LABELS[r])}: top weight {MOVE}; entropy ([\d.]+) → ([\d.]+) of "
-                         rf"log n \(1 = uniform\)\.", line)
-        assert d, line
-        check_move(d.groups()[:6], top[r][i], top[r][j])
-        assert abs(float(d[7]) - path["entropy_ratio"][r][i]) <= 0.005 + 1e-9
-        assert abs(float(d[8]) - path["entropy_ratio"][r][j]) <= 0.005 + 1e-9
+        assert line.facts["rule"] == r, line
+        check_move(line, "top", top[r][i], top[r][j])
+        assert abs(float(line.shown["entropy_from"]) - path["entropy_ratio"][r][i]) <= 0.005 + 1e-9
+        assert abs(float(line.shown["entropy_to"]) - path["entropy_ratio"][r][j]) <= 0.005 + 1e-9
     if rho > 0:
-        for r in path["rules"]:
-            own = re.search(rf"{re.escape(claims.RULE_LABELS[r])} {PCT} → {PCT}", details[-1])
-            assert own and pct_ok(own[1], path["own_weight"][r][i]) and pct_ok(own[2], path["own_weight"][r][j])
+        own = details[-1]
+        assert (own.facts["rho"], own.facts["n_from"], own.facts["n_to"]) == (rho, 16, 4096), own
+        for k, r in enumerate(path["rules"]):
+            assert own.facts[f"rule_{k}"] == r, own
+            assert pct_ok(own.shown[f"from_{k}"], path["own_weight"][r][i]) and pct_ok(own.shown[f"to_{k}"], path["own_weight"][r][j])
 
 
 @pytest.mark.usefixtures("torch")

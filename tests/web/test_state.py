@@ -239,13 +239,20 @@ def test_verdict_handles_all_nan_sides():
 
 
 def test_page_builds_every_view_without_a_server():
-    """The whole page builds in plain Python (as the Pyodide pre-render does) and nh3 is never imported."""
+    """The whole page builds in plain Python (as the Pyodide pre-render does) and building it imports no nh3
+    (Panel's HTML sanitiser; rendering its ReactiveHTML into a document does, which another test in this
+    process may have done: it is set aside meanwhile)."""
     from web.page import create_app
-    tmpl = create_app(search="?view=questions&d_k=abc")
-    page = tmpl.page
-    assert page.notices and page.notice.visible
-    for view in ("playground", "variance", "saturation", "training", "precision", "questions"):
-        page.lab.view = view
-        assert page.content.objects
-    assert "nh3" not in sys.modules
+    earlier = sys.modules.pop("nh3", None)
+    try:
+        tmpl = create_app(search="?view=questions&d_k=abc")
+        page = tmpl.page
+        assert page.notices and page.notice.visible
+        for view in ("playground", "variance", "saturation", "training", "precision", "questions"):
+            page.lab.view = view
+            assert page.content.objects
+        assert "nh3" not in sys.modules
+    finally:
+        if earlier is not None:
+            sys.modules["nh3"] = earlier
     assert math.isfinite(page.lab.timings["playground"])

@@ -12,6 +12,7 @@ import numpy as np
 
 import sdpa_core as sc
 
+from .claim import Claim, as_int, as_pct, as_word
 from .numbers import RULE_LABELS, fmt, fmt_sci, pct
 
 
@@ -122,25 +123,31 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
     return text + gradient_sentence(none["grad"], rule["grad"], label=label, n=n, causal=causal, dtype=dtype)
 
 
-def headline(sides: dict, *, n: int, dtype: str) -> str:
+def headline(sides: dict, *, n: int, dtype: str) -> Claim:
     """The playground's point in one sentence (at most about 25 words): how much of a row's weight its
-    top key takes on average, without scaling and with the rule; NaN rows counted where they appear.
-    ``verdict`` says the rest (the conditions go beside it: ``conditions``)."""
+    top key takes on average (facts ``unscaled_top``, ``scaled_top``), without scaling and with the rule
+    (``rule``); a side's NaN rows instead where it has them (``unscaled_nan``, ``scaled_nan``, with ``n`` and
+    ``dtype``). ``verdict`` says the rest (the conditions go beside it: ``conditions``)."""
     none, rule = sides["none"], sides["rule"]
-    label = RULE_LABELS[rule["rule"]]
+    facts: dict = {}
 
-    def side(s: dict) -> str:
+    def side(s: dict, key: str) -> str:
         if s["nan_rows"]:
-            return f"{s['nan_rows']} of {n} rows are NaN ({dtype} overflows)"
-        return f"the top key takes {pct(s['stats']['max_weight'])} of a row's weight on average"
+            facts.update({f"{key}_nan": as_int(s["nan_rows"]), "n": as_int(n), "dtype": as_word(dtype, dtype)})
+            return f"{{{key}_nan}} of {{n}} rows are NaN ({{dtype}} overflows)"
+        facts[f"{key}_top"] = as_pct(s["stats"]["max_weight"])
+        return f"the top key takes {{{key}_top}} of a row's weight on average"
 
-    text = f"Without scaling, {side(none)}"
+    text = "Without scaling, " + side(none, "unscaled")
     if rule["rule"] == "none":
-        return text + "."
-    other = side(rule)
+        return Claim(text + ".", **facts)
+    facts["rule"] = as_word(rule["rule"], RULE_LABELS[rule["rule"]])
     if not none["nan_rows"] and not rule["nan_rows"]:
-        other = pct(rule["stats"]["max_weight"])
-    return text + f"; with {label}, {other}."
+        facts["scaled_top"] = as_pct(rule["stats"]["max_weight"])
+        other = "{scaled_top}"
+    else:
+        other = side(rule, "scaled")
+    return Claim(text + "; with {rule}, " + other + ".", **facts)
 
 
 def little_change(s0: dict, s1: dict) -> bool:

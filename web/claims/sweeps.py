@@ -12,7 +12,7 @@ import numpy as np
 
 import sdpa_core as sc
 
-from .claim import Claim, as_fmt, as_int, as_pct, as_word
+from .claim import Claim, as_fmt, as_g, as_int, as_pct, as_word
 from .numbers import RULE_LABELS, fmt, fmt_sci, pct
 from .playground import STARVED, gradient_figures, starved_countable
 
@@ -183,36 +183,47 @@ def _length_span(path: dict) -> tuple[int, int]:
     return (ns.index(LENGTH_FROM) if LENGTH_FROM in ns else 0), len(ns) - 1
 
 
-def _length_move(path: dict, metric: str, rule: str) -> str:
-    """"falls 26% → 1%" (or "stays within 1.25× (31% → 28%)") for one rule's curve between the section's
-    two lengths."""
+def _length_move(path: dict, rule: str, key: str) -> tuple[str, dict]:
+    """"falls 26% → 1%" (or "stays within 1.25× (31% → 28%)") for one rule's top weight between the section's
+    two lengths: its template and facts (``key``_trend, _from, _to; ``fade`` when it stays)."""
     i, j = _length_span(path)
-    a, b = float(path[metric][rule][i]), float(path[metric][rule][j])
+    a, b = float(path["top_weight"][rule][i]), float(path["top_weight"][rule][j])
     how = length_trend(a, b)
+    facts = {f"{key}_trend": as_word(how, how), f"{key}_from": as_pct(a), f"{key}_to": as_pct(b)}
     if how == "stays":
-        return f"stays within {FADE:g}× ({pct(a)} → {pct(b)})"
-    return f"{how} {pct(a)} → {pct(b)}"
+        return f"{{{key}_trend}} within {{fade}}× ({{{key}_from}} → {{{key}_to}})", {**facts, "fade": as_g(FADE)}
+    return f"{{{key}_trend}} {{{key}_from}} → {{{key}_to}}", facts
 
 
-def length_headline(path: dict) -> str:
-    """The length section's point: the top weight from n = 16 to the longest n, with 1/√d_k and with SSMax."""
+def length_headline(path: dict) -> Claim:
+    """The length section's point: the top weight from n = 16 to the longest n, with 1/√d_k and with SSMax
+    (facts ``sqrt_*`` and ``ssmax_*``: see ``_length_move``)."""
     i, j = _length_span(path)
-    ns = path["n"]
-    return (f"From n = {ns[i]} to {ns[j]}, top weight {_length_move(path, 'top_weight', 'sqrt')} with 1/√d_k "
-            f"and {_length_move(path, 'top_weight', 'ssmax')} with SSMax.")
+    sqrt, sqrt_facts = _length_move(path, "sqrt", "sqrt")
+    ssmax, ssmax_facts = _length_move(path, "ssmax", "ssmax")
+    return Claim("From n = {n_from} to {n_to}, top weight " + sqrt + " with 1/√d_k and " + ssmax + " with SSMax.",
+                 n_from=as_int(path["n"][i]), n_to=as_int(path["n"][j]), **{**sqrt_facts, **ssmax_facts})
 
 
-def length_details(path: dict, *, rho: float) -> list[str]:
-    """Each drawn rule's top weight and entropy (as a share of log n) between the section's two lengths; at
-    ρ > 0 the weight each query puts on its own key too."""
+def length_details(path: dict, *, rho: float) -> list[Claim]:
+    """Each drawn rule's top weight (facts ``top_*``) and entropy as a share of log n (``entropy_from``,
+    ``entropy_to``) between the section's two lengths; at ρ > 0 the weight each query puts on its own key
+    too (``rule_i``, ``from_i``, ``to_i``)."""
     i, j = _length_span(path)
-    ns = path["n"]
-    out = [f"{RULE_LABELS[r]}: top weight {_length_move(path, 'top_weight', r)}; entropy "
-           f"{path['entropy_ratio'][r][i]:.2f} → {path['entropy_ratio'][r][j]:.2f} of log n (1 = uniform)."
-           for r in path["rules"]]
+    out = []
+    for r in path["rules"]:
+        move, facts = _length_move(path, r, "top")
+        ratio = path["entropy_ratio"][r]
+        out.append(Claim("{rule}: top weight " + move + "; entropy {entropy_from} → {entropy_to} of log n "
+                         "(1 = uniform).", rule=as_word(r, RULE_LABELS[r]), **facts,
+                         entropy_from=(float(ratio[i]), f"{ratio[i]:.2f}"), entropy_to=(float(ratio[j]), f"{ratio[j]:.2f}")))
     if rho > 0:
-        own = "; ".join(f"{RULE_LABELS[r]} {pct(path['own_weight'][r][i])} → {pct(path['own_weight'][r][j])}"
-                        for r in path["rules"])
-        out.append(f"Each query's own key (k = ρq + √(1 − ρ²)z, ρ = {rho:g}) gets, from n = {ns[i]} to {ns[j]}: "
-                   f"{own}.")
+        own, facts = [], {}
+        for k, r in enumerate(path["rules"]):
+            own.append(f"{{rule_{k}}} {{from_{k}}} → {{to_{k}}}")
+            facts.update({f"rule_{k}": as_word(r, RULE_LABELS[r]), f"from_{k}": as_pct(path["own_weight"][r][i]),
+                          f"to_{k}": as_pct(path["own_weight"][r][j])})
+        out.append(Claim("Each query's own key (k = ρq + √(1 − ρ²)z, ρ = {rho}) gets, from n = {n_from} to {n_to}: "
+                         + "; ".join(own) + ".", rho=as_g(rho), n_from=as_int(path["n"][i]),
+                         n_to=as_int(path["n"][j]), **facts))
     return out
