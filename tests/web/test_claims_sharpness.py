@@ -155,19 +155,17 @@ def check_sentence(text: str, o0: dict, o1: dict | None, *, run: str, label: str
     assert (m[8] or "") == clause(o0, present=False), (text, o0)
 
 
-def check_headline(text: str, o0: dict, o1: dict | None, *, run: str, step: int):
-    assert len(text.split()) <= MAX_WORDS, (len(text.split()), text)
-    start = rf"entropy {PCT} of log 8; W_q gradient {G}, W_v's {G}"
-    if step == 0:
-        m = re.fullmatch(rf"At step 0 run {run.upper()} is ({STATES0}) \({start}\)\.", text)
-    else:
-        m = re.fullmatch(rf"Run {run.upper()}: ({STATES0}) at step 0 \({start}\), ({STATES1}) \({PCT}\) at step "
-                         rf"{step}\.", text)
-    assert m, text
-    assert m[1] == state0(o0) and pct_ok(m[2], o0["entropy"]), (text, o0)
-    assert shown_ok(m[3], o0["q_path"]) and shown_ok(m[4], o0["value_path"]), (text, o0)
+def check_headline(h, o0: dict, o1: dict | None, *, run: str, step: int):
+    """The headline's facts (web/claims/claim.py) against the oracle's head at step 0 and at ``step``."""
+    assert len(h.split()) <= MAX_WORDS, (len(h.split()), h)
+    assert h.facts["run"] == run and h.facts["n_keys"] == 8, h
+    assert h.facts["was"] == state0(o0) and pct_ok(h.shown["entropy"], o0["entropy"]), (h, o0)
+    assert shown_ok(h.shown["q_path"], o0["q_path"]) and shown_ok(h.shown["value_path"], o0["value_path"]), (h, o0)
     if step:
-        assert m[5] == state1(o1) and pct_ok(m[6], o1["entropy"]), (text, o1)
+        assert h.facts["step"] == step, h
+        assert h.facts["now"] == state1(o1) and pct_ok(h.shown["now_entropy"], o1["entropy"]), (h, o1)
+    else:
+        assert "now" not in h.facts, h
 
 
 def check_growth(text: str, o0: dict, o1: dict, *, run: str, step: int, normalizes: bool):

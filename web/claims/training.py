@@ -11,6 +11,7 @@ import numpy as np
 
 import sdpa_core as sc
 
+from .claim import Claim, as_int, as_word
 from .numbers import _ratio, fmt, fmt_sci, pct
 from .playground import STARVED
 
@@ -106,20 +107,27 @@ def sharpness_conditions(*, run: str, label: str, d_k: int, seed: int, step: int
             f"learning rate {lr:g}; gradients of the median of {examples} held-out examples")
 
 
-def sharpness_headline(initial: dict, now: dict, *, run: str, step: int) -> str:
-    """The section's point in one sentence (at most 25 words): run ``run``'s head at step 0 (its state, its
-    entropy as a share of log n_keys, the median example's gradient reaching W_q and W_v) and, after
-    training, its state now."""
-    n = round(math.exp(initial["max_entropy"]))
-    q0, v0 = _paths(initial)
+def sharpness_headline(initial: dict, now: dict, *, run: str, step: int) -> Claim:
+    """The section's point in one sentence (at most 25 words): run ``run``'s head at step 0 (facts: ``was``, its
+    state; ``entropy``, as a share of log ``n_keys``; ``q_path`` and ``value_path``, the median example's gradient
+    reaching W_q and W_v) and, after training (``step``), its state now (``now``, ``now_entropy``)."""
     was = head_state(initial, learnt=False)
-    start = f"entropy {entropy_share(initial['entropy_fraction'])} of log {n}; W_q gradient {q0}, W_v's {v0}"
+    facts = dict(run=as_word(run, run.upper()), was=as_word(was, was),
+                 entropy=(float(initial["entropy_fraction"]), entropy_share(initial["entropy_fraction"])),
+                 n_keys=as_int(round(math.exp(initial["max_entropy"]))),
+                 q_path=(float(initial["q_path"]), fmt_grad(initial["q_path"])),
+                 value_path=(float(initial["value_path"]), fmt_grad(initial["value_path"])))
+    start = "entropy {entropy} of log {n_keys}; W_q gradient {q_path}, W_v's {value_path}"
     if step == 0:
-        return f"At step 0 run {run.upper()} is {was} ({start})."
+        return Claim("At step 0 run {run} is {was} (" + start + ").", **facts)
+    facts["step"] = as_int(step)
     if not math.isfinite(now["entropy_fraction"]):
-        return f"Run {run.upper()}: {was} at step 0 ({start}), not measurable at step {step}."
-    return (f"Run {run.upper()}: {was} at step 0 ({start}), {head_state(now, learnt=True)} "
-            f"({entropy_share(now['entropy_fraction'])}) at step {step}.")
+        return Claim("Run {run}: {was} at step 0 (" + start + "), {now} at step {step}.", **facts,
+                     now=as_word("not measurable", "not measurable"))
+    state = head_state(now, learnt=True)
+    return Claim("Run {run}: {was} at step 0 (" + start + "), {now} ({now_entropy}) at step {step}.", **facts,
+                 now=as_word(state, state),
+                 now_entropy=(float(now["entropy_fraction"]), entropy_share(now["entropy_fraction"])))
 
 
 def sharpness_sentence(initial: dict, now: dict, *, run: str, label: str, d_k: int, seed: int, step: int) -> str:
