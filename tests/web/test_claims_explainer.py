@@ -30,7 +30,7 @@ def test_dial_sentence_against_torch(s, n, seed):
     softmax(s G), recomputed with torch (softmax and autograd for ∂L/∂z)."""
     import torch
     lab = LabState(view="dial", dial_s=s, n=n, seed=seed)
-    text = claims.dial_summary(lab.dial, s=s, n=n)
+    h = claims.dial_summary(lab.dial, s=s, n=n)
     g = np.random.default_rng(seed).standard_normal((n, n))
     u = np.random.default_rng([seed, 1]).standard_normal((n, n))
 
@@ -51,24 +51,21 @@ def test_dial_sentence_against_torch(s, n, seed):
     _, ref = softmax_and_grad(1.0)
     top = p.max(axis=-1)
     ent = -(p * np.log(np.where(p > 0, p, 1))).sum(axis=-1)
-    m = re.search(r"the top key takes " + PCT + r" on average, about " + NUM + r" tokens are attended \(of (\d+)\), "
-                  + PCT + " of rows saturated", text)
-    assert m, text
-    assert pct_ok(m[1], top.mean()) and abs(float(m[2]) - np.exp(ent).mean()) <= 0.051 and int(m[3]) == n
-    assert pct_ok(m[4], (top > sc.SATURATION).mean())
-    starved = re.search(PCT + r" of rows get less than 1/1000 of that median at s = 1", text)[1]
-    assert pct_ok(starved, (norms < 1e-3 * np.median(ref)).mean())
-    # the two-key numbers are said to be a two-key picture, and the gradient is measured over all n keys
-    m = re.search(r"A typical row's top two logits are " + NUM + r" apart: if those were its only two keys, the top "
-                  r"one would get " + PCT + r" and the slope p\(1 − p\) would be " + NUM, text)
+    assert (h.facts["s"], h.facts["n"], h.facts["saturation"]) == (s, n, sc.SATURATION), h
+    assert pct_ok(h.shown["top"], top.mean()) and abs(float(h.shown["tokens"]) - np.exp(ent).mean()) <= 0.051, h
+    assert pct_ok(h.shown["saturated"], (top > sc.SATURATION).mean()), h
+    assert h.facts["starved_below"] == 1000 and pct_ok(h.shown["starved"], (norms < 1e-3 * np.median(ref)).mean()), h
+    # the two-key picture, from the median gap of each row's top two logits
     two = np.sort(s * g, axis=-1)[:, -2:]
     gap = float(np.median(two[:, 1] - two[:, 0]))
     p2 = 1 / (1 + math.exp(-gap))
     slope = math.exp(-gap) / (1 + math.exp(-gap)) ** 2   # p(1 - p) without 1 - p's cancellation (gap 42: 6e-19)
-    assert m and pct_ok(m[2], p2) and float(m[3]) == pytest.approx(slope, rel=0.051, abs=1e-300), text
-    m = re.search(rf"Over all {n} keys, the measured median row's gradient ‖∂L/∂zᵢ‖ is " + NUM, text)
-    assert m and float(m[1]) == pytest.approx(np.median(norms), rel=0.051, abs=1e-300), (text, np.median(norms))
-    assert "every gradient" not in text
+    assert h.facts["gap"] == pytest.approx(gap, rel=1e-6, abs=1e-12), h
+    assert pct_ok(h.shown["two_p"], p2) and float(h.shown["two_slope"]) == pytest.approx(slope, rel=0.051, abs=1e-300), h
+    # the gradient measured over all n keys, and its ratio to the median at s = 1
+    median = float(np.median(norms))
+    assert float(h.shown["grad"]) == pytest.approx(median, rel=0.051, abs=1e-300), (h, median)
+    assert h.facts["ratio"] == pytest.approx(median / float(np.median(ref)), rel=1e-6), h
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

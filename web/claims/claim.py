@@ -17,7 +17,7 @@ from string import Formatter
 from types import MappingProxyType
 from typing import Mapping
 
-from .numbers import fmt, pct
+from .numbers import fmt, fmt_sci, pct
 
 
 class Claim(str):
@@ -58,6 +58,11 @@ def as_pct(x: float) -> tuple[float, str]:
 def as_fmt(x: float) -> tuple[float, str]:
     """A number, written with three significant digits (``fmt``)."""
     return float(x), fmt(x)
+
+
+def as_sci(x: float) -> tuple[float, str]:
+    """A number whose size matters however small (a gradient), written by ``fmt_sci``."""
+    return float(x), fmt_sci(x)
 
 
 def as_g(x: float) -> tuple[float, str]:

@@ -10,26 +10,31 @@ import math
 
 import sdpa_core as sc
 
-from .claim import Claim, as_g, as_pct
-from .numbers import RULE_LABELS, _ratio, fmt, fmt_sci, pct
+from .claim import Claim, as_fmt, as_g, as_int, as_pct, as_sci, as_tokens
+from .numbers import RULE_LABELS, _ratio, fmt, pct
 from .playground import STARVED, conditions
 
 
 # ---- the logit dial --------------------------------------------------------------------------------
-def dial_summary(dial: dict, *, s: float, n: int) -> str:
-    """What the softmax does at logit std ``s`` over ``n`` keys (``sdpa_core.dial_attention``): weights and the
-    measured gradient reaching the logits. The two-key picture is said to be one (it holds for n = 2 only):
-    with n keys the gradient goes through the whole Jacobian diag(p) − ppᵀ, which the measured norm is."""
-    text = (f"At logit std s = {s:g} over n = {n} keys: the top key takes {pct(dial['mean_top'])} on average, "
-            f"about {dial['mean_tokens']:.1f} tokens are attended (of {n}), {pct(dial['saturated'])} of rows "
-            f"saturated (top weight > {sc.SATURATION:g}). A typical row's top two logits are "
-            f"{fmt(dial['median_gap'])} apart: if those were its only two keys, the top one would get "
-            f"{pct(dial['two_token_p'])} and the slope p(1 − p) would be {fmt_sci(dial['two_token_slope'])} "
-            f"(0.25 at its steepest).")
-    ref = dial["grad_reference"]
-    return text + (f" Over all {n} keys, the measured median row's gradient ‖∂L/∂zᵢ‖ is "
-                   f"{fmt_sci(dial['grad_median'])} ({_ratio_words(dial['grad_median'] / ref)} the median at s = 1); "
-                   f"{pct(dial['starved'])} of rows get less than 1/{1 / STARVED:.0f} of that median at s = 1.")
+def dial_summary(dial: dict, *, s: float, n: int) -> Claim:
+    """What the softmax does at logit std ``s`` over ``n`` keys (``sdpa_core.dial_attention``): weights (facts
+    ``top``, ``tokens``, ``saturated`` above ``saturation``) and the measured gradient reaching the logits
+    (``grad``, its ``ratio`` to the median at s = 1, the ``starved`` share below 1/``starved_below`` of that).
+    The two-key picture (``gap``, ``two_p``, ``two_slope``) is said to be one (it holds for n = 2 only): with
+    n keys the gradient goes through the whole Jacobian diag(p) − ppᵀ, which the measured norm is."""
+    ratio = dial["grad_median"] / dial["grad_reference"]
+    return Claim(
+        "At logit std s = {s} over n = {n} keys: the top key takes {top} on average, about {tokens} tokens are "
+        "attended (of {n}), {saturated} of rows saturated (top weight > {saturation}). A typical row's top two "
+        "logits are {gap} apart: if those were its only two keys, the top one would get {two_p} and the slope "
+        "p(1 − p) would be {two_slope} (0.25 at its steepest). Over all {n} keys, the measured median row's "
+        "gradient ‖∂L/∂zᵢ‖ is {grad} ({ratio} the median at s = 1); {starved} of rows get less than "
+        "1/{starved_below} of that median at s = 1.",
+        s=as_g(s), n=as_int(n), top=as_pct(dial["mean_top"]), tokens=as_tokens(dial["mean_tokens"]),
+        saturated=as_pct(dial["saturated"]), saturation=as_g(sc.SATURATION), gap=as_fmt(dial["median_gap"]),
+        two_p=as_pct(dial["two_token_p"]), two_slope=as_sci(dial["two_token_slope"]),
+        grad=as_sci(dial["grad_median"]), ratio=(float(ratio), _ratio_words(ratio)), starved=as_pct(dial["starved"]),
+        starved_below=as_int(round(1 / STARVED)))
 
 
 def _ratio_words(r: float) -> str:
