@@ -174,7 +174,10 @@ def test_alignment_sentence_against_torch(d_k):
     softmax on this test's own draws (k = ρq + √(1 − ρ²)z)."""
     import torch
     lab = LabState(view="alignment", d_k=d_k)
-    text = claims.alignment_summary(lab.alignment, d_k=d_k, n=16, sigma=1.0, rho=0.0, temperature=0.1, alpha=0.5)
+    h = claims.alignment_summary(lab.alignment, d_k=d_k, n=16, sigma=1.0, rho=0.0, temperature=0.1, alpha=0.5)
+    assert (h.facts["d_k"], h.facts["n"], h.facts["sigma"], h.facts["rho"]) == (d_k, 16, 1.0, 0.0), h
+    index = {h.facts[f"rule_{i}"]: i for i in range(len(lab.alignment["effective_support"]))}
+    assert list(index) == list(lab.alignment["effective_support"]), h
     rng = np.random.default_rng(2)
     for rule in ("sqrt", "linear"):
         tokens = {}
@@ -186,13 +189,12 @@ def test_alignment_sentence_against_torch(d_k):
                 w = torch.softmax(torch.tensor(q @ k.T * sc.logit_scale(d_k, rule, n=16)), dim=-1).numpy()
                 t.append(np.exp(-(w * np.log(np.where(w > 0, w, 1))).sum(axis=-1)).mean())
             tokens[rho] = np.mean(t)
-        shown = re.search(re.escape(claims.RULE_LABELS[rule]) + r" " + NUM + r" → " + NUM, text)
-        assert abs(float(shown[1]) - tokens[0.0]) <= 0.08 * tokens[0.0] + 0.1, (shown[0], tokens)
-        assert abs(float(shown[2]) - tokens[1.0]) <= 0.08 * tokens[1.0] + 0.1, (shown[0], tokens)
-    # which rules the sentence says keep fewer than half the rows saturated up to ρ = 1: against the share of
+        i = index[rule]
+        assert abs(float(h.shown[f"at0_{i}"]) - tokens[0.0]) <= 0.08 * tokens[0.0] + 0.1, (h, tokens)
+        assert abs(float(h.shown[f"at1_{i}"]) - tokens[1.0]) <= 0.08 * tokens[1.0] + 0.1, (h, tokens)
+        assert h.facts[f"now_{i}"] == h.facts[f"at0_{i}"], h      # now is ρ = 0
+    # which rules the sentence says saturate half the rows before ρ = 1 (``half_i``): against the share of
     # rows whose top weight exceeds 0.99 at ρ = 1 in torch, for every rule the view draws (clear cases only)
-    said = re.search(r"With (.+?), fewer than half the rows saturate up to ρ = 1\.", text)
-    holding = said[1] if said else ""
     for rule in lab.alignment["effective_support"]:
         rows = []
         for _ in range(64):
@@ -201,11 +203,11 @@ def test_alignment_sentence_against_torch(d_k):
                 q = q / np.linalg.norm(q, axis=-1, keepdims=True)
             scale = sc.logit_scale(d_k, rule, alpha=0.5, temperature=0.1, n=16)
             rows.append(torch.softmax(torch.tensor(q @ q.T * scale), dim=-1).max(dim=-1).values.numpy() > 0.99)
-        share, label = float(np.mean(rows)), claims.RULE_LABELS[rule]
+        share, saturates = float(np.mean(rows)), f"half_{index[rule]}" in h.facts
         if share < 0.4:
-            assert label in holding, (rule, share, text)
+            assert not saturates, (rule, share, h)
         elif share > 0.6:
-            assert label not in holding and re.search(re.escape(label) + r"(?: \([^)]*\))? from ρ = ", text), (rule, share, text)
+            assert saturates and 0 <= h.facts[f"half_{index[rule]}"] <= 1, (rule, share, h)
 
 
 # ---- outputs ------------------------------------------------------------------------------------------

@@ -15,35 +15,49 @@ from .numbers import RULE_LABELS
 
 
 # ---- as q and k align ------------------------------------------------------------------------------
-def alignment_endpoints(path: dict) -> str:
-    """Every rule's tokens attended at ρ = 0 and at ρ = 1, e.g. "1/√d_k 13.2 → 1.0"."""
-    tokens = path["effective_support"]
-    return "; ".join(f"{RULE_LABELS[r]} {tokens[r][0]:.1f} → {tokens[r][-1]:.1f}" for r in tokens)
+def alignment_endpoints(path: dict) -> Claim:
+    """Every rule's tokens attended at ρ = 0 and at ρ = 1, e.g. "1/√d_k 13.2 → 1.0" (facts ``rule_i``, ``at0_i``
+    and ``at1_i`` for the i-th rule the path draws)."""
+    tokens, parts, facts = path["effective_support"], [], {}
+    for i, r in enumerate(tokens):
+        parts.append(f"{{rule_{i}}} {{at0_{i}}} → {{at1_{i}}}")
+        facts.update({f"rule_{i}": as_word(r, RULE_LABELS[r]), f"at0_{i}": as_tokens(tokens[r][0]),
+                      f"at1_{i}": as_tokens(tokens[r][-1])})
+    return Claim("; ".join(parts), **facts)
 
 
 def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float, temperature: float,
-                      alpha: float) -> str:
-    """Which rules saturate as ρ grows, from where, and the readouts at the current ρ."""
-    where = f"At d_k = {d_k}, σ = {sigma:g}, n = {n}"
+                      alpha: float) -> Claim:
+    """Which rules saturate as ρ grows, from where, and the readouts at the current ρ. Facts: the conditions
+    (``d_k``, ``sigma``, ``n``, ``rho``, and ``temperature``/``alpha`` where a drawn rule reads them), and for
+    the i-th rule drawn ``rule_i``, its tokens attended at ρ = 0 and 1 (``at0_i``, ``at1_i``) and now
+    (``now_i``), and ``half_i``, the ρ from which half its rows saturate (absent when none does up to 1)."""
     rhos = np.asarray(path["rho"])
     i = int(np.argmin(np.abs(rhos - rho)))
-    parts, holding = [], []
+    ends = alignment_endpoints(path)
+    facts = dict(d_k=as_int(d_k), sigma=as_g(sigma), n=as_int(n), rho=as_g(rhos[i]), **ends.given())
+    parts, holding, now = [], [], []
     tokens = path["effective_support"]
-    for rule in tokens:
+    for k, rule in enumerate(tokens):
+        label = f"{{rule_{k}}}"
+        if rule == "qknorm":
+            label, facts["temperature"] = label + " (τ = {temperature})", as_g(temperature)
+        elif rule == "alpha":
+            label, facts["alpha"] = label + " (α = {alpha})", as_g(alpha)
         first = path["half_saturated_rho"][rule]
-        label = RULE_LABELS[rule] + (f" (τ = {temperature:g})" if rule == "qknorm" else "") + (
-            f" (α = {alpha:g})" if rule == "alpha" else "")
         if not math.isfinite(first):
             holding.append(label)
         else:
-            parts.append(f"{label} from ρ = {first:g}")
-    text = f"{where}, tokens attended from ρ = 0 to 1: {alignment_endpoints(path)}. "
+            parts.append(f"{label} from ρ = {{half_{k}}}")
+            facts[f"half_{k}"] = as_g(first)
+        now.append(f"{{rule_{k}}} {{now_{k}}}")
+        facts[f"now_{k}"] = as_tokens(tokens[rule][i])
+    text = "At d_k = {d_k}, σ = {sigma}, n = {n}, tokens attended from ρ = 0 to 1: " + ends.template + ". "
     text += ("At least half the rows saturate with " + ", ".join(parts) + ". " if parts
              else "No rule saturates half the rows up to ρ = 1. ")
     if holding:
-        text += f"With {' and '.join(holding)}, fewer than half the rows saturate up to ρ = 1. "
-    now = ", ".join(f"{RULE_LABELS[r]} {tokens[r][i]:.1f}" for r in tokens)
-    return text + f"Now, at ρ = {rhos[i]:g}: tokens attended {now} (of {n})."
+        text += "With " + " and ".join(holding) + ", fewer than half the rows saturate up to ρ = 1. "
+    return Claim(text + "Now, at ρ = {rho}: tokens attended " + ", ".join(now) + " (of {n}).", **facts)
 
 def alignment_headline(path: dict, *, rho: float, n: int) -> Claim:
     """The alignment view's point: how many tokens 1/√d_k attends to at the current ρ and at ρ = 0 (at ρ = 0:
