@@ -364,19 +364,21 @@ def test_saturation_summary_words_match_direct_draws(rho):
     """The saturation caption's "falls / stays flat / rises" for each rule agrees with entropies from directly
     drawn vectors at d_k = 16 and 4096 (at rho = 0.5, 1/sqrt(d_k) is not called flat)."""
     s = sc.sweep(sc.POW2_D_K, sc.RULE_NAMES, n=16, samples=32, rho=rho, seed=2)
-    text = claims.saturation_summary(s, n=16, sigma=1.0, rho=rho)
-    assert text.startswith(f"At σ = 1, ρ = {rho:g}, n = 16")
+    h = claims.saturation_summary(s, n=16, sigma=1.0, rho=rho)
+    assert (h.facts["sigma"], h.facts["rho"], h.facts["n"], h.facts["d_from"], h.facts["d_to"]) == (1, rho, 16, 16, 4096)
+    assert h.facts["uniform"] == pytest.approx(math.log(16))
+    index = {h.facts[f"rule_{i}"]: i for i in range(len(s.rules))}
     for rule in ("none", "sqrt", "linear", "qknorm"):
         lo, hi = _direct_entropy(16, rule, rho), _direct_entropy(4096, rule, rho)
-        m = re.search(re.escape(claims.RULE_LABELS[rule]) + r" (stays flat|falls|rises) \(([\d.]+) → ([\d.]+)\)", text)
-        assert m, text
-        assert float(m[2]) == pytest.approx(lo, abs=0.15) and float(m[3]) == pytest.approx(hi, abs=0.15)
+        i = index[rule]
+        assert float(h.shown[f"from_{i}"]) == pytest.approx(lo, abs=0.15) and float(h.shown[f"to_{i}"]) == pytest.approx(hi, abs=0.15)
+        how = h.facts[f"trend_{i}"]
         if abs(hi - lo) > 0.2 * math.log(16):   # clear cases cannot be called the other way
-            assert m[1] == ("falls" if hi < lo else "rises"), (rule, lo, hi, text)
+            assert how == ("falls" if hi < lo else "rises"), (rule, lo, hi, h)
         if abs(hi - lo) < 0.03 * math.log(16) and abs(hi - lo) < 0.1 * max(lo, hi):
-            assert m[1] == "stays flat", (rule, lo, hi, text)
-    if rho >= 0.5:
-        assert "1/√d_k stays flat" not in text
+            assert how == "flat", (rule, lo, hi, h)
+        if rho >= 0.5 and rule == "sqrt":
+            assert how != "flat", h
 
 
 @pytest.mark.parametrize("rho", [0.0, 0.5, 1.0])
@@ -390,9 +392,9 @@ def test_loglog_slopes_match_theory(rho):
         return (rho * d_) ** 2 / 16 + (1 + rho * rho) * d_ / 16 + d_ * 15 / 16 - (rho * d_ / 16) ** 2
 
     theory = math.log(math.sqrt(second(d[1]) / second(d[0]))) / math.log(16)
-    m = re.search(r"unscaled slope (-?\d+\.\d+), 1/d_k \(muP\) (-?\d+\.\d+)", text)
-    assert float(m[1]) == pytest.approx(theory, abs=0.06)
-    assert float(m[2]) == pytest.approx(theory - 1, abs=0.06)
+    assert (text.facts["d_from"], text.facts["d_to"], text.facts["rho"], text.facts["rule"]) == (256, 4096, rho, "linear")
+    assert text.facts["unscaled"] == pytest.approx(theory, abs=0.06)
+    assert text.facts["scaled"] == pytest.approx(theory - 1, abs=0.06)
     assert ("takes over" in text) == (rho > 0)
 
 
@@ -403,13 +405,14 @@ def test_variance_summary_numbers_are_the_closed_forms_and_the_samples():
     dots = sc.dot_histograms(d_k, sigma=sigma, rho=rho, seed=0, rule="sqrt", alpha=0.5, temperature=0.1)
     pooled = sc.theory_logit_std(d_k, sigma=sigma, rho=rho, n=n)
     text = claims.variance_summary(dots, d_k=d_k, n=n, sigma=sigma, rho=rho, rule="sqrt", pooled=pooled)
-    assert "mean ρ d_k σ² = 512" in text and f"= {math.sqrt(1.25 * 1024):.3g} in theory" in text
+    assert text.facts["theory_mean"] == pytest.approx(rho * d_k * sigma ** 2)
+    assert text.facts["theory_std"] == pytest.approx(math.sqrt(1 + rho * rho) * math.sqrt(d_k) * sigma ** 2)
+    assert text.facts["pairs"] == n * n - n and text.facts["rule"] == "sqrt"
     rng = np.random.default_rng(0)
     q = rng.standard_normal((200, n, d_k))
     k = rho * q + math.sqrt(1 - rho * rho) * rng.standard_normal((200, n, d_k))
     direct = (q @ k.swapaxes(-1, -2)).std()
-    m = re.search(r"All 16×16 logits pooled \(the log-log plot\) have std ([\d.]+) in theory", text)
-    assert float(m[1]) == pytest.approx(direct, rel=0.05)
+    assert float(text.shown["pooled"]) == pytest.approx(direct, rel=0.05)
 
 
 @needs_torch

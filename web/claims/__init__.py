@@ -8,7 +8,7 @@ check each sentence against an independent computation. Each sentence names the 
 under (d_k, ρ, mask, dtype, n); none is canned. Everything is importable from ``web.claims`` itself.
 """
 
-from .claim import Claim, as_fmt, as_g, as_int, as_pct, as_sci, as_tokens, as_word
+from .claim import Claim, as_2f, as_fmt, as_g, as_int, as_pct, as_sci, as_tokens, as_word
 from .numbers import RULE_LABELS, fmt, fmt_sci, pct, bucket
 from .playground import (
     STARVED,
@@ -70,6 +70,7 @@ from .training import (
 
 __all__ = [
     "Claim",
+    "as_2f",
     "as_fmt",
     "as_g",
     "as_int",

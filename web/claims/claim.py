@@ -74,6 +74,11 @@ def as_int(x: int) -> tuple[int, str]:
     return int(x), str(int(x))
 
 
+def as_2f(x: float) -> tuple[float, str]:
+    """A number to two decimals (an entropy, a slope)."""
+    return float(x), f"{x:.2f}"
+
+
 def as_tokens(x: float) -> tuple[float, str]:
     """A number of tokens attended (exp of the entropy), to one decimal."""
     return float(x), f"{x:.1f}"

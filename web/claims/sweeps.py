@@ -12,8 +12,8 @@ import numpy as np
 
 import sdpa_core as sc
 
-from .claim import Claim, as_fmt, as_g, as_int, as_pct, as_word
-from .numbers import RULE_LABELS, fmt, fmt_sci, pct
+from .claim import Claim, as_2f, as_fmt, as_g, as_int, as_pct, as_word
+from .numbers import RULE_LABELS, fmt_sci, pct
 from .playground import STARVED, gradient_figures, starved_countable
 
 
@@ -29,19 +29,24 @@ def trend(first: float, last: float, span: float) -> str:
     return "falls" if last < first else "rises"
 
 
-def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo: int = 16) -> str:
-    """What each rule's entropy does from d_k = ``lo`` to the largest d_k of the sweep, at this ρ and σ."""
+def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo: int = 16) -> Claim:
+    """What each rule's entropy does from d_k = ``lo`` to the largest d_k of the sweep, at this ρ and σ. Facts:
+    the conditions (``sigma``, ``rho``, ``n``, ``d_from``, ``d_to``, ``uniform`` = log n) and for the i-th rule
+    of the sweep ``rule_i``, its ``trend_i`` (``trend``: "flat", "falls", "rises") and entropies ``from_i``, ``to_i``."""
     d = list(sweep.d_k)
     i, j = d.index(lo) if lo in d else 0, len(d) - 1
     h = math.log(n)
-    parts = []
-    for rule in sweep.rules:
+    parts, facts = [], {}
+    for k, rule in enumerate(sweep.rules):
         e = sweep.mean["entropy"][rule]
         how = trend(e[i], e[j], h)
-        word = {"flat": "stays flat", "falls": "falls", "rises": "rises"}[how]
-        parts.append(f"{RULE_LABELS[rule]} {word} ({e[i]:.2f} → {e[j]:.2f})")
-    return (f"At σ = {sigma:g}, ρ = {rho:g}, n = {n}, entropy from d_k = {d[i]} to {d[j]} (uniform: {h:.2f}): "
-            + "; ".join(parts) + ".")
+        parts.append(f"{{rule_{k}}} {{trend_{k}}} ({{from_{k}}} → {{to_{k}}})")
+        facts.update({f"rule_{k}": as_word(rule, RULE_LABELS[rule]),
+                      f"trend_{k}": as_word(how, {"flat": "stays flat", "falls": "falls", "rises": "rises"}[how]),
+                      f"from_{k}": as_2f(e[i]), f"to_{k}": as_2f(e[j])})
+    return Claim("At σ = {sigma}, ρ = {rho}, n = {n}, entropy from d_k = {d_from} to {d_to} (uniform: {uniform}): "
+                 + "; ".join(parts) + ".", sigma=as_g(sigma), rho=as_g(rho), n=as_int(n), d_from=as_int(d[i]),
+                 d_to=as_int(d[j]), uniform=as_2f(h), **facts)
 
 
 def coincident_rules(d_ks, rules, *, alpha: float, temperature: float, n: int) -> str:
@@ -100,32 +105,36 @@ def slope(sweep: sc.Sweep, rule: str, lo: int = 256) -> float:
     return float(math.log(y[j] / y[i]) / math.log(d[j] / d[i]))
 
 
-def loglog_summary(sweep: sc.Sweep, *, rule: str, rho: float, lo: int = 256) -> str:
-    """The measured slopes at the current ρ, next to what theory says they tend to."""
+def loglog_summary(sweep: sc.Sweep, *, rule: str, rho: float, lo: int = 256) -> Claim:
+    """The measured slopes (facts ``unscaled``, and ``scaled`` with ``rule``) at the current ρ from d_k = ``d_from``
+    to ``d_to``, next to what theory says they tend to."""
     d = list(sweep.d_k)
-    s0 = slope(sweep, "none", lo)
-    text = (f"Measured at ρ = {rho:g}, d_k = {lo} to {d[-1]}: unscaled slope {s0:.2f}")
+    facts = dict(rho=as_g(rho), d_from=as_int(lo), d_to=as_int(d[-1]), unscaled=as_2f(slope(sweep, "none", lo)))
+    text = "Measured at ρ = {rho}, d_k = {d_from} to {d_to}: unscaled slope {unscaled}"
     if rule != "none":
-        text += f", {RULE_LABELS[rule]} {slope(sweep, rule, lo):.2f}"
-    return text + ("." if rho == 0 else
-                   " (with ρ > 0 the matched pairs' mean ρ d_k σ² takes over as d_k grows: unscaled → 1, "
-                   "1/√d_k → ½, 1/d_k → 0).")
+        text += ", {rule} {scaled}"
+        facts.update(rule=as_word(rule, RULE_LABELS[rule]), scaled=as_2f(slope(sweep, rule, lo)))
+    return Claim(text + ("." if rho == 0 else
+                         " (with ρ > 0 the matched pairs' mean ρ d_k σ² takes over as d_k grows: unscaled → 1, "
+                         "1/√d_k → ½, 1/d_k → 0)."), **facts)
 
 
-def variance_summary(dots: dict, *, d_k: int, n: int, sigma: float, rho: float, rule: str, pooled: float) -> str:
-    """The histogram's pair (one query with its own key) against the plot's pooled n×n logits."""
-    m0, t0 = dots["theory_mean"][0], dots["theory_std"][0]
+def variance_summary(dots: dict, *, d_k: int, n: int, sigma: float, rho: float, rule: str, pooled: float) -> Claim:
+    """The histogram's pair (one query with its own key: facts ``theory_mean``, ``theory_std``, the samples'
+    ``mean`` and ``std``, ``scaled`` with ``rule``) against the plot's pooled n×n logits (``pooled``)."""
     std0, std1 = dots["sample_std"]
-    mean0 = dots["sample_mean"][0]
-    text = (f"At d_k = {d_k}, σ = {sigma:g}, ρ = {rho:g}: one query with its own key, q·k has mean ρ d_k σ² = {fmt(m0)} "
-            f"and std √((1+ρ²) d_k) σ² = {fmt(t0)} in theory; the samples give {fmt(mean0)} and {fmt(std0)}. "
-            f"With {RULE_LABELS[rule]} its std is {fmt(std1)}.")
+    facts = dict(d_k=as_int(d_k), sigma=as_g(sigma), rho=as_g(rho), theory_mean=as_fmt(dots["theory_mean"][0]),
+                 theory_std=as_fmt(dots["theory_std"][0]), mean=as_fmt(dots["sample_mean"][0]), std=as_fmt(std0),
+                 rule=as_word(rule, RULE_LABELS[rule]), scaled=as_fmt(std1), n=as_int(n), pooled=as_fmt(pooled))
+    text = ("At d_k = {d_k}, σ = {sigma}, ρ = {rho}: one query with its own key, q·k has mean ρ d_k σ² = {theory_mean} "
+            "and std √((1+ρ²) d_k) σ² = {theory_std} in theory; the samples give {mean} and {std}. "
+            "With {rule} its std is {scaled}.")
     if rho > 0:
-        text += (f" All {n}×{n} logits pooled (the log-log plot) have std {fmt(pooled)} in theory: the {n * n - n} "
-                 f"off-diagonal pairs have mean 0, the {n} matched ones mean {fmt(m0)}.")
-    else:
-        text += f" All {n}×{n} logits pooled (the log-log plot): std {fmt(pooled)} in theory, every pair alike at ρ = 0."
-    return text
+        return Claim(text + " All {n}×{n} logits pooled (the log-log plot) have std {pooled} in theory: the {pairs} "
+                     "off-diagonal pairs have mean 0, the {n} matched ones mean {theory_mean}.", **facts,
+                     pairs=as_int(n * n - n))
+    return Claim(text + " All {n}×{n} logits pooled (the log-log plot): std {pooled} in theory, every pair alike at "
+                 "ρ = 0.", **facts)
 
 def variance_headline(dots: dict, *, d_k: int, rule: str) -> Claim:
     """The histograms' point: the measured std of one query's q·k with its own key, without scaling and
