@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from . import claims
-from .claims import fmt, pct
+from .claims import Claim, as_fmt, as_g, as_int, as_pct, as_tokens
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,9 @@ def answer(step: Step, lab, train) -> tuple[int | None, str]:
 def _top_weight(lab, train):
     s = lab.playground["none"]["stats"]
     where = claims.conditions(d_k=lab.d_k, rho=lab.rho, sigma=lab.sigma)
-    return (s["max_weight"], f"At {where}, n = {lab.n}, unscaled, the top key takes {pct(s['max_weight'])} of a "
-            f"query's weight on average (uniform would be {pct(1 / lab.n)}).")
+    return s["max_weight"], Claim("At {where}, n = {n}, unscaled, the top key takes {top} of a query's weight on "
+                                  "average (uniform would be {uniform}).", where=(where, where), n=as_int(lab.n),
+                                  top=as_pct(s["max_weight"]), uniform=as_pct(1 / lab.n))
 
 
 def _std_growth(narrow: int, wide: int) -> Callable:
@@ -75,9 +76,12 @@ def _std_growth(narrow: int, wide: int) -> Callable:
         std = sw.mean["logit_std"]["none"]
         lo, hi = std[d.index(narrow)], std[d.index(wide)]
         times = wide // narrow
-        return (hi / lo, f"Measured std of the unscaled q·k: {fmt(lo)} at d_k = {narrow}, {fmt(hi)} at d_k = {wide}, "
-                f"{hi / lo:.1f}× larger for {times}× the width (σ = {lab.sigma:g}, ρ = {lab.rho:g}; theory at "
-                f"ρ = 0: √{times} = {math.isqrt(times)}×).")
+        return hi / lo, Claim(
+            "Measured std of the unscaled q·k: {narrow_std} at d_k = {narrow}, {wide_std} at d_k = {wide}, {ratio}× "
+            "larger for {times}× the width (σ = {sigma}, ρ = {rho}; theory at ρ = 0: √{times} = {theory}×).",
+            narrow_std=as_fmt(lo), narrow=as_int(narrow), wide_std=as_fmt(hi), wide=as_int(wide),
+            ratio=(float(hi / lo), f"{hi / lo:.1f}"), times=as_int(times), sigma=as_g(lab.sigma), rho=as_g(lab.rho),
+            theory=as_int(math.isqrt(times)))
     return measure
 
 
@@ -86,8 +90,9 @@ def _dial_top(lab, train):
     if d is None:
         return None, ""
     top = d["mean_top"]
-    return top, (f"At logit std s = {lab.dial_s:g} over n = {lab.n} keys, the top key takes {pct(top)} on average "
-                 f"and about {d['mean_tokens']:.1f} tokens are attended.")
+    return top, Claim("At logit std s = {s} over n = {n} keys, the top key takes {top} on average and about {tokens} "
+                      "tokens are attended.", s=as_g(lab.dial_s), n=as_int(lab.n), top=as_pct(top),
+                      tokens=as_tokens(d["mean_tokens"]))
 
 
 def _starved(lab, train):
@@ -102,8 +107,9 @@ def _starved(lab, train):
         return None, (f"At d_k = {lab.d_k}, ρ = {lab.rho:g}: 1/{1 / claims.STARVED:.0f} of the 1/√d_k median gradient "
                       f"is below float64 round-off, so no query row is counted as starved.")
     share = float((g["none"] < claims.STARVED * med).mean())
-    return share, (f"At d_k = {lab.d_k}, ρ = {lab.rho:g}: unscaled, {pct(share)} of {len(g['none'])} query rows get "
-                   f"less than 1/{1 / claims.STARVED:.0f} of the 1/√d_k median gradient.")
+    return share, Claim("At d_k = {d_k}, ρ = {rho}: unscaled, {share} of {rows} query rows get less than 1/{below} of "
+                        "the 1/√d_k median gradient.", d_k=as_int(lab.d_k), rho=as_g(lab.rho), share=as_pct(share),
+                        rows=as_int(len(g["none"])), below=as_int(round(1 / claims.STARVED)))
 
 
 TRAIN_CHECK = 100   # steps after which the training step's prediction is answered: about 3 s of CPython here, 8 s in Pyodide; the gap is clear by then (unscaled/1/√d_k loss ratio 6.3 to 17.7 in 11 of seeds 0-11 at d_k = 1024; seed 8 trains neither run by step 300)
@@ -124,8 +130,9 @@ def _aligned_tokens(lab, train):
     if path is None:
         return None, ""
     tokens = float(path["effective_support"]["sqrt"][-1])
-    return tokens, (f"At d_k = {lab.d_k}, n = {lab.n}, ρ = 1: 1/√d_k attends to about {tokens:.1f} tokens "
-                    f"({claims.alignment_endpoints(path)}).")
+    ends = claims.alignment_endpoints(path)
+    return tokens, Claim("At d_k = {d_k}, n = {n}, ρ = 1: 1/√d_k attends to about {tokens} tokens (" + ends.template
+                         + ").", d_k=as_int(lab.d_k), n=as_int(lab.n), tokens=as_tokens(tokens), **ends.given())
 
 
 def _first_overflow(lab, train):
@@ -224,8 +231,9 @@ def _saturated_at_widest(lab, train):
     if sw is None:
         return None, ""
     share = float(sw.mean["saturated"]["none"][-1])
-    return share, (f"Without scaling at d_k = {int(sw.d_k[-1])}, n = {lab.n}, ρ = {lab.rho:g}: {pct(share)} of rows "
-                   f"are saturated (top weight > 0.99), so their queries get almost no gradient.")
+    return share, Claim("Without scaling at d_k = {d_k}, n = {n}, ρ = {rho}: {share} of rows are saturated (top weight "
+                        "> {saturation}), so their queries get almost no gradient.", d_k=as_int(sw.d_k[-1]),
+                        n=as_int(lab.n), rho=as_g(lab.rho), share=as_pct(share), saturation=as_g(0.99))
 
 
 SELF_CHECK = (

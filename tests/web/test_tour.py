@@ -3,7 +3,6 @@ with a computation made here (torch / numpy), also at states other than the step
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -88,8 +87,7 @@ def test_attention_step_against_torch(extra):
     step = STEPS[lab.step - 1]
     right, sentence = answer(step, lab, train)
     assert right == claims.bucket(top, step.edges)
-    shown = re.search(r"the top key takes (<1%|>99%|\d+%)", sentence)[1]
-    assert shown == claims.pct(top)
+    assert sentence.shown["top"] == claims.pct(top), sentence
 
 
 @pytest.mark.parametrize("extra", ["", "&sigma=2", "&rho=0.5"])
@@ -106,7 +104,8 @@ def test_variance_step_against_direct_draws(extra):
     ratio = ratio[1] / ratio[0]
     step = STEPS[lab.step - 1]
     right, sentence = answer(step, lab, train)
-    shown = float(re.search(r", " + NUM + r"× larger for 16× the width", sentence)[1])
+    assert (sentence.facts["narrow"], sentence.facts["wide"], sentence.facts["times"]) == (16, 256, 16), sentence
+    shown = float(sentence.shown["ratio"])
     assert abs(shown - ratio) <= 0.15 * ratio, (shown, ratio)
     assert right == claims.bucket(ratio, step.edges)
 
@@ -122,7 +121,7 @@ def test_softmax_step_against_torch(extra):
     step = STEPS[lab.step - 1]
     right, sentence = answer(step, lab, train)
     assert right == claims.bucket(top, step.edges)
-    assert re.search(r"the top key takes (<1%|>99%|\d+%)", sentence)[1] == claims.pct(top)
+    assert sentence.shown["top"] == claims.pct(top), sentence
 
 
 @pytest.mark.usefixtures("torch")
@@ -149,7 +148,7 @@ def test_gradient_step_against_torch(extra):
     share = float((n0 < claims.STARVED * np.median(n1)).mean())
     step = STEPS[lab.step - 1]
     right, sentence = answer(step, lab, train)
-    shown = float(re.search(r"unscaled, (\d+)% of", sentence)[1]) / 100
+    shown = float(sentence.shown["share"].strip("<>%")) / 100
     # two estimates from 128 and 256 rows: binomial error about 0.05 each
     assert abs(shown - share) <= 0.15, (shown, share)
     assert right == claims.bucket(share, step.edges) or min(abs(share - e) for e in step.edges) < 0.15
@@ -182,7 +181,7 @@ def test_alignment_step_against_torch(extra):
     want = float(np.mean(tokens))
     step = STEPS[lab.step - 1]
     right, sentence = answer(step, lab, train)
-    shown = float(re.search(r"1/√d_k attends to about " + NUM, sentence)[1])
+    shown = float(sentence.shown["tokens"])
     assert abs(shown - want) <= 0.1 * want + 0.1, (shown, want)
     assert right == claims.bucket(want, step.edges) or min(abs(want - e) for e in step.edges) < 0.2 * want
 
@@ -278,7 +277,8 @@ def test_self_check_std_question_against_direct_draws():
     right, sentence = answer(check, lab, train)
     rng = np.random.default_rng(3)
     std = {d: (rng.standard_normal((4000, d)) * rng.standard_normal((4000, d))).sum(axis=1).std() for d in (256, 1024)}
-    shown = float(re.search(NUM + r"×", sentence)[1])
+    assert (sentence.facts["narrow"], sentence.facts["wide"]) == (256, 1024), sentence
+    shown = float(sentence.shown["ratio"])
     assert abs(shown / (std[1024] / std[256]) - 1) < 0.1, (sentence, std)
     assert check.choices[right] == "twice"
 
@@ -294,7 +294,8 @@ def test_self_check_saturation_question_against_fresh_draws():
     z = q @ k.swapaxes(-1, -2)
     p = np.exp(z - z.max(axis=-1, keepdims=True))
     share = float(((p / p.sum(axis=-1, keepdims=True)).max(axis=-1) > 0.99).mean())
-    shown = float(re.search(r"(\d+)% of rows are saturated", sentence)[1]) / 100
+    assert sentence.facts["d_k"] == 4096, sentence
+    shown = float(sentence.shown["share"].strip("<>%")) / 100
     assert abs(shown - share) < 0.08, (sentence, share)
     assert right == claims.bucket(shown, check.edges) and check.choices[right] == "over 80%"
 
