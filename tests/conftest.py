@@ -35,12 +35,14 @@ def served(site):
 
 
 
+# first: pytest-xdist reads the groups in its own pytest_collection_modifyitems, which would otherwise run before this
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`make test` runs two workers with --dist loadgroup), the browser tests (marker
     `ui`) all run on one worker, one at a time, as they would alone: a Pyodide boot or a page under
     `panel serve` never competes with another browser, only with the other worker's computations (the
     oracles, the core's properties, the builds). Their waits have limits sized for that."""
-    if not config.pluginmanager.hasplugin("xdist"):
+    if not getattr(config.option, "loadgroup", False):    # not under xdist's --dist loadgroup
         return
     for item in items:
         if item.get_closest_marker("ui") is not None:
