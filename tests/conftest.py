@@ -34,7 +34,6 @@ def served(site):
     server.shutdown()
 
 
-
 # first: pytest-xdist reads the groups in its own pytest_collection_modifyitems, which would otherwise run before this
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):

@@ -71,6 +71,7 @@ def as_g(x: float) -> tuple[float, str]:
 
 
 def as_int(x: int) -> tuple[int, str]:
+    """A count or a d_k, written whole."""
     return int(x), str(int(x))
 
 

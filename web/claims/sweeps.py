@@ -225,7 +225,7 @@ def length_details(path: dict, *, rho: float) -> list[Claim]:
         ratio = path["entropy_ratio"][r]
         out.append(Claim("{rule}: top weight " + move + "; entropy {entropy_from} → {entropy_to} of log n "
                          "(1 = uniform).", rule=as_word(r, RULE_LABELS[r]), **facts,
-                         entropy_from=(float(ratio[i]), f"{ratio[i]:.2f}"), entropy_to=(float(ratio[j]), f"{ratio[j]:.2f}")))
+                         entropy_from=as_2f(ratio[i]), entropy_to=as_2f(ratio[j])))
     if rho > 0:
         own, facts = [], {}
         for k, r in enumerate(path["rules"]):
