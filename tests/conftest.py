@@ -1,9 +1,11 @@
 """Shared test set-up: browser tests run in Debian's Chromium through pytest-playwright; the built
-site (`site`, `served`) is built once per session for tests/build and the two-runtime UI tests."""
+site (`site`, `served`) is built once per run, shared by the workers, for tests/build and the two-runtime
+UI tests."""
 import shutil
 
 import pytest
 from build import serve
+from filelock import FileLock
 from sitebuild import Site, make_site
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -19,11 +21,20 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Site:
-    """The site as `make site` builds it here: self-hosted when PYODIDE_DIST is set."""
-    out = tmp_path_factory.mktemp("site") / "_site"
-    done = make_site(out)
-    return Site(out, done.stdout + done.stderr)
+def site(tmp_path_factory, worker_id) -> Site:
+    """The site as `make site` builds it here (self-hosted when PYODIDE_DIST is set), built once per run:
+    under pytest-xdist the first worker that needs it builds it into the run's shared temporary folder
+    and the others wait for it and read the same files (no test writes into it)."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    out, log = shared / "site" / "_site", shared / "site" / "build.log"
+    with FileLock(str(shared / "site.lock")):
+        if not log.is_file():       # written last: a build that failed is tried again, and fails the same way
+            out.parent.mkdir(exist_ok=True)
+            done = make_site(out)
+            log.write_text(done.stdout + done.stderr)
+    return Site(out, log.read_text())
 
 
 @pytest.fixture(scope="session")
