@@ -3,9 +3,8 @@ and on the tests' Node scripts.
 
     python -m build.lint_js [--keep DIR]
 
-The runtime's templates are not JavaScript until render.py fills them (setup.js, firstpaint.js, progress.js,
-patches.js and adopt.js go inside boot.js; download.js, prefetch.js, snapshot.js, store.js and warmboot.js inside worker.js), so they are rendered here, with placeholder data, into a
-folder inside the repository (a temporary one, or DIR to read the lines ESLint names), and linted there under their own
+The runtime's templates are not JavaScript until render.py fills them (each `@@include:<file>@@` of boot.js and
+worker.js is a module's text), so they are rendered here, with placeholder data, into a folder inside the repository (a temporary one, or DIR to read the lines ESLint names), and linted there under their own
 names. Without Node or `npm ci`'s tools the check says so and fails: `make lint` installs them first.
 """
 from __future__ import annotations

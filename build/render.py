@@ -3,7 +3,9 @@
 index.html from Panel's pre-rendered page (self-hosted URLs, head tags, CSP, integrity hashes),
 worker.js, boot.js, boot.css and sw.js from templates/, and the web manifest. Templates receive
 data in one of two ways: `@@NAME@@` (a string) or `/*NAME*/{...}/*END*/` (JSON, read back by
-`embedded()`: the tests read the build's data this way, never by their own regex).
+`embedded()`: the tests read the build's data this way, never by their own regex). A template names the
+runtime modules it holds with `@@include:<file>@@` (plain functions, no module syntax: each has its Node
+test in tests/build), which fill() replaces by the file's text.
 
 The page's name, description and colour come from web/ (web.page, web.theme, recorded by the
 pre-render); Panel's and Bokeh's versions from their installed metadata.
@@ -304,10 +306,21 @@ def _embed_marker(name: str) -> re.Pattern:
     return re.compile(rf"/\*{name}\*/(.*?)/\*END\*/", re.S)
 
 
-def fill(template: str, **values) -> str:
-    """templates/<template> with each `/*NAME*/.../*END*/` replaced by its value as JSON and each
-    `@@NAME@@` by its value as text."""
+_INCLUDE = re.compile(r"@@include:([\w.-]+)@@")
+
+
+def included(template: str, _seen: tuple[str, ...] = ()) -> str:
+    """templates/<template> with each `@@include:<file>@@` replaced by that template's text (itself included)."""
+    if template in _seen:
+        raise ValueError(f"templates/{template} includes itself: {' -> '.join((*_seen, template))}")
     text = (TEMPLATES / template).read_text()
+    return _INCLUDE.sub(lambda m: included(m[1], (*_seen, template)), text)
+
+
+def fill(template: str, **values) -> str:
+    """templates/<template> with its modules included, each `/*NAME*/.../*END*/` replaced by its value as
+    JSON and each `@@NAME@@` by its value as text."""
+    text = included(template)
     for key, value in values.items():
         marker = _embed_marker(key)
         if marker.search(text):
@@ -329,33 +342,23 @@ def embedded(text: str, name: str):
 
 
 def worker_js(config: dict) -> str:
-    """worker.js with its CONFIG, download.js (checked downloads), prefetch.js (every file the boot needs, requested at once
-    and handed to Pyodide), snapshot.js (saving and restoring Python's memory), store.js (where
-    the snapshot is kept: the private file system, else Cache Storage) and warmboot.js (what is kept, checked and
-    restored) inside."""
-    return fill("worker.js", CONFIG=config, DOWNLOAD_JS=(TEMPLATES / "download.js").read_text(),
-                PREFETCH_JS=(TEMPLATES / "prefetch.js").read_text(),
-                SNAPSHOT_JS=(TEMPLATES / "snapshot.js").read_text(),
-                STORE_JS=(TEMPLATES / "store.js").read_text(), WARMBOOT_JS=(TEMPLATES / "warmboot.js").read_text())
+    """worker.js with its CONFIG and the modules it includes (download, prefetch, scripts, archive, snapshot,
+    store, warmboot)."""
+    return fill("worker.js", CONFIG=config)
 
 
 def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = None, first_paints: dict | None = None,
             default_first_paint: str = "tour-1") -> str:
-    """boot.js knows worker.js's sha256 and size (it checks the file before running it), whether the
+    """boot.js knows worker.js's sha256 and size (start.js checks the file before running it), whether the
     worker can save a memory snapshot (a self-hosted, patched Pyodide) and under which name
-    (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see setup.js),
-    and where the service worker is registered (offline.REGISTRATION); setup.js (what is set up once the
-    page is live), firstpaint.js (the link's first paint), adopt.js (keeping the pre-rendered views),
-    patches.js (the page's side of the patch protocol) and progress.js (the progress panel) are inside."""
+    (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see
+    snapmaker.js), and where the service worker is registered (offline.REGISTRATION); the modules it
+    includes (firstpaint, progress, start, setup, snapmaker, patches, adopt) are inside."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
                                    "size": len(worker), "snapshots": snapshot_folder is not None,
                                    "snapshotFolder": snapshot_folder},
                 SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR,
-                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}},
-                SETUP_JS=(TEMPLATES / "setup.js").read_text(), ADOPT_JS=(TEMPLATES / "adopt.js").read_text(),
-                PATCHES_JS=(TEMPLATES / "patches.js").read_text(),
-                PROGRESS_JS=(TEMPLATES / "progress.js").read_text(),
-                FIRSTPAINT_JS=(TEMPLATES / "firstpaint.js").read_text())
+                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}})
 
 
 def boot_css(identity: Identity) -> str:

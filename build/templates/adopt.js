@@ -46,3 +46,59 @@ function sdpaAdoptEvents(drawn, live, {drawnHere = () => true, moved = new Set()
   }
   return events;
 }
+
+// The live document on the page, from the worker's render message ({docs_json, render_items, root_ids}):
+// the pre-rendered one kept with the live values patched in (sdpaAdoptEvents), else drawn anew in its
+// place, root by root. lab: the page's record (lab.adopted: what was patched, or null when drawn anew);
+// firstPaint: firstpaint.js's (its `drawn` document); earlyMoves: patches.js's (values the reader moved
+// before Python was live stay); base: the site's folder; panelDist: where this site keeps Panel's
+// files; bokehJs: BokehJS's file, named when it is missing. Returns draw(msg): a promise of the document.
+function sdpaLiveDocument({lab, firstPaint, earlyMoves, base, panelDist, bokehJs}) {
+  // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
+  const local = (json) => json.replaceAll('"static/extensions/panel/', `"${panelDist}`);
+  // The worker names Panel's stylesheets by absolute URL, the pre-render by relative URL with a
+  // version query: one file.
+  const sameFile = (a, b) => {
+    if (typeof a !== "string" || typeof b !== "string") return false;
+    const file = (u) => new URL(u, base).href.split("?")[0];
+    return file(a) === file(b);
+  };
+
+  function adopt(liveDocs) {
+    const jsdoc = window.Bokeh && Bokeh.documents && Bokeh.documents.length === 1 && Bokeh.documents[0];
+    if (!jsdoc || !firstPaint.drawn) return null;
+    let drawn;
+    try {
+      drawn = sdpaModelsOf(JSON.parse(local(JSON.stringify(firstPaint.drawn))));
+    } catch (_) {
+      return null;
+    }
+    const events = sdpaAdoptEvents(drawn, sdpaModelsOf(liveDocs),
+                                   {drawnHere: (id) => !!jsdoc.get_model_by_id(id), moved: earlyMoves.ids(), sameFile});
+    if (events === null) return null;
+    if (events.length) sdpaQuiet.run(() => jsdoc.apply_json_patch({events}, new Map()));
+    const attrs = {};         // what differed, by attribute name (read by tests and measure_site.py)
+    for (const {attr} of events) attrs[attr] = (attrs[attr] || 0) + 1;
+    lab.adopted = {changed: events.length, models: drawn.size, attrs};
+    return jsdoc;
+  }
+
+  return async function draw(msg) {
+    if (!window.Bokeh || !Bokeh.embed) throw new Error(`BokehJS is not loaded (${bokehJs} did not run)`);
+    const docs_json = JSON.parse(local(msg.docs_json));
+    const adopted = adopt(docs_json);
+    if (adopted) return adopted;
+    const render_items = JSON.parse(msg.render_items);
+    const root_ids = JSON.parse(msg.root_ids);
+    const roots = {};
+    sdpaRootElements().forEach(([, id], i) => { roots[root_ids[i]] = id; });
+    render_items[0].roots = roots;
+    render_items[0].root_ids = root_ids;
+    // The live document replaces the pre-rendered one in place, root by root.
+    Bokeh.index.roots.map((v) => v.remove());
+    for (const el of document.querySelectorAll("[data-root-id]")) el.innerHTML = "";
+    const [views] = await Bokeh.embed.embed_items(docs_json, render_items);
+    lab.adopted = null;
+    return [...views.roots.values()][0].model.document;
+  };
+}

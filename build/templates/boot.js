@@ -1,6 +1,6 @@
 // Page side of the app: starts the Python worker, shows each loading step, swaps the
 // pre-rendered first paint for the live document, syncs patches (Panel's protocol),
-// and once live sets up the offline copy and the warm-boot snapshot (setup.js, included below).
+// and once live sets up the offline copy and the warm-boot snapshot (setup.js, snapmaker.js).
 // No step can fail or stall silently: a damaged or missing file, an error in any step, or a step
 // without news for too long shows a message naming the file or step, with Retry.
 "use strict";
@@ -13,8 +13,7 @@
     ["app", "Running the app"],
     ["render", "Drawing the live page"],
   ];
-  // worker.js, checked before it runs; it is started from a blob: URL so that it runs under this
-  // page's Content-Security-Policy (a worker loaded from a URL gets the policy of its own response).
+  // worker.js's path, size and sha256 (start.js checks it before it runs), and whether it can make a snapshot.
   const WORKER = /*WORKER*/{}/*END*/;
   // Where the service worker lives and what it controls (build/offline.py: the offline policy).
   const SERVICE_WORKER = /*SERVICE_WORKER*/{}/*END*/;
@@ -37,7 +36,7 @@
                                 htmlPaint: "shown", painted: null, rendering: null};
   // The link's first paint (firstpaint.js): its HTML layer, then BokehJS drawing its pre-rendered
   // document beneath it.
-  @@FIRSTPAINT_JS@@
+  @@include:firstpaint.js@@
   const firstPaint = sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: location.search});
   window.sdpaFirstPaint = firstPaint.draw;
 
@@ -49,7 +48,7 @@
   let worker = null;
 
   // The progress panel (progress.js): each step, a stuck one, a failure with Retry.
-  @@PROGRESS_JS@@
+  @@include:progress.js@@
   const progress = sdpaProgress({
     lab, steps: STEPS, limits: LIMITS,
     started: () => worker !== null,
@@ -87,65 +86,15 @@
     location.reload();
   }
 
-  async function sha256hex(buffer) {
-    if (!(window.crypto && crypto.subtle)) return null;   // not a secure context: sizes only
-    const digest = await crypto.subtle.digest("SHA-256", buffer);
-    return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  }
-
-  // This site's memory snapshot in this browser is keyed by worker.js's bytes (which hold every file's
-  // sha256), the site's address (Panel's asset URLs are absolute in it) and the browser's
-  // WebAssembly features (Pyodide's runtime adapts to them); it lives in a folder of this copy of the
-  // site (scope: its address). null: none (no secure context).
-  let keys = null;
-  const snapshotKey = () => (keys = keys || snapshotKeys());      // computed once per page
-  async function snapshotKeys() {
-    if (typeof WebAssembly !== "object") return null;
-    const features = ["Suspending", "promising", "Tag", "Exception", "Function"].map((k) => (k in WebAssembly ? 1 : 0)).join("");
-    const hash = (text) => sha256hex(new TextEncoder().encode(text));
-    const [key, scope] = await Promise.all([hash([WORKER.sha256, BASE, features].join("\n")), hash(BASE)]);
-    return key && {key: key.slice(0, 32), scope: scope.slice(0, 16)};
-  }
-
+  // worker.js, checked and started (start.js).
+  @@include:start.js@@
+  const starter = sdpaWorkerStart({worker: WORKER, base: BASE, fresh, progress, stores: () => setup.snapshotStores()});
   let workerBody = null;     // worker.js as checked, for the snapshot worker
-
-  // worker.js as the worker's downloads are: each byte is news (the watchdog says when none came for
-  // LIMITS.download seconds), and it is waited for as long as the connection stays open.
-  async function fetchWorker() {
-    progress.waitingFor([WORKER.path]);
-    try {
-      const response = await fetch(`./${WORKER.path}`, {cache: fresh ? "reload" : "default"});
-      news();
-      if (!response.ok) {
-        fatal(`${WORKER.path} could not be downloaded (HTTP ${response.status})`, {file: WORKER.path});
-        return null;
-      }
-      const reader = response.body.getReader();
-      const chunks = [];
-      for (let got = await reader.read(); !got.done; got = await reader.read()) {
-        chunks.push(got.value);
-        news();
-      }
-      return await new Blob(chunks).arrayBuffer();
-    } catch (err) {
-      fatal(`${WORKER.path} could not be downloaded (${err.message || err})`, {file: WORKER.path});
-      return null;
-    } finally {
-      progress.waitingFor([]);
-    }
-  }
+  const newWorker = (mode, options) => starter.create(workerBody, mode, {...options, search: location.search});
 
   async function startWorker({snapshot = true} = {}) {
-    const body = await fetchWorker();
-    if (body === null) return;
-    const digest = await sha256hex(body);
-    if (body.byteLength !== WORKER.size || (digest !== null && digest !== WORKER.sha256)) {
-      fatal(`${WORKER.path} is damaged: ${body.byteLength.toLocaleString("en")} bytes received, ` +
-            `${WORKER.size.toLocaleString("en")} expected${body.byteLength === WORKER.size ? ", content differs" : ""}`,
-            {file: WORKER.path});
-      return;
-    }
-    if (lab.error) return;
+    const body = await starter.checked();
+    if (body === null || lab.error) return;
     workerBody = body;
     worker = await newWorker("page", {restore: snapshot});
     const started = worker;
@@ -160,18 +109,10 @@
     worker.onmessageerror = () => fatal("a message from the Python worker could not be read");
   }
 
-  async function newWorker(mode, {restore = true} = {}) {
-    const keys = WORKER.snapshots ? await snapshotKey() : null;
-    // the page's Python builds the app for the visitor's link (the snapshot's, for no link)
-    const boot = {base: BASE, fresh: fresh && mode === "page", mode, restore, search: mode === "page" ? location.search : "",
-                  snapshotKey: keys && keys.key, snapshotScope: keys && keys.scope, stores: setup.snapshotStores()};
-    const prefix = `self.sdpaBoot = ${JSON.stringify(boot)};\n`;
-    return new Worker(URL.createObjectURL(new Blob([prefix, workerBody], {type: "text/javascript"})));
-  }
-
-  // What is set up once the page is live: the offline copy, the snapshot (setup.js).
-  @@SETUP_JS@@
-  const setup = sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorker, snapshotKey,
+  // What is set up once the page is live: the offline copy (setup.js), the snapshot (snapmaker.js).
+  @@include:snapmaker.js@@
+  @@include:setup.js@@
+  const setup = sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorker, snapshotKey: starter.snapshotKey,
                            snapshotSeconds: SNAPSHOT_SECONDS});
 
   // A restored Python that fails before the page is live: the worker has dropped its snapshot (or the
@@ -189,7 +130,7 @@
 
   // Which changes go to Python, and when (patches.js): one queue per worker, and the reader's moves on
   // the pre-rendered page, made again on the live one.
-  @@PATCHES_JS@@
+  @@include:patches.js@@
   const earlyMoves = sdpaEarlyMoves();
   const live = () => !!(worker && worker.patches.doc);
   const watchEarly = setInterval(() => {
@@ -199,65 +140,15 @@
     if (!live()) earlyMoves.watch(doc, live);
   }, 50);
 
-  // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
-  const local = (json) => json.replaceAll('"static/extensions/panel/', '"./@@PANEL_DIST@@');
-
   // Draw the document once, adopting the pre-rendered one where it can (adopt.js); anything else (a
   // pre-render from another build, no pre-render) is drawn anew.
-  @@ADOPT_JS@@
-
-  // The worker names Panel's stylesheets by absolute URL, the pre-render by relative URL with a
-  // version query: one file.
-  const sameFile = (a, b) => {
-    if (typeof a !== "string" || typeof b !== "string") return false;
-    const file = (u) => new URL(u, BASE).href.split("?")[0];
-    return file(a) === file(b);
-  };
-
-  function adopt(liveDocs) {
-    const jsdoc = window.Bokeh && Bokeh.documents && Bokeh.documents.length === 1 && Bokeh.documents[0];
-    if (!jsdoc || !firstPaint.drawn) return null;
-    let drawn;
-    try {
-      drawn = sdpaModelsOf(JSON.parse(local(JSON.stringify(firstPaint.drawn))));
-    } catch (_) {
-      return null;
-    }
-    const moved = earlyMoves.ids();
-    const events = sdpaAdoptEvents(drawn, sdpaModelsOf(liveDocs),
-                                   {drawnHere: (id) => !!jsdoc.get_model_by_id(id), moved, sameFile});
-    if (events === null) return null;
-    if (events.length) sdpaQuiet.run(() => jsdoc.apply_json_patch({events}, new Map()));
-    const attrs = {};         // what differed, by attribute name (read by tests and measure_site.py)
-    for (const {attr} of events) attrs[attr] = (attrs[attr] || 0) + 1;
-    lab.adopted = {changed: events.length, models: drawn.size, attrs};
-    return jsdoc;
-  }
-
+  @@include:adopt.js@@
+  const drawLive = sdpaLiveDocument({lab, firstPaint, earlyMoves, base: BASE, panelDist: "./@@PANEL_DIST@@",
+                                     bokehJs: "@@BOKEH_DIR@@bokeh.min.js"});
   const linked = new WeakSet();
   async function render(msg) {
     lab.rendering = performance.now();       // when the live document arrived (steps.render: when Python began writing it)
-    if (!window.Bokeh || !Bokeh.embed) {
-      throw new Error("BokehJS is not loaded (@@BOKEH_DIR@@bokeh.min.js did not run)");
-    }
-    const docs_json = JSON.parse(local(msg.docs_json));
-    const adopted = adopt(docs_json);
-    if (adopted) {
-      link(adopted);
-      return;
-    }
-    const render_items = JSON.parse(msg.render_items);
-    const root_ids = JSON.parse(msg.root_ids);
-    const roots = {};
-    sdpaRootElements().forEach(([, id], i) => { roots[root_ids[i]] = id; });
-    render_items[0].roots = roots;
-    render_items[0].root_ids = root_ids;
-    // The live document replaces the pre-rendered one in place, root by root.
-    Bokeh.index.roots.map((v) => v.remove());
-    for (const el of document.querySelectorAll("[data-root-id]")) el.innerHTML = "";
-    const [views] = await Bokeh.embed.embed_items(docs_json, render_items);
-    lab.adopted = null;
-    link([...views.roots.values()][0].model.document);
+    link(await drawLive(msg));
   }
 
   function link(jsdoc) {

@@ -2,7 +2,7 @@
 // worker by text (no module syntax). Needs pyodide.asm.js patched by build/pyodide_patch.py.
 //
 // Taking a snapshot: a boot started with loadPyodide({_makeSnapshot: true}), the archive installed
-// (files + loadDynlib, as installArchive), sdpa_worker.start and build_app (worker.js also runs
+// (archive.js install), sdpa_worker.start and build_app (worker.js also runs
 // sdpa_worker.write and keeps the document with the snapshot), and no JS function handed to
 // Python yet (sendPatch: given to sdpa_worker.link later):
 //     const meta = await sdpaSnapshotRecord(pyodide);                 // JSON-able, ~0.6 MB
@@ -11,12 +11,12 @@
 // Restoring it, in the same browser engine that made it (the fresh runtime's table differs between
 // engines: Node 11803 slots, Chromium 11804; a mismatch throws before any Python runs):
 //     const restore = sdpaSnapshotPrepareRestore(meta, files, sitePackages);   // before loadPyodide;
-//                                 files: as sdpaUntar returns them, or a promise of them
+//                                 files: as sdpaUntar (archive.js) returns them, or a promise of them
 //     const pyodide = await loadPyodide({..., _loadSnapshot: heap, _snapshotDeserializer: restore.deserializer});
 //     restore.finish(pyodide);                                         // first Python after the restore
 //     then the document (saved with the snapshot by worker.js, or written again) and
-//     sdpa_worker.link(sendPatch); no installArchive, start or build_app
-// `files` are the archive's [[name, bytes]] (sdpaUntar or worker.js's untar). A failed restore
+//     sdpa_worker.link(sendPatch); no archive install, start or build_app
+// `files` are the archive's [[name, bytes]] (archive.js). A failed restore
 // rejects loadPyodide; a second loadPyodide in the same worker is then a normal boot.
 //
 // Pyodide snapshots only the wasm heap and the hiwire table (JS values Python holds). The rest is
@@ -25,39 +25,6 @@
 // handle -> library map, and the one JS value Python held that has no global access path (Panel's
 // _dict_converter).
 "use strict";
-
-// A ustar archive's regular files: [[name, bytes], ...] (same as worker.js's untar).
-function sdpaUntar(tar) {
-  const decoder = new TextDecoder();
-  const text = (at, n) => {
-    let end = at;
-    while (end < at + n && tar[end] !== 0) end += 1;
-    return decoder.decode(tar.subarray(at, end));
-  };
-  const files = [];
-  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0;) {
-    const prefix = text(at + 345, 155);
-    const name = (prefix ? prefix + "/" : "") + text(at, 100);
-    const size = parseInt(text(at + 124, 12).trim() || "0", 8);
-    const data = at + 512;
-    if (String.fromCharCode(tar[at + 156] || 48) === "0") files.push([name, tar.subarray(data, data + size)]);
-    at = data + Math.ceil(size / 512) * 512;
-  }
-  return files;
-}
-
-function sdpaWriteFiles(FS, sitePackages, files) {
-  const made = new Set();
-  for (const [name, data] of files) {
-    const file = `${sitePackages}/${name}`;
-    const dir = file.slice(0, file.lastIndexOf("/"));
-    if (!made.has(dir)) {
-      FS.mkdirTree(dir);
-      made.add(dir);
-    }
-    FS.writeFile(file, data, {canOwn: false});
-  }
-}
 
 // Python run just before the snapshot: let what the build scheduled run (call_soon callbacks), name
 // any asyncio task still pending (its timers are JS timers, which a restore does not have), and drop

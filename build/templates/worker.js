@@ -11,11 +11,13 @@
 // visitor's link (the app is built for it: the page has drawn that view's pre-render), and the
 // stores for a snapshot the page sees (store.js).
 "use strict";
-@@DOWNLOAD_JS@@
-@@PREFETCH_JS@@
-@@SNAPSHOT_JS@@
-@@STORE_JS@@
-@@WARMBOOT_JS@@
+@@include:download.js@@
+@@include:prefetch.js@@
+@@include:scripts.js@@
+@@include:archive.js@@
+@@include:snapshot.js@@
+@@include:store.js@@
+@@include:warmboot.js@@
 const CONFIG = /*CONFIG*/{}/*END*/;
 const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page", snapshotKey: null, snapshotScope: null,
                             restore: true, search: "", stores: []}, self.sdpaBoot || {});
@@ -37,41 +39,9 @@ const prefetched = sdpaPrefetch({files: CONFIG.prefetch, scripts: SCRIPTS, stdli
 const {downloads, checks, guard} = prefetched;
 self.fetch = (input, init) => prefetched.fetch(input, init);
 
-// Pyodide loads pyodide.asm.js with importScripts(url): run the checked copy instead. It runs by
-// indirect (global) eval, which the page's policy allows anyway ('unsafe-eval', for Panel), not by
-// importScripts of a blob: URL: that would need blob: in script-src, where an injected blob: script
-// would run too (build/render.py csp). Both files are strict scripts that publish what they define on
-// globalThis, as they do when imported.
-const checkedScripts = new Map();    // absolute URL -> its checked source text
-const nativeImportScripts = self.importScripts.bind(self);
-const globalEval = eval;
-self.importScripts = (...urls) => {
-  for (const url of urls) {
-    const source = checkedScripts.get(new URL(url, BOOT.base).href);
-    if (source === undefined) nativeImportScripts(url);
-    else globalEval(source);
-  }
-};
-
-async function loadScripts() {
-  if (CONFIG.runtimeLock) {      // Pyodide from its CDN (build without a distribution): nothing to check
-    try {
-      nativeImportScripts(CONFIG.pyodideJs);
-    } catch (err) {
-      throw new BootError(`${CONFIG.pyodideJs} could not be loaded (${err.message || err})`, CONFIG.pyodideJs);
-    }
-    return;
-  }
-  for (const path of SCRIPTS) {
-    const body = await prefetched.bytes(path);
-    checkedScripts.set(here(path), new TextDecoder().decode(body) + "\n//# sourceURL=" + here(path));
-  }
-  try {
-    self.importScripts(here("pyodide/pyodide.js"));
-  } catch (err) {
-    throw new BootError(`pyodide/pyodide.js could not be run (${err.message || err})`, "pyodide/pyodide.js");
-  }
-}
+// pyodide.js and pyodide.asm.js, run from their checked bytes (scripts.js)
+const loadScripts = sdpaCheckedScripts({scope: self, paths: SCRIPTS, bytes: (path) => prefetched.bytes(path), here,
+                                        cdnScript: CONFIG.runtimeLock ? CONFIG.pyodideJs : null});
 
 // Python's changes go to the page as one message per event-loop task (sdpa_worker.Outbox); `done` says the
 // page's patch has been applied, so the answer and "idle" are one message.
@@ -84,42 +54,9 @@ function sendPatch(patch, buffers, done) {
 // distribution uses its CDN's, for the compiled packages loaded from there (CONFIG.runtimePackages).
 const lockOptions = () => ({lockFileURL: CONFIG.runtimeLock || here(CONFIG.lock)});
 
-// Every package in one archive (build/archive.py): checked like every other download, inflated by the
-// browser and read as soon as it has arrived (while Pyodide starts: none of that needs Python), then
-// its files written into site-packages and its compiled libraries loaded, as loadPackage would.
-let archiveFiles = null;
-function readArchive() {
-  if (archiveFiles === null) {
-    const {path} = CONFIG.archive;
-    const packed = downloads.has(here(path)) ? downloads.get(here(path)).checked
-      : fetch(here(path)).then((r) => {
-        if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status})`, path);
-        return r.arrayBuffer();
-      });
-    archiveFiles = packed.then((body) => sdpaInflate(body, path)).then((body) => untar(new Uint8Array(body), path));
-    archiveFiles.catch(() => {});     // surfaced where the boot awaits it
-  }
-  return archiveFiles;
-}
-
-function untar(tar, path) {
-  const files = sdpaUntar(tar);      // snapshot.js
-  if (files.length === 0) throw new BootError(`${path} holds no files`, path);
-  return files;
-}
-
-async function installArchive() {
-  const {path, sitePackages, dynlibs} = CONFIG.archive;
-  const files = await guard(readArchive());
-  const FS = self.pyodide.FS;
-  const api = self.pyodide._api;      // loadDynlib: what loadPackage uses (build/private_api.py checks it is there)
-  if (dynlibs.length && !(api && typeof api.loadDynlib === "function")) {
-    throw new BootError("this Pyodide cannot load compiled libraries from an archive (no _api.loadDynlib)", path);
-  }
-  sdpaWriteFiles(FS, sitePackages, files);
-  for (const lib of dynlibs) await api.loadDynlib(`${sitePackages}/${lib}`);
-  self.pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
-}
+// Every package in one archive (archive.js), unpacked as soon as it has arrived.
+const archive = sdpaArchive({archive: CONFIG.archive, downloads, here});
+const installArchive = async () => archive.install(self.pyodide, await guard(archive.files()));
 
 // The worker's Python is the module sdpa_worker (templates/sdpa_worker.py, shipped in the package
 // archive); each step below calls one of its functions.
@@ -169,7 +106,7 @@ const snapshots = sdpaWarmBoot({
     ? sdpaSnapshotStores({folder: CONFIG.snapshot.folder, scope: BOOT.snapshotScope, base: BOOT.base, allowed: BOOT.stores})
     : null,
   key: BOOT.snapshotKey, fresh: BOOT.fresh, restore: BOOT.restore, post, status, describe,
-  runtime: {load: loadRuntime, boot: bootPython, writeDoc, files: () => guard(readArchive()),
+  runtime: {load: loadRuntime, boot: bootPython, writeDoc, files: () => guard(archive.files()),
             checked: () => guard(Promise.all(checks)), sitePackages: CONFIG.archive.sitePackages},
 });
 
@@ -183,7 +120,7 @@ async function writeDoc() {
 
 async function start() {
   status("runtime", "Starting Python (Pyodide runtime)");
-  readArchive();
+  archive.files();
   const saved = BOOT.mode === "page" ? snapshots.find() : null;
   await loadScripts();
   if (BOOT.mode === "snapshot") {

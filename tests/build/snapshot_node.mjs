@@ -31,11 +31,12 @@ fs.mkdirSync(WORK, {recursive: true});
 const workerText = fs.readFileSync(path.join(SITE, "worker.js"), "utf8");
 const CONFIG = JSON.parse(workerText.match(/\/\*CONFIG\*\/([\s\S]*?)\/\*END\*\//)[1]);
 
-// ---- snapshot.js, included by text like worker.js would
-vm.runInThisContext(fs.readFileSync(path.join(REPO, "build/templates/snapshot.js"), "utf8"),
-                    {filename: "snapshot.js"});
-/* global sdpaUntar, sdpaWriteFiles, sdpaSnapshotRecord, sdpaSnapshotSerializer, sdpaSnapshotResume,
-   sdpaSnapshotPrepareRestore -- snapshot.js's functions, run into this context just above */
+// ---- download.js (BootError), archive.js and snapshot.js, included by text like worker.js would
+for (const file of ["download.js", "archive.js", "snapshot.js"]) {
+  vm.runInThisContext(fs.readFileSync(path.join(REPO, "build/templates", file), "utf8"), {filename: file});
+}
+/* global sdpaUntar, sdpaArchive, sdpaSnapshotRecord, sdpaSnapshotSerializer, sdpaSnapshotResume,
+   sdpaSnapshotPrepareRestore -- archive.js's and snapshot.js's functions, run into this context just above */
 
 // Node has no XMLHttpRequest; panel.io.pyodide imports it (`from js import JSON, XMLHttpRequest`).
 globalThis.XMLHttpRequest ??= class XMLHttpRequest {};
@@ -81,13 +82,9 @@ async function loadRuntime(patched) {
 const options = () => ({indexURL: PYODIDE_DIR, stdLibURL: STDLIB,
                         lockFileURL: path.join(SITE, CONFIG.lock), stdout: () => {}, stderr: (s) => console.error(s)});
 
-// as worker.js's installArchive
-async function installArchive(pyodide, files) {
-  const {sitePackages, dynlibs} = CONFIG.archive;
-  sdpaWriteFiles(pyodide.FS, sitePackages, files);
-  for (const lib of dynlibs) await pyodide._api.loadDynlib(`${sitePackages}/${lib}`);
-  pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
-}
+// archive.js's install, as the worker runs it
+const installArchive = (pyodide, files) => sdpaArchive({archive: CONFIG.archive, downloads: new Map(), here: (p) => p})
+  .install(pyodide, files);
 
 const sent = [];
 const sendPatch = (patch, _buffers, _done) => sent.push(patch);

@@ -106,7 +106,7 @@ def test_worker_can_save_and_restore_a_snapshot(site):
     pyodide.asm.js with build/pyodide_patch.py's patches; a site loading Pyodide from its CDN, which
     cannot be patched, has no snapshot."""
     worker = (site.root / "worker.js").read_text()
-    assert "function sdpaSnapshotRecord(" in worker and "@@SNAPSHOT_JS@@" not in worker
+    assert "function sdpaSnapshotRecord(" in worker and "@@include:" not in worker
     if not site.self_hosted:
         assert site.config["snapshot"] is None
         return

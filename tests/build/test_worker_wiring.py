@@ -1,4 +1,5 @@
-"""worker.js as the build renders it (download.js, prefetch.js, snapshot.js, store.js and warmboot.js inside),
+"""worker.js as the build renders it (with the modules it includes: download, prefetch, scripts, archive, snapshot,
+store, warmboot),
 run in Node with a Pyodide stood in for: its parts are wired together. Every file is asked for and checked,
 Pyodide is started with this site's lock, stdlib and folder, the package archive is written into
 site-packages, the app is built for the visitor's link and its document sent, and the page's "rendered"
