@@ -9,13 +9,22 @@ import math
 
 import sdpa_core as sc
 
-VIEWS = ("tour", "playground", "dial", "variance", "saturation", "alignment", "training", "precision", "models",
-         "questions")
-VIEW_LABELS = {
-    "tour": "Guided tour", "playground": "Playground", "dial": "Logit dial", "variance": "Why the variance grows",
-    "saturation": "Saturation & gradients", "alignment": "As q and k align", "training": "Train it",
-    "precision": "Half precision", "models": "Real models", "questions": "Questions",
+#: Every view of the page, in menu order, declared here once: its link key (`?view=`), its menu label and the
+#: name of its class in web/views/<key>.py (the page imports it when the view is first shown).
+VIEW_REGISTRY = {
+    "tour": ("Guided tour", "Tour"),
+    "playground": ("Playground", "Playground"),
+    "dial": ("Logit dial", "Dial"),
+    "variance": ("Why the variance grows", "Variance"),
+    "saturation": ("Saturation & gradients", "Saturation"),
+    "alignment": ("As q and k align", "Alignment"),
+    "training": ("Train it", "Training"),
+    "precision": ("Half precision", "Precision"),
+    "models": ("Real models", "Models"),
+    "questions": ("Questions", "Questions"),
 }
+VIEWS = tuple(VIEW_REGISTRY)
+VIEW_LABELS = {view: label for view, (label, _) in VIEW_REGISTRY.items()}
 #: The views a tour step can show (every view but the tour itself and the questions).
 TOUR_VIEWS = tuple(v for v in VIEWS if v not in ("tour", "questions"))
 #: d_k choices: every power of two and the 1.5x step between, so 2**k is one arrow-key press away.

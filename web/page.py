@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import importlib
 import os
 import sys
 from urllib.parse import parse_qsl, urlencode
@@ -11,23 +12,13 @@ import param
 from bokeh.models import CustomJS
 
 from . import a11y, dark_figures
-from .options import STATIC_SITE_ENV
+from .options import STATIC_SITE_ENV, VIEW_REGISTRY
 from .state import VIEW_LABELS, VIEWS, LabState
 from .training_state import TrainingState
 from .tour import STEPS
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS
 from .urlstate import KEYS, apply_query, bound_search, install_history, mark_correction, to_query
 from .views.common import caption, shared_controls
-from .views.playground import Playground
-from .views.precision import Precision
-from .views.alignment import Alignment
-from .views.dial import Dial
-from .views.models import Models
-from .views.questions import Questions
-from .views.saturation import Saturation
-from .views.tour import Tour
-from .views.training import Training
-from .views.variance import Variance
 
 TITLE = "SDPA Lab: why attention divides by √d_k"
 SHORT_TITLE = "SDPA Lab"
@@ -53,9 +44,10 @@ is kept in the page's address, so a copied link (or <b>Share</b>) opens exactly 
 </div>
 """ % {"steps": len(STEPS)}
 
-VIEW_CLASSES = {"tour": Tour, "playground": Playground, "dial": Dial, "variance": Variance, "saturation": Saturation,
-                "alignment": Alignment, "training": Training, "precision": Precision, "models": Models,
-                "questions": Questions}
+def view_class(name: str) -> type:
+    """The class of a view (web/options.py VIEW_REGISTRY), imported from web/views/<name>.py when first needed."""
+    _, cls = VIEW_REGISTRY[name]
+    return getattr(importlib.import_module(f".views.{name}", __package__), cls)
 
 
 class Page(param.Parameterized):
@@ -147,7 +139,7 @@ class Page(param.Parameterized):
         (A Viewer lays itself out again at every showing, and each layout made new widgets watching the
         shared state: 8 more watchers and about 260 more Bokeh models per round of the views.)"""
         if name not in self._views:
-            cls = VIEW_CLASSES[name]
+            cls = view_class(name)
             params = {"lab": self.lab, "train": self.train, "view_for": self.view}
             self._views[name] = cls(**{k: v for k, v in params.items() if k in cls.param}).__panel__()
         return self._views[name]

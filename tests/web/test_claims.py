@@ -116,12 +116,15 @@ def close(shown: str, x: float, tol: float, scale: float) -> bool:
 
 
 def check_verdict(lab: LabState) -> None:
+    """The verdict's facts against torch, as the page writes them (``shown``), and which of its kinds of
+    sentence it says (``finding``, ``cause``, the counts) exactly when their conditions hold."""
     text, o = lab.verdict, oracle(lab)
+    facts, shown = text.facts, text.shown
     none, rule = o["none"], o[lab.rule]
-    label = re.escape(claims.RULE_LABELS[lab.rule])
-    assert text.startswith(f"At d_k = {lab.d_k}, ρ = {lab.rho:g}"), text
-    assert ("causal mask" in text) == lab.causal
-    assert (lab.dtype in text.split(", unscaled")[0]) == (lab.dtype != "float64")
+    # the conditions it names: the state's, and a dtype or a mask only when there is one
+    assert (facts["d_k"], facts["rho"]) == (lab.d_k, lab.rho) and text.startswith(f"At d_k = {lab.d_k}, "), text
+    assert ("mask" in facts) == lab.causal and (facts.get("dtype") == lab.dtype or lab.dtype == "float64"), text
+    assert str(text).split(", unscaled")[0].endswith(lab.dtype) == (lab.dtype != "float64"), text
     exact = lab.dtype == "float64"
     # float32/16 round differently from torch's float32: a share may move by a row whose top weight
     # sits at the SATURATION threshold, a ratio at its LITTLE boundary
@@ -132,110 +135,107 @@ def check_verdict(lab: LabState) -> None:
     def near(values, threshold, rel=1e-3):
         return not exact and bool(np.any(np.abs(np.asarray(values) / threshold - 1) < rel))
 
-    m = re.search(r"so (\d+) of (\d+) rows of weights are NaN", text)
     if none["nan_rows"]:
-        assert m and int(m[1]) == none["nan_rows"], (text, none["nan_rows"])
+        assert facts.get("unscaled_nan") == none["nan_rows"], (text, none["nan_rows"])
         return
-    assert m is None, text
-    m = re.search(r"unscaled: " + PCT + r" of each row's weight on its top token on average, about ([\d.]+) tokens "
-                  r"attended .*?, " + PCT + r" of rows saturated \(top weight > 0.99(; row 0, which sees one key, left "
-                  r"out)?\)", text)
-    assert m, text
-    assert bool(m[4]) == lab.causal, text
-    assert pct_ok(m[1], none["top"], tol) and abs(float(m[2]) - none["tokens"]) <= ttol
-    assert pct_ok(m[3], none["saturated"], tol) or near(none["tops"], SATURATION)
+    assert "unscaled_nan" not in facts, text
+    assert ("row 0, which sees one key, left out" in text) == lab.causal, text
+    assert pct_ok(shown["unscaled_top"], none["top"], tol) and abs(float(shown["unscaled_tokens"]) - none["tokens"]) <= ttol
+    assert pct_ok(shown["unscaled_saturated"], none["saturated"], tol) or near(none["tops"], SATURATION)
     if lab.rule == "none":
-        assert text.endswith("Pick a scaling rule to compare.")
+        assert text.endswith("Pick a scaling rule to compare.") and "rule" not in facts
         return
+    assert facts["rule"] == lab.rule and shown["rule"] == claims.RULE_LABELS[lab.rule]
     if rule["nan_rows"]:
-        assert f"{rule['nan_rows']} of {lab.n} rows of weights are NaN" in text
+        assert facts["scaled_nan"] == rule["nan_rows"] and facts["n"] == lab.n, text
         return
     e0, e1 = none["tokens"], rule["tokens"]
     t0, t1 = none["top"], rule["top"]
     both_saturated = none["saturated"] >= 0.5 and rule["saturated"] >= 0.5
     little = (max(e0, e1) <= LITTLE * min(e0, e1) and max(t0, t1) <= LITTLE * min(t0, t1)
               and abs(none["saturated"] - rule["saturated"]) <= LITTLE_SATURATED)
+    finding = facts.get("finding")
     if not (near(np.r_[none["tops"], rule["tops"]], SATURATION)
             or near(max(e0, e1) / min(e0, e1), LITTLE, rel=ttol / min(e0, e1))
             or near(max(t0, t1) / min(t0, t1), LITTLE, rel=0.02)
             or near(abs(none["saturated"] - rule["saturated"]), LITTLE_SATURATED)):
-        assert ("it is saturated too" in text) == both_saturated, text
-        assert ("changes little" in text) == (little and not both_saturated), (text, e0, e1)
-    assert "grows faster than" not in text
-    if "it is saturated too" in text:
-        m = re.search(label + r" it is saturated too: " + PCT + " on the top token, " + PCT + " of rows saturated", text)
-        assert m and pct_ok(m[1], rule["top"], tol) and (pct_ok(m[2], rule["saturated"], tol) or near(rule["tops"], SATURATION))
-        check_why(lab, text, rule, label, tol, near)
+        assert (finding == claims.SATURATED_TOO) == both_saturated, text
+        assert (finding == claims.CHANGES_LITTLE) == (little and not both_saturated), (text, e0, e1)
+    assert pct_ok(shown["scaled_top"], rule["top"], tol), text
+    assert pct_ok(shown["scaled_saturated"], rule["saturated"], tol) or near(rule["tops"], SATURATION), text
+    if finding == claims.SATURATED_TOO:
+        assert "scaled_tokens" not in facts, text
+        check_why(lab, text, rule, tol, near)
     else:
-        m = re.search(label + ": " + PCT + r" on the top token, about ([\d.]+) tokens attended, " + PCT
-                      + " of rows saturated", text)
-        assert m and pct_ok(m[1], rule["top"], tol) and abs(float(m[2]) - e1) <= ttol, text
-        assert pct_ok(m[3], rule["saturated"], tol) or near(rule["tops"], SATURATION), text
-    if "changes little" in text:   # the tolerances it states are the ones little_change tests
+        assert abs(float(shown["scaled_tokens"]) - e1) <= ttol, text
+        assert "cause" not in facts, text
+    if finding == claims.CHANGES_LITTLE:   # the tolerances it states are the ones little_change tests
         assert (f"(top weight and tokens attended within a factor {LITTLE:g} of the unscaled ones, saturated rows "
                 f"within {LITTLE_SATURATED * 100:.0f} points)") in text
-    # the gradient sentence: the gradient that reaches q, checked against torch autograd
-    m = re.search(r"Gradient reaching q \(chain rule, scale included\)(?: \(taken in float64 at the float\d\d "
-                  r"inputs\))?: median row ‖∂L/∂qᵢ‖ " + NUM + " unscaled vs "
-                  + NUM + " with " + label + "; total ‖∂L/∂Q‖ " + NUM + " vs " + NUM, text)
-    assert m, text
+    check_gradient(lab, text, o)
+
+
+def check_gradient(lab: LabState, text, o: dict) -> None:
+    """The verdict's gradient sentence: the gradient that reaches q, checked against torch autograd."""
+    facts, shown = text.facts, text.shown
+    none, rule = o["none"], o[lab.rule]
     assert ("taken in float64" in text) == (lab.dtype != "float64")
     ref = np.median(o["sqrt"]["dq"])
     # shown with 2 significant digits; below its side's floor (float64 round-off of the gradient an
     # unsaturated row would get, sdpa_core.rule_readouts' dq_floor) a norm reads "≈ 0": 1e-19 here, 1e-60 in torch
     f0, f1 = (lab.playground[side]["grad"]["floor"] for side in ("none", "rule"))
-    for shown, want, floor in zip(m.groups(), (none["median"], rule["median"], none["total"], rule["total"]),
-                                  (f0, f1, f0, f1)):
-        assert close(shown, want, 0.051, 1.01 * floor), (text, shown, want, floor)
+    for key, want, floor in (("grad_unscaled_median", none["median"], f0), ("grad_scaled_median", rule["median"], f1),
+                             ("grad_unscaled_total", none["total"], f0), ("grad_scaled_total", rule["total"], f1)):
+        assert close(shown[key], want, 0.051, 1.01 * floor), (text, key, want, floor)
     floor = max(f0, f1)
-    m = re.search(r"; (\d+) of (\d+) queries get less than " + ONE_IN + r" of the 1/√d_k median unscaled, (\d+) with", text)
     thr = STARVED * ref
     # a count is shown only when its threshold clears float64 round-off (else it would count round-off)
     need = max(o[key]["threshold_floor"] for key in ("none", lab.rule))
-    said_round_off = ("no query is counted as starved: " + ONE_IN + " of the 1/√d_k median row's gradient is "
-                      "below float64 round-off here") in text
+    said_round_off = "round_off" in facts
     if not math.isclose(thr, need, rel_tol=0.05):   # the threshold itself is round-off-fuzzy near the floor
         assert said_round_off == (not thr > need), (text, thr, need)
+    counted = "starved_unscaled" in facts
     if said_round_off:
-        assert m is None, text
+        assert not counted, text
     else:
-        for key, shown in (("none", m[1] if m else "0"), (lab.rule, m[3] if m else "0")):
+        for key, fact in (("none", "starved_unscaled"), (lab.rule, "starved_scaled")):
             dq = o[key]["dq"]
             fuzz = floor + 1e-6 * thr
-            assert (dq < thr - fuzz).sum() <= int(shown) <= (dq < thr + fuzz).sum(), (text, key)
-    assert ("row 0 sees only key 0" in text) == (lab.causal and m is not None)
+            assert (dq < thr - fuzz).sum() <= facts.get(fact, 0) <= (dq < thr + fuzz).sum(), (text, key)
+    assert ("row 0 sees only key 0" in text) == (lab.causal and counted)
 
 
-def check_why(lab: LabState, text: str, rule: dict, label: str, tol: float, near) -> None:
+def check_why(lab: LabState, text, rule: dict, tol: float, near) -> None:
     """When both sides saturate at rho > 0 the verdict names a cause only as the same draw at rho = 0
     shows it: the spread when the rule saturates half its rows there already, else aligning q and k, with
     the rule's own matched logit (rho d_k sigma^2 times its factor; rho/tau for QK-norm)."""
-    spread = re.search(r"the same draw at ρ = 0 already saturates " + PCT + " of rows with " + label
-                       + r", so the logits' spread does it, not ρ", text)
-    align = re.search(r"the same draw at ρ = 0 saturates " + PCT + " of rows with " + label + r", so aligning q and "
-                      r"k does it: each query's own key gets a logit of (-?[\d.e+]+) on average \((.+?) = "
-                      r"(-?[\d.e+]+) in theory(?: at large d_k)?\)", text)
+    facts, shown = text.facts, text.shown
+    cause = facts.get("cause")
     if lab.rho == 0:
-        assert spread is None and align is None, text
+        assert cause is None, text
         return
     at0 = rule["at_rho0"]
     if not math.isfinite(at0):
-        assert spread is None and align is None, text
+        assert cause is None, text
         return
     if near(rule["tops0"], SATURATION) or (lab.dtype != "float64" and abs(at0 - 0.5) <= 1 / lab.n):
-        assert spread or align, text
+        assert cause is not None, text
         return
+    assert pct_ok(shown["at_rho0"], at0, tol), (text, at0)
     if at0 >= 0.5:
-        assert spread and pct_ok(spread[1], at0, tol) and align is None, (text, at0)
+        assert cause == "spread" and "matched" not in facts, (text, at0)
         return
-    assert align and spread is None and pct_ok(align[1], at0, tol), (text, at0)
+    assert cause == "ρ", (text, at0)
     scale = sc.logit_scale(lab.d_k, lab.rule, alpha=lab.alpha, temperature=lab.temperature, n=lab.n)
     qknorm = lab.rule == "qknorm"
     theory = scale * lab.rho * (1 if qknorm else lab.d_k * lab.sigma ** 2)
-    assert align[3].startswith("ρ × " if qknorm else "ρ d_k σ²"), text
-    assert float(align[4]) == pytest.approx(theory, rel=5e-3), (text, theory)
-    assert float(align[2]) == pytest.approx(rule["matched"], rel=5e-3 if lab.dtype == "float64" else 2e-2,
-                                            abs=1e-3), (text, rule["matched"])
+    assert ("(ρ × " if qknorm else "(ρ d_k σ²") in text, text
+    assert facts["matched_theory"] == pytest.approx(theory, rel=5e-3), (text, theory)
+    assert float(shown["matched_theory"]) == pytest.approx(theory, rel=5e-3), (text, theory)
+    assert facts["matched"] == pytest.approx(rule["matched"], rel=5e-3 if lab.dtype == "float64" else 2e-2,
+                                             abs=1e-3), (text, rule["matched"])
+    assert float(shown["matched"]) == pytest.approx(rule["matched"], rel=5e-3 if lab.dtype == "float64" else 2e-2,
+                                                    abs=1e-3), (text, rule["matched"])
 
 
 states = st.fixed_dictionaries({

@@ -1,10 +1,15 @@
 """Views without a browser: what they do with their session."""
+from pathlib import Path
+
 import panel as pn
+import param
 from bokeh.document import Document
 
 from web.state import LabState
 from web.training_state import TrainingState
 from web.views.training import Training
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_closing_the_tab_stops_training():
@@ -91,9 +96,15 @@ def test_the_sharpness_section_renders_and_follows_the_runs():
         assert sharp.source.data["entropy"][0] == sharp.source.data["entropy"][1] and "At step 0" in sharp.summary.object
 
 
-def test_every_view_has_its_class_and_every_class_its_view():
-    """A view's name and label are declared with the state (web/options.py, low in the house) and its class
-    with the page (web/page.py, which imports the views): the two lists agree."""
-    from web.options import VIEW_LABELS, VIEWS
-    from web.page import VIEW_CLASSES
-    assert list(VIEW_CLASSES) == list(VIEWS) and set(VIEW_LABELS) == set(VIEWS)
+def test_every_view_in_the_registry_has_its_module_and_every_module_its_entry():
+    """A view is registered once (web/options.py VIEW_REGISTRY): its module web/views/<key>.py holds the class
+    named there, a param.Parameterized that lays itself out; a module of web/views that no other imports is a
+    registered view (else nothing would show it)."""
+    from web.options import VIEW_REGISTRY
+    from web.page import view_class
+    for name in VIEW_REGISTRY:
+        cls = view_class(name)
+        assert issubclass(cls, param.Parameterized) and callable(cls.__panel__), name
+    files = {p.stem: p.read_text() for p in (ROOT / "web" / "views").glob("*.py")}
+    parts = {name for name in files if any(f"from .{name} import" in text for text in files.values())}
+    assert set(files) - parts - {"__init__"} <= set(VIEW_REGISTRY) <= set(files)

@@ -8,13 +8,15 @@ check each sentence against an independent computation. Each sentence names the 
 under (d_k, ρ, mask, dtype, n); none is canned. Everything is importable from ``web.claims`` itself.
 """
 
-from .claim import Claim, as_2f, as_fmt, as_g, as_int, as_pct, as_sci, as_tokens, as_word
+from .claim import Claim, Sentence, as_2f, as_fmt, as_g, as_int, as_pct, as_sci, as_tokens, as_word
 from .numbers import RULE_LABELS, fmt, fmt_sci, pct, bucket
 from .playground import (
     STARVED,
     GRADIENT_LEAD,
     LITTLE,
     LITTLE_SATURATED,
+    SATURATED_TOO,
+    CHANGES_LITTLE,
     references,
     conditions,
     verdict,
@@ -70,6 +72,7 @@ from .training import (
 
 __all__ = [
     "Claim",
+    "Sentence",
     "as_2f",
     "as_fmt",
     "as_g",
@@ -85,6 +88,8 @@ __all__ = [
     "pct",
     "bucket",
     "STARVED",
+    "SATURATED_TOO",
+    "CHANGES_LITTLE",
     "GRADIENT_LEAD",
     "LITTLE",
     "LITTLE_SATURATED",

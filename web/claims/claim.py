@@ -50,6 +50,26 @@ class Claim(str):
         return (str, (str(self),))
 
 
+class Sentence:
+    """A claim written in parts, for a sentence whose parts depend on the state: each ``add`` appends a piece
+    of template with the facts it names (a fact named twice must be given alike); ``claim()`` is the Claim."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._facts: dict[str, tuple[object, str]] = {}
+
+    def add(self, template: str, **facts: tuple[object, str]) -> Sentence:
+        for name, given in facts.items():
+            if name in self._facts and self._facts[name] != given:
+                raise ValueError(f"Sentence: fact {name!r} given as {self._facts[name]!r} and as {given!r}")
+        self._parts.append(template)
+        self._facts.update(facts)
+        return self
+
+    def claim(self) -> Claim:
+        return Claim("".join(self._parts), **self._facts)
+
+
 def as_pct(x: float) -> tuple[float, str]:
     """A share, written as the page writes percentages (``pct``)."""
     return float(x), pct(x)

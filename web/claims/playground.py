@@ -12,8 +12,8 @@ import numpy as np
 
 import sdpa_core as sc
 
-from .claim import Claim, as_int, as_pct, as_word
-from .numbers import RULE_LABELS, fmt, fmt_sci, pct
+from .claim import Claim, Sentence, as_fmt, as_g, as_int, as_pct, as_tokens, as_word
+from .numbers import RULE_LABELS, fmt_sci
 
 
 #: A query is "starved" when ||dL/dq_i|| is below this share of the 1/sqrt(d_k) median at the same state.
@@ -35,22 +35,27 @@ def references(n: int, causal: bool) -> tuple[float, float]:
     return float(math.log(n)), float(n)
 
 
-def conditions(*, d_k: int, rho: float, causal: bool = False, dtype: str = "float64", sigma: float | None = None) -> str:
-    """The state a sentence holds for, e.g. "d_k = 1024, ρ = 0.5, causal mask, float16"."""
-    parts = [f"d_k = {d_k}"]
+def conditions(*, d_k: int, rho: float, causal: bool = False, dtype: str = "float64", sigma: float | None = None) -> Claim:
+    """The state a sentence holds for, e.g. "d_k = 1024, ρ = 0.5, causal mask, float16" (facts ``d_k``,
+    ``sigma``, ``rho``, ``mask``, ``dtype``: those it names)."""
+    s = Sentence().add("d_k = {d_k}", d_k=as_int(d_k))
     if sigma is not None:
-        parts.append(f"σ = {sigma:g}")
-    parts.append(f"ρ = {rho:g}")
+        s.add(", σ = {sigma}", sigma=as_g(sigma))
+    s.add(", ρ = {rho}", rho=as_g(rho))
     if causal:
-        parts.append("causal mask")
+        s.add(", {mask}", mask=as_word("causal", "causal mask"))
     if dtype != "float64":
-        parts.append(dtype)
-    return ", ".join(parts)
+        s.add(", {dtype}", dtype=as_word(dtype, dtype))
+    return s.claim()
 
 
 # ---- the playground's verdict ---------------------------------------------------------------------
+#: What the verdict finds when the rule's side is neither NaN nor unlike the unscaled one (fact ``finding``).
+SATURATED_TOO, CHANGES_LITTLE = "saturated too", "changes little"
+
+
 def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bool,
-            at_rho0: float | None = None) -> str:
+            at_rho0: float | None = None) -> Claim:
     """Two sentences: how peaked the unscaled softmax is and what the rule changes (top weight, tokens
     attended, share of saturated rows), then the gradient that reaches q (scale included).
 
@@ -60,67 +65,88 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
     is the rule's share of saturated rows on the same draw at ρ = 0: when both sides saturate at ρ > 0,
     the sentence names ρ as the cause only if that share is below one half (else the spread is).
     Under a causal mask row 0 sees one key: it is left out of the saturated share, and said to be.
+
+    Facts: the conditions' (``conditions``); per side (``unscaled``, ``scaled``) ``*_nan`` (NaN rows) or
+    ``*_top``, ``*_tokens`` and ``*_saturated``, as it states them; ``overflow_limit``; ``rule``; ``finding``
+    (``SATURATED_TOO`` or ``CHANGES_LITTLE``, when it says so); ``at_rho0`` and ``cause`` ("spread" or "ρ"),
+    with ``matched`` and ``matched_theory`` when it names the aligned logit; the gradient's (``gradient_sentence``).
     """
     none, rule = sides["none"], sides["rule"]
     label = RULE_LABELS[rule["rule"]]
-    where = f"At {conditions(d_k=d_k, rho=rho, causal=causal, dtype=dtype)}"
+    where = conditions(d_k=d_k, rho=rho, causal=causal, dtype=dtype)
+    s = Sentence().add("At " + where.template, **where.given())
     _, all_tokens = references(n, causal)
-    of = f"of the {all_tokens:g} visible on average" if causal else f"of {n}"
+    of, of_facts = (("of the {visible} visible on average", {"visible": as_g(all_tokens)}) if causal
+                    else ("of {n}", {"n": as_int(n)}))
+    named = {"rule": as_word(rule["rule"], label), "n": as_int(n), "dtype": as_word(dtype, dtype)}
     if none["nan_rows"]:
-        what = (f"the logits overflow {dtype} (|q·k| past {np.finfo(dtype).max:.6g})" if none["overflow"]
-                else "exp() overflows in the softmax")
-        head = f"{where}, unscaled: {what}, so {none['nan_rows']} of {n} rows of weights are NaN"
+        if none["overflow"]:
+            limit = np.finfo(dtype).max
+            s.add(", unscaled: the logits overflow {dtype} (|q·k| past {overflow_limit})",
+                  overflow_limit=(float(limit), f"{limit:.6g}"), dtype=named["dtype"])
+        else:
+            s.add(", unscaled: exp() overflows in the softmax")
+        s.add(", so {unscaled_nan} of {n} rows of weights are NaN", unscaled_nan=as_int(none["nan_rows"]), n=named["n"])
         if rule["rule"] == "none":
-            return head + "."
+            return s.add(".").claim()
         if rule["nan_rows"]:
-            return head + f"; with {label}, {rule['nan_rows']} of {n} rows are NaN too."
+            return s.add("; with {rule}, {scaled_nan} of {n} rows are NaN too.", rule=named["rule"],
+                         scaled_nan=as_int(rule["nan_rows"])).claim()
         s1 = rule["stats"]
-        return (head + f"; with {label} the weights stay finite: {pct(s1['max_weight'])} on the top token, "
-                f"about {s1['effective_support']:.1f} tokens attended {of}.")
+        return s.add("; with {rule} the weights stay finite: {scaled_top} on the top token, about {scaled_tokens} "
+                     "tokens attended " + of + ".", rule=named["rule"], scaled_top=as_pct(s1["max_weight"]),
+                     scaled_tokens=as_tokens(s1["effective_support"]), **of_facts).claim()
     s0 = none["stats"]
     alone = "; row 0, which sees one key, left out" if causal else ""
-    head = (f"{where}, unscaled: {pct(s0['max_weight'])} of each row's weight on its top token on average, "
-            f"about {s0['effective_support']:.1f} tokens attended {of}, {pct(s0['saturated'])} of rows saturated "
-            f"(top weight > {sc.SATURATION:g}{alone})")
+    s.add(", unscaled: {unscaled_top} of each row's weight on its top token on average, about {unscaled_tokens} "
+          "tokens attended " + of + ", {unscaled_saturated} of rows saturated "
+          f"(top weight > {sc.SATURATION:g}{alone})", unscaled_top=as_pct(s0["max_weight"]),
+          unscaled_tokens=as_tokens(s0["effective_support"]), unscaled_saturated=as_pct(s0["saturated"]), **of_facts)
     if none["overflow"]:
-        head += f"; some logits overflow {dtype} to −inf and get weight 0"
+        s.add("; some logits overflow {dtype} to −inf and get weight 0", dtype=named["dtype"])
     if rule["rule"] == "none":
-        return head + ". Pick a scaling rule to compare."
+        return s.add(". Pick a scaling rule to compare.").claim()
     if rule["nan_rows"]:
-        return head + f"; with {label}, {rule['nan_rows']} of {n} rows of weights are NaN in {dtype}."
+        return s.add("; with {rule}, {scaled_nan} of {n} rows of weights are NaN in {dtype}.", rule=named["rule"],
+                     scaled_nan=as_int(rule["nan_rows"]), n=named["n"], dtype=named["dtype"]).claim()
     s1 = rule["stats"]
-    e1 = s1["effective_support"]
+    scaled = {"rule": named["rule"], "scaled_top": as_pct(s1["max_weight"]), "scaled_saturated": as_pct(s1["saturated"])}
     if s0["saturated"] >= 0.5 and s1["saturated"] >= 0.5:
-        why = ""
+        s.add("; with {rule} {finding}: {scaled_top} on the top token, {scaled_saturated} of rows saturated",
+              finding=(SATURATED_TOO, "it is saturated too"), **scaled)
         if rho > 0 and at_rho0 is not None and math.isfinite(at_rho0):
-            if at_rho0 >= 0.5:   # the draw's spread saturates the rule already: ρ is not the cause
-                why = (f"; the same draw at ρ = 0 already saturates {pct(at_rho0)} of rows with {label}, so the "
-                       f"logits' spread does it, not ρ")
-            else:
-                why = (f"; the same draw at ρ = 0 saturates {pct(at_rho0)} of rows with {label}, so aligning q and k "
-                       f"does it")
-                if "matched" in rule:
-                    mean, theory = rule["matched"]
-                    c = rule["scale"]
-                    form = ("ρ" if sc.RULES[rule["rule"]].normalizes else "ρ d_k σ²") + (
-                        f" × {c:.3g}" if c != 1 else "")
-                    limit = " at large d_k" if sc.RULES[rule["rule"]].normalizes else ""
-                    why += (f": each query's own key gets a logit of {fmt(mean)} on average ({form} = "
-                            f"{fmt(theory)} in theory{limit})")
-        text = (head + f"; with {label} it is saturated too: {pct(s1['max_weight'])} on the top token, "
-                f"{pct(s1['saturated'])} of rows saturated{why}.")
-    elif little_change(s0, s1):
-        text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens attended, "
-                f"{pct(s1['saturated'])} of rows saturated, so the rule changes little here (top weight and tokens "
-                f"attended within a factor {LITTLE:g} of the unscaled ones, saturated rows within "
-                f"{LITTLE_SATURATED * 100:.0f} points).")
+            _why(s, rule, at_rho0)
+        s.add(".")
     else:
-        text = (head + f"; with {label}: {pct(s1['max_weight'])} on the top token, about {e1:.1f} tokens "
-                f"attended, {pct(s1['saturated'])} of rows saturated.")
+        s.add("; with {rule}: {scaled_top} on the top token, about {scaled_tokens} tokens attended, {scaled_saturated} "
+              "of rows saturated", scaled_tokens=as_tokens(s1["effective_support"]), **scaled)
+        if little_change(s0, s1):
+            s.add(", {finding} (top weight and tokens attended within a factor "
+                  f"{LITTLE:g} of the unscaled ones, saturated rows within {LITTLE_SATURATED * 100:.0f} points)",
+                  finding=(CHANGES_LITTLE, "so the rule changes little here"))
+        s.add(".")
     if causal and sc.RULES[rule["rule"]].length is not None:   # SSMax's ln n: which n, under the mask
-        text += (f" ({label} takes the sequence length n = {n} for every row here, although under the causal mask "
-                 f"row i sees only i + 1 keys.)")
-    return text + gradient_sentence(none["grad"], rule["grad"], label=label, n=n, causal=causal, dtype=dtype)
+        s.add(" ({rule} takes the sequence length n = {n} for every row here, although under the causal mask "
+              "row i sees only i + 1 keys.)", rule=named["rule"], n=named["n"])
+    gradient = gradient_sentence(none["grad"], rule["grad"], rule=rule["rule"], n=n, causal=causal, dtype=dtype)
+    return s.add(gradient.template, **gradient.given()).claim()
+
+
+def _why(s: Sentence, rule: dict, at_rho0: float) -> None:
+    """Both sides saturate at ρ > 0: the cause, as the same draw at ρ = 0 shows it (fact ``cause``)."""
+    if at_rho0 >= 0.5:   # the draw's spread saturates the rule already: ρ is not the cause
+        s.add("; the same draw at ρ = 0 already saturates {at_rho0} of rows with {rule}, so {cause} does it, not ρ",
+              at_rho0=as_pct(at_rho0), cause=("spread", "the logits' spread"))
+        return
+    s.add("; the same draw at ρ = 0 saturates {at_rho0} of rows with {rule}, so {cause} does it",
+          at_rho0=as_pct(at_rho0), cause=("ρ", "aligning q and k"))
+    if "matched" in rule:
+        mean, theory = rule["matched"]
+        c = rule["scale"]
+        normalizes = sc.RULES[rule["rule"]].normalizes
+        form = ("ρ" if normalizes else "ρ d_k σ²") + (f" × {c:.3g}" if c != 1 else "")
+        s.add(": each query's own key gets a logit of {matched} on average (" + form + " = {matched_theory} in theory"
+              + (" at large d_k" if normalizes else "") + ")", matched=as_fmt(mean), matched_theory=as_fmt(theory))
 
 
 def headline(sides: dict, *, n: int, dtype: str) -> Claim:
@@ -159,24 +185,38 @@ def little_change(s0: dict, s1: dict) -> bool:
             and abs(s0["saturated"] - s1["saturated"]) <= LITTLE_SATURATED)
 
 
-def gradient_sentence(g0: dict, g1: dict, *, label: str, n: int, causal: bool = False,
-                      dtype: str = "float64") -> str:
-    """The gradient that reaches q under both sides, for the page's fixed random upstream gradient."""
+def gradient_sentence(g0: dict, g1: dict, *, rule: str, n: int, causal: bool = False,
+                      dtype: str = "float64") -> Claim:
+    """The gradient that reaches q under both sides, for the page's fixed random upstream gradient ("" when a side
+    is NaN). Facts: ``grad_unscaled_median``, ``grad_scaled_median``, ``grad_unscaled_total``,
+    ``grad_scaled_total`` (each shown down to its side's round-off floor), ``starved_unscaled`` and
+    ``starved_scaled`` (queries below ``STARVED`` of the 1/√d_k median) or ``round_off`` when none can be counted,
+    ``dtype`` when it is not float64 (the gradient is taken in float64 at its inputs), ``rule``, ``n``."""
+    s = Sentence()
     if not all(math.isfinite(g[k]) for g in (g0, g1) for k in ("median", "total")):
-        return ""
+        return s.claim()
     f0, f1 = g0.get("floor", 0.0), g1.get("floor", 0.0)
-    text = (f" {GRADIENT_LEAD}{_in_float64(dtype)}: median row ‖∂L/∂qᵢ‖ {fmt_sci(g0['median'], floor=f0)} "
-            f"unscaled vs {fmt_sci(g1['median'], floor=f1)} with {label}; total ‖∂L/∂Q‖ "
-            f"{fmt_sci(g0['total'], floor=f0)} vs {fmt_sci(g1['total'], floor=f1)}")
+
+    def norm(x: float, floor: float) -> tuple[float, str]:
+        return float(x), fmt_sci(x, floor=floor)
+    s.add(" " + GRADIENT_LEAD)
+    if dtype != "float64":
+        s.add(" (taken in float64 at the {dtype} inputs)", dtype=as_word(dtype, dtype))
+    named = as_word(rule, RULE_LABELS[rule])
+    s.add(": median row ‖∂L/∂qᵢ‖ {grad_unscaled_median} unscaled vs {grad_scaled_median} with {rule}; total ‖∂L/∂Q‖ "
+          "{grad_unscaled_total} vs {grad_scaled_total}", rule=named,
+          grad_unscaled_median=norm(g0["median"], f0), grad_scaled_median=norm(g1["median"], f1),
+          grad_unscaled_total=norm(g0["total"], f0), grad_scaled_total=norm(g1["total"], f1))
     if g0["starved"] is not None and g1["starved"] is not None and (g0["starved"] or g1["starved"]):
-        text += (f"; {g0['starved']} of {n} queries get less than 1/{1 / STARVED:.0f} of the 1/√d_k median "
-                 f"unscaled, {g1['starved']} with {label}")
+        s.add("; {starved_unscaled} of {n} queries get less than " f"1/{1 / STARVED:.0f} of the 1/√d_k median "
+              "unscaled, {starved_scaled} with {rule}", starved_unscaled=as_int(g0["starved"]),
+              starved_scaled=as_int(g1["starved"]), n=as_int(n), rule=named)
         if causal:
-            text += " (row 0 sees only key 0 under the causal mask, so it never passes gradient)"
+            s.add(" (row 0 sees only key 0 under the causal mask, so it never passes gradient)")
     elif g0.get("round_off") or g1.get("round_off"):
-        text += (f"; no query is counted as starved: 1/{1 / STARVED:.0f} of the 1/√d_k median row's gradient is "
-                 f"below float64 round-off here")
-    return text + "."
+        s.add("; {round_off}: " f"1/{1 / STARVED:.0f} of the 1/√d_k median row's gradient is below float64 round-off here",
+              round_off=(True, "no query is counted as starved"))
+    return s.add(".").claim()
 
 
 def _in_float64(dtype: str) -> str:
