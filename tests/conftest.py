@@ -45,15 +45,25 @@ def served(site):
     server.shutdown()
 
 
+def _needs_the_site(item) -> bool:
+    """A test that opens the built site: it asks for `site` or `served`, or runs on the site's runtime."""
+    callspec = getattr(item, "callspec", None)
+    return bool({"site", "served"} & set(item.fixturenames)) or (
+        callspec is not None and callspec.params.get("runtime") == "site")
+
+
 # first: pytest-xdist reads the groups in its own pytest_collection_modifyitems, which would otherwise run before this
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`make test` runs two workers with --dist loadgroup), the browser tests (marker
     `ui`) all run on one worker, one at a time, as they would alone: a Pyodide boot or a page under
     `panel serve` never competes with another browser, only with the other worker's computations (the
-    oracles, the core's properties, the builds). Their waits have limits sized for that."""
+    oracles, the core's properties, the builds). Their waits have limits sized for that. The browser
+    tests of the built site come last among them, so that the other worker, whose first tests need the
+    site too, has built it by then (one build per run, `site`)."""
     if not getattr(config.option, "loadgroup", False):    # not under xdist's --dist loadgroup
         return
     for item in items:
         if item.get_closest_marker("ui") is not None:
             item.add_marker(pytest.mark.xdist_group("browser"))
+    items.sort(key=lambda item: item.get_closest_marker("ui") is not None and _needs_the_site(item))
