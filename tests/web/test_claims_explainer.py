@@ -3,7 +3,6 @@ torch softmax and autograd, numpy draws written independently of sdpa_core, over
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -15,8 +14,6 @@ from web.options import D_K_OPTIONS
 from web.state import LabState
 from shown import pct_ok
 
-PCT = r"(<1%|>99%|\d+%)"
-NUM = r"(\d+(?:\.\d+)?(?:e[+-]\d+)?)"
 
 
 # ---- the logit dial -------------------------------------------------------------------------------------
@@ -156,8 +153,8 @@ def test_model_sentences_against_a_direct_draw(preset):
         dots = (x @ wq) @ (x @ wk).T
         z.append(dots[~np.eye(64, dtype=bool)] * (1 / math.sqrt(d_k) if p.scale == "sqrt" else 1.0))
     std = float(np.sqrt(np.mean(np.concatenate(z) ** 2)))
-    shown = float(re.search(r"the logits' std is " + NUM, text)[1])
-    assert abs(shown - std) <= 0.15 * std, (shown, std)
+    assert text.facts["std_model"] == pytest.approx(std, rel=0.15) and text.facts["n"] == m["n"], (text, std)
+    assert float(text.shown["std_model"]) == pytest.approx(std, rel=0.15), (text, std)
 
 
 def test_a_head_count_that_does_not_divide_d_model_is_a_message_not_an_error():

@@ -17,11 +17,6 @@ from web.training_state import TrainingState
 from shown import pct_ok
 
 MAX_WORDS = 25
-PCT = r"(<1%|>99%|\d+(?:\.\d+)?%)"
-G = r"(\d+(?:\.\d+)?(?:e[+-]\d+)?)"                   # a gradient norm as the page prints it
-F = r"(\d+(?:\.\d+)?×|×\d+(?:\.\d+)?(?:e[+-]\d+)?)"    # a growth factor
-STATES0 = "saturated|partly peaked|near uniform"
-STATES1 = "sharp|saturated off target|not sharp|near uniform"
 
 
 # ---- the oracle: drawn and computed here ----------------------------------------------------------------
@@ -115,15 +110,15 @@ def factor_ok(text: str, r: float) -> bool:
     return shown_ok(text[1:], r) if text.startswith("×") else shown_ok(text[:-1], r)
 
 
-def clause(o: dict, present: bool) -> str:
-    """The clause the numbers allow: a saturated head's W_q gradient below 1/1000 of W_v's, or both passing."""
+def clause(o: dict) -> str | None:
+    """What the numbers allow the sentence to say of the two paths (fact ``paths``): a saturated head's W_q gradient
+    below 1/1000 of W_v's ("starved"), or both passing ("both")."""
     s = state0(o)
     if s == "saturated" and o["q_path"] < 1e-3 * o["value_path"]:
-        return (": a saturated head " + ("passes" if present else "passed")
-                + " gradient to its values but hardly any to where it looks")
+        return "starved"
     if s != "saturated" and o["q_path"] >= 1e-3 * o["value_path"]:
-        return ": both paths " + ("get" if present else "got") + " gradient"
-    return ""
+        return "both"
+    return None
 
 
 def near_a_line(o: dict) -> bool:
@@ -132,27 +127,21 @@ def near_a_line(o: dict) -> bool:
             or abs(o["q_path"] - 1e-3 * o["value_path"]) < 1e-9 * o["value_path"])
 
 
-def check_sentence(text: str, o0: dict, o1: dict | None, *, run: str, label: str, d_k: int, seed: int, step: int):
-    """A run's sentence against the oracle at step 0 (``o0``) and now (``o1``)."""
-    who = rf"run {run.upper()}'s head \({re.escape(label)}\)"
-    where = rf"d_k = {d_k} \(seed {seed}, 8 keys\)"
+def check_sentence(text, o0: dict, o1: dict | None, *, run: str, label: str, d_k: int, seed: int, step: int):
+    """A run's sentence (its facts) against the oracle at step 0 (``o0``) and now (``o1``)."""
+    facts, shown = text.facts, text.shown
+    assert (facts["run"], facts["label"], facts["d_k"], facts["seed"], facts["n_keys"]) == (run, label, d_k, seed, 8)
+    assert shown["run"] == run.upper() and shown["label"] == label, text
+    assert facts["was"] == state0(o0) and pct_ok(shown["entropy"], o0["entropy"]), (text, o0)
+    assert shown_ok(shown["q_path"], o0["q_path"]) and shown_ok(shown["value_path"], o0["value_path"]), (text, o0)
+    assert facts.get("paths") == clause(o0), (text, o0)
+    if "paths" in facts:    # the tense follows the step: what the head passes at step 0, what it passed then
+        assert any(f" {w} " in shown["paths"] for w in (("passes", "get") if step == 0 else ("passed", "got"))), text
     if step == 0:
-        m = re.fullmatch(rf"At step 0, {where}, {who} is ({STATES0}): entropy {PCT} of its maximum log 8, {PCT} of "
-                         rf"its weight on the right key; the median example's gradient reaching W_q is {G} against {G} "
-                         rf"for W_v(:.*)?\.", text)
-        assert m, text
-        assert m[1] == state0(o0) and pct_ok(m[2], o0["entropy"]) and pct_ok(m[3], o0["target"]), (text, o0)
-        assert shown_ok(m[4], o0["q_path"]) and shown_ok(m[5], o0["value_path"]), (text, o0)
-        assert (m[6] or "") == clause(o0, present=True), (text, o0)
+        assert "step" not in facts and "now" not in facts and pct_ok(shown["target"], o0["target"]), (text, o0)
         return
-    m = re.fullmatch(rf"After {step} steps at {where}, {who} is ({STATES1}): entropy {PCT} of its maximum log 8, "
-                     rf"{PCT} of its weight on the right key; at step 0 it was ({STATES0}) \({PCT}\) and the median "
-                     rf"example's gradient reaching W_q was {G} against {G} for W_v(:.*)?\.", text)
-    assert m, text
-    assert m[1] == state1(o1) and pct_ok(m[2], o1["entropy"]) and pct_ok(m[3], o1["target"]), (text, o1)
-    assert m[4] == state0(o0) and pct_ok(m[5], o0["entropy"]), (text, o0)
-    assert shown_ok(m[6], o0["q_path"]) and shown_ok(m[7], o0["value_path"]), (text, o0)
-    assert (m[8] or "") == clause(o0, present=False), (text, o0)
+    assert facts["step"] == step and facts["now"] == state1(o1), (text, o1)
+    assert pct_ok(shown["now_entropy"], o1["entropy"]) and pct_ok(shown["now_target"], o1["target"]), (text, o1)
 
 
 def check_headline(h, o0: dict, o1: dict | None, *, run: str, step: int):
@@ -168,26 +157,25 @@ def check_headline(h, o0: dict, o1: dict | None, *, run: str, step: int):
         assert "now" not in h.facts, h
 
 
-def check_growth(text: str, o0: dict, o1: dict, *, run: str, step: int, normalizes: bool):
-    m = re.match(rf"From step 0 to step {step} run {run.upper()}'s logits (grew|shrank) {F} in rms \(([\d.e+-]+) → "
-                 rf"([\d.e+-]+)\): scale·\|q\| \|k\| changed {F} and the cosines' rms {F} \(([\d.e+-]+) → ([\d.e+-]+); "
-                 rf"their product is the logits' rms\)(.*)$", text)
-    assert m, text
+def check_growth(text, o0: dict, o1: dict, *, run: str, step: int, normalizes: bool):
+    facts, shown = text.facts, text.shown
+    assert (facts["run"], facts["step"]) == (run, step), text
     grow, lengths, cosines = (o1[k] / o0[k] for k in ("logit_rms", "length_rms", "cos_rms"))
-    assert (m[1] == "grew") == (grow >= 1) and factor_ok(m[2], grow), (text, grow)
-    assert shown_ok(m[3], o0["logit_rms"]) or abs(float(m[3]) / o0["logit_rms"] - 1) < 5e-3, text
-    assert abs(float(m[4]) / o1["logit_rms"] - 1) < 5e-3, (text, o1)
-    assert factor_ok(m[5], lengths) and factor_ok(m[6], cosines), (text, lengths, cosines)
-    assert abs(float(m[7]) / o0["cos_rms"] - 1) < 5e-3 and abs(float(m[8]) / o1["cos_rms"] - 1) < 5e-3, text
+    assert facts["direction"] == (grow >= 1) and shown["direction"] == ("grew" if grow >= 1 else "shrank"), (text, grow)
+    assert factor_ok(shown["grow"], grow), (text, grow)
+    assert shown_ok(shown["logit0"], o0["logit_rms"]) or abs(float(shown["logit0"]) / o0["logit_rms"] - 1) < 5e-3, text
+    assert abs(float(shown["logit1"]) / o1["logit_rms"] - 1) < 5e-3, (text, o1)
+    assert factor_ok(shown["lengths"], lengths) and factor_ok(shown["cosines"], cosines), (text, lengths, cosines)
+    assert abs(float(shown["cos0"]) / o0["cos_rms"] - 1) < 5e-3 and abs(float(shown["cos1"]) / o1["cos_rms"] - 1) < 5e-3
     if normalizes:
         assert lengths == pytest.approx(1, rel=1e-9)
-        assert m[9] == ", and QK-norm holds |q| = |k| = 1, so only the angles can move its logits.", text
+        assert text.endswith(", and QK-norm holds |q| = |k| = 1, so only the angles can move its logits.") \
+            and "more" not in facts, text
     else:
-        more = "the angles did more than the lengths" if abs(math.log(cosines)) > abs(math.log(lengths)) else \
-            "the lengths did more than the angles"
-        r = re.fullmatch(rf", so in this model {more}; rotation alone could raise the cosines' rms at most {F} from "
-                         rf"step 0 \(to 1\)\.", m[9])
-        assert r and factor_ok(r[1], 1 / o0["cos_rms"]), (text, more)
+        more = "angles" if abs(math.log(cosines)) > abs(math.log(lengths)) else "lengths"
+        assert facts["more"] == more and shown["more"] == f"the {more} did more than the " + \
+            ("lengths" if more == "angles" else "angles"), (text, more)
+        assert factor_ok(shown["rotation"], 1 / o0["cos_rms"]), text
 
 
 # ---- the page's runs ----------------------------------------------------------------------------------
@@ -212,19 +200,18 @@ def check_runs(torch, train: TrainingState, steps: int):
         assert conditions == (f"run {key.upper()}: {train.label(key)}, d_k = {t.config.d_k}, seed {t.config.seed}, "
                               f"step {step}, 8 keys, {'Adam' if t.config.optimizer == 'adam' else 'SGD'} at learning "
                               f"rate {t.config.lr:g}; gradients of the median of 32 held-out examples"), conditions
-        sentences = [d for d in details if re.match(r"(At step 0, d_k|After \d+ steps at d_k)", d)]
-        assert [re.search(r"run ([AB])'s head", s)[1].lower() for s in sentences] == [key, "b" if key == "a" else "a"]
+        sentences = [d for d in details if "label" in d.facts]          # each run's sentence, featured run first
+        assert [s.facts["run"] for s in sentences] == [key, "b" if key == "a" else "a"]
         for s, k in zip(sentences, (key, "b" if key == "a" else "a")):
             check_sentence(s, initial[k], now[k], run=k, label=train.label(k), d_k=train.d_k, seed=train.seed,
                            step=step)
         for k in ("a", "b"):
             sharp = [d for d in details if d.startswith(f"At step {step} run {k.upper()}'s median example passes")]
             if step and state1(now[k]) == "sharp" and now[k]["q_path"] < 1e-3 * now[k]["value_path"]:
-                m = re.fullmatch(rf"At step {step} run {k.upper()}'s median example passes {G} to W_q and {G} to W_v: "
-                                 rf"a sharp head is one-hot too, so it passes almost nothing back to where it looks, "
-                                 rf"but it looks at the right key \({PCT} of its weight\)\.", sharp[0])
-                assert m and shown_ok(m[1], now[k]["q_path"]) and shown_ok(m[2], now[k]["value_path"]), sharp
-                assert pct_ok(m[3], now[k]["target"]), sharp
+                f, shown = sharp[0].facts, sharp[0].shown
+                assert (f["run"], f["step"]) == (k, step), sharp
+                assert shown_ok(shown["q_path"], now[k]["q_path"]) and shown_ok(shown["value_path"], now[k]["value_path"])
+                assert pct_ok(shown["target"], now[k]["target"]), sharp
             else:
                 assert sharp == [], sharp
             growth = [d for d in details if d.startswith(f"From step 0 to step {step} run {k.upper()}'s logits")]
@@ -234,18 +221,14 @@ def check_runs(torch, train: TrainingState, steps: int):
             else:
                 assert growth == []
         batch = next(d for d in details if d.startswith("Over the whole batch"))
-        o = initial[key]
-        m = re.fullmatch(rf"Over the whole batch \(what the optimizer steps on\), run {key.upper()}'s gradient at step "
-                         rf"0 was {G} for W_q and {G} for W_v(.*)\.", batch)
-        assert m and shown_ok(m[1], o["batch_q"]) and shown_ok(m[2], o["batch_v"]), (batch, o)
+        o, f, shown = initial[key], batch.facts, batch.shown
+        assert f["run"] == key and shown_ok(shown["batch_q"], o["batch_q"]) and shown_ok(shown["batch_v"], o["batch_v"])
         if state0(o) == "saturated" and o["q_path"] < 1e-3 * o["value_path"]:
-            r = re.fullmatch(rf", with {PCT} of its rows saturated \(top weight > 0\.99\): the median example's W_q "
-                             rf"gradient was {G}, the largest {G}(, so saturation left W_q's gradient sparse, not "
-                             rf"uniformly small)?", m[3])
-            assert r and pct_ok(r[1], o["saturated"]) and shown_ok(r[2], o["q_path"]), (batch, o)
-            assert shown_ok(r[3], o["q_max"]) and bool(r[4]) == (o["q_max"] > 1e3 * o["q_path"]), (batch, o)
+            assert pct_ok(shown["saturated"], o["saturated"]) and shown_ok(shown["q_path"], o["q_path"]), (batch, o)
+            assert "(top weight > 0.99)" in batch, batch
+            assert shown_ok(shown["q_max"], o["q_max"]) and ("sparse" in f) == (o["q_max"] > 1e3 * o["q_path"]), (batch, o)
         else:
-            assert m[3] == "", batch
+            assert set(f) == {"run", "batch_q", "batch_v"}, batch
 
 
 @pytest.mark.parametrize("seed", range(8))

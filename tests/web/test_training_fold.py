@@ -5,13 +5,13 @@ checked on one step of each optimizer computed here."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
 
 import sdpa_core as sc
 from sdpa_core.model import init_params, loss_and_grads, make_batch
+from web import claims
 from web.state import LabState
 from web.training_state import TrainingState
 
@@ -56,16 +56,16 @@ def test_the_fold_sentence_reports_the_runs_it_compares(optimizer, lr):
     train.advance(40)
     a, b = (train.trainers[k].history["loss"] for k in ("a", "b"))
     assert a[0] == b[0]
-    m = re.search(r"the same first loss as the explicit factor \(([\d.]+) and ([\d.]+)\).*After (\d+) steps of (\w+) at "
-                  r"learning rate ([\d.]+), d_k = 64, the mean loss over the last 20 steps is ([\d.]+) folded and "
-                  r"([\d.]+) explicit\. They differ because \w+'s step on W_q moves the folded logits (.+?)× as far",
-                  train.status)
-    assert m, train.status
-    assert float(m[1]) == pytest.approx(a[0], abs=5e-4) and float(m[2]) == pytest.approx(b[0], abs=5e-4)
-    assert int(m[3]) == 40 and m[4] == {"adam": "Adam", "sgd": "SGD"}[optimizer] and float(m[5]) == lr
-    assert float(m[6]) == pytest.approx(np.mean(a[20:40]), abs=5e-4)
-    assert float(m[7]) == pytest.approx(np.mean(b[20:40]), abs=5e-4)
-    assert m[8] == ("√d_k = 8" if optimizer == "adam" else "d_k = 64")
+    label = {"adam": "Adam", "sgd": "SGD"}[optimizer]
+    fold = claims.fold_sentence(a, b, d_k=64, optimizer=label, lr=lr)
+    assert fold and fold in train.status, train.status
+    f, shown = fold.facts, fold.shown
+    assert f["first_folded"] == pytest.approx(a[0], abs=1e-12) and float(shown["first_explicit"]) == pytest.approx(b[0], abs=5e-4)
+    assert (f["steps"], f["optimizer"], f["lr"], f["d_k"]) == (40, label, lr, 64)
+    assert float(shown["mean_folded"]) == pytest.approx(np.mean(a[20:40]), abs=5e-4)
+    assert float(shown["mean_explicit"]) == pytest.approx(np.mean(b[20:40]), abs=5e-4)
+    assert shown["factor"] == ("√d_k = 8" if optimizer == "adam" else "d_k = 64")
+
 
 
 def test_a_fold_run_is_a_link_setting_and_bad_values_are_refused():

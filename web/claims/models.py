@@ -8,8 +8,8 @@ from __future__ import annotations
 
 
 
-from .claim import Claim, as_int, as_pct, as_word
-from .numbers import fmt, pct
+from .claim import Claim, Sentence, as_fmt, as_int, as_pct, as_tokens, as_word
+from .numbers import pct
 
 
 # ---- real models -----------------------------------------------------------------------------------
@@ -42,20 +42,27 @@ def bug_sentence(m: dict) -> str:
             f"from {right['tokens_attended']:.1f} to {bug['tokens_attended']:.1f}.")
 
 
-def model_summary(m: dict) -> str:
+def model_summary(m: dict) -> Claim:
     """The head's logit spread at initialisation with its own scaling and without, in closed form, and
-    what the softmax over n tokens does with it (Monte-Carlo means)."""
+    what the softmax over n tokens does with it (Monte-Carlo means). Facts: ``head``, ``n``; ``std_model``,
+    ``top_model``, ``tokens_model``, ``saturated_model`` with its own scaling; the same ``*_unscaled``;
+    ``std_sqrt`` for a head without 1/√d_k (what 1/√d_k would make its std)."""
     own, raw = m["mc"]["model"], m["mc"]["unscaled"]
     th = m["theory"]
-    text = (f"{head_words(m)} at initialisation, over {m['n']} tokens: the logits' std is {fmt(th['model'])} with "
-            f"the model's own scaling, so the top weight is {pct(own['top_weight'])} and about "
-            f"{own['tokens_attended']:.1f} tokens are attended ({pct(own['saturated'])} of rows saturated). "
-            f"Without any scaling the std would be {fmt(th['unscaled'])}: top weight {pct(raw['top_weight'])}, "
-            f"{raw['tokens_attended']:.1f} tokens attended, {pct(raw['saturated'])} of rows saturated.")
+    s = Sentence().add(
+        "{head} at initialisation, over {n} tokens: the logits' std is {std_model} with the model's own scaling, so "
+        "the top weight is {top_model} and about {tokens_model} tokens are attended ({saturated_model} of rows "
+        "saturated). Without any scaling the std would be {std_unscaled}: top weight {top_unscaled}, "
+        "{tokens_unscaled} tokens attended, {saturated_unscaled} of rows saturated.",
+        head=as_word(m.get("preset"), head_words(m)), n=as_int(m["n"]), std_model=as_fmt(th["model"]),
+        top_model=as_pct(own["top_weight"]), tokens_model=as_tokens(own["tokens_attended"]),
+        saturated_model=as_pct(own["saturated"]), std_unscaled=as_fmt(th["unscaled"]),
+        top_unscaled=as_pct(raw["top_weight"]), tokens_unscaled=as_tokens(raw["tokens_attended"]),
+        saturated_unscaled=as_pct(raw["saturated"]))
     if m["scale"] == "none":
-        text += (f" This head has no 1/√d_k: its weights' initialisation alone sets the logits' std, "
-                 f"{fmt(th['model'])} here (1/√d_k would make it {fmt(th['sqrt_d_k'])}).")
-    return text
+        s.add(" This head has no 1/√d_k: its weights' initialisation alone sets the logits' std, {std_model} here "
+              "(1/√d_k would make it {std_sqrt}).", std_sqrt=as_fmt(th["sqrt_d_k"]))
+    return s.claim()
 
 
 def model_headline(m: dict) -> Claim:

@@ -12,8 +12,8 @@ import numpy as np
 
 import sdpa_core as sc
 
-from .claim import Claim, as_2f, as_fmt, as_g, as_int, as_pct, as_word
-from .numbers import RULE_LABELS, fmt_sci, pct
+from .claim import Claim, Sentence, as_2f, as_fmt, as_g, as_int, as_pct, as_sci, as_word
+from .numbers import RULE_LABELS, fmt_sci
 from .playground import STARVED, gradient_figures, starved_countable
 
 
@@ -63,8 +63,12 @@ def coincident_rules(d_ks, rules, *, alpha: float, temperature: float, n: int) -
                 break
     return ("; ".join(said) + ", so its line is hidden under the other.") if said else ""
 
-def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) -> str:
-    """What is small and what is not in the per-query gradients at this state: rows vs the total."""
+def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) -> Claim:
+    """What is small and what is not in the per-query gradients at this state: rows vs the total. Facts:
+    ``d_k``, ``rho``, ``rows`` (query rows pooled), ``n``; ``total_unscaled``, ``total_sqrt``; then either
+    ``zero_sqrt`` and ``zero_unscaled`` (shares of rows with no gradient, when 1/√d_k's median row has none),
+    or ``floor`` (round-off, when no row can be counted as starved), or ``starved`` (the unscaled share);
+    ``median_unscaled`` and ``median_sqrt``; ``rule``, ``median_rule``, ``total_rule`` for a third rule."""
     g0, ref = norms["none"], norms["sqrt"]
     med = float(np.median(ref))
     floors = getattr(norms, "floors", None)   # sdpa_core.RowNorms: each row's round-off size
@@ -72,29 +76,30 @@ def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) ->
     figs = {r: gradient_figures(v, med, floor) for r, v in norms.items()}
     tot = {r: f["total"] for r, f in figs.items()}
 
-    def sci(x):   # norms below float64 round-off come flushed to 0 (sdpa_core.query_gradient_norms)
-        return "≈ 0" if x == 0 else fmt_sci(x)
+    def norm(x: float) -> tuple[float, str]:   # norms below float64 round-off come flushed to 0 (query_gradient_norms)
+        return float(x), "≈ 0" if x == 0 else fmt_sci(x)
+    s = Sentence().add("At d_k = {d_k}, ρ = {rho} ({rows} query rows of n = {n}): ", d_k=as_int(d_k), rho=as_g(rho),
+                       rows=as_int(len(g0)), n=as_int(n))
+    totals = {"total_unscaled": norm(tot["none"]), "total_sqrt": norm(tot["sqrt"])}
     if not med > 0:   # 1/sqrt(d_k) saturated too: no reference row to compare with
-        return (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): even with 1/√d_k the median row "
-                f"gets no gradient at all (its rows are saturated too); ≈ 0 (round-off or less) for "
-                f"{pct(float((ref == 0).mean()))} of its rows and {pct(float((g0 == 0).mean()))} of the unscaled "
-                f"ones; total ‖∂L/∂Q‖ "
-                f"{sci(tot['none'])} unscaled vs {sci(tot['sqrt'])}.")
+        return s.add("even with 1/√d_k the median row gets no gradient at all (its rows are saturated too); ≈ 0 "
+                     "(round-off or less) for {zero_sqrt} of its rows and {zero_unscaled} of the unscaled ones; total "
+                     "‖∂L/∂Q‖ {total_unscaled} unscaled vs {total_sqrt}.", zero_sqrt=as_pct(float((ref == 0).mean())),
+                     zero_unscaled=as_pct(float((g0 == 0).mean())), **totals).claim()
+    medians = {"median_unscaled": norm(figs["none"]["median"]), "median_sqrt": norm(med)}
     if not starved_countable(med, floor):
-        return (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): 1/{1 / STARVED:.0f} of the 1/√d_k "
-                f"median row's gradient is below float64 round-off (about {fmt_sci(floor)}), so no row is counted "
-                f"as starved; median row {sci(figs['none']['median'])} unscaled vs {sci(med)}; total ‖∂L/∂Q‖ "
-                f"{sci(tot['none'])} vs {sci(tot['sqrt'])}.")
-    starved = figs["none"]["starved"] / len(g0)
-    text = (f"At d_k = {d_k}, ρ = {rho:g} ({len(g0)} query rows of n = {n}): unscaled, "
-            f"{pct(starved)} of rows get less than 1/{1 / STARVED:.0f} of the 1/√d_k median; "
-            f"median row {sci(figs['none']['median'])} vs {sci(med)}, while the total ‖∂L/∂Q‖ is "
-            f"{sci(tot['none'])} vs {sci(tot['sqrt'])}")
+        return s.add(f"1/{1 / STARVED:.0f} of the 1/√d_k median row's gradient is below float64 round-off (about "
+                     "{floor}), so no row is counted as starved; median row {median_unscaled} unscaled vs {median_sqrt}; "
+                     "total ‖∂L/∂Q‖ {total_unscaled} vs {total_sqrt}.", floor=as_sci(floor), **medians, **totals).claim()
+    s.add("unscaled, {starved} of rows get less than " f"1/{1 / STARVED:.0f} of the 1/√d_k median; median row "
+          "{median_unscaled} vs {median_sqrt}, while the total ‖∂L/∂Q‖ is {total_unscaled} vs {total_sqrt}",
+          starved=as_pct(figs["none"]["starved"] / len(g0)), **medians, **totals)
     if tot["none"] > tot["sqrt"]:
-        text += " (larger: ∂L/∂q = scale · (∂L/∂z) k, and the rows still passing gradient carry scale 1, not 1/√d_k)"
+        s.add(" (larger: ∂L/∂q = scale · (∂L/∂z) k, and the rows still passing gradient carry scale 1, not 1/√d_k)")
     if rule not in ("none", "sqrt"):
-        text += f". With {RULE_LABELS[rule]}: median {sci(figs[rule]['median'])}, total {sci(tot[rule])}"
-    return text + "."
+        s.add(". With {rule}: median {median_rule}, total {total_rule}", rule=as_word(rule, RULE_LABELS[rule]),
+              median_rule=norm(figs[rule]["median"]), total_rule=norm(tot[rule]))
+    return s.add(".").claim()
 
 
 def slope(sweep: sc.Sweep, rule: str, lo: int = 256) -> float:

@@ -11,8 +11,8 @@ import numpy as np
 
 import sdpa_core as sc
 
-from .claim import Claim, as_int, as_word
-from .numbers import _ratio, fmt, fmt_sci, pct
+from .claim import Claim, Sentence, as_fmt, as_g, as_int, as_pct, as_word
+from .numbers import _ratio, fmt_sci, pct
 from .playground import STARVED
 
 
@@ -20,21 +20,30 @@ from .playground import STARVED
 FOLD_WINDOW = 20   # steps averaged for the comparison
 
 
-def fold_sentence(folded: list, explicit: list, *, d_k: int, optimizer: str, lr: float) -> str:
+def fold_sentence(folded: list, explicit: list, *, d_k: int, optimizer: str, lr: float) -> Claim:
     """What folding 1/√d_k into W_q's init does next to the explicit factor, from the two runs' losses
-    (each a list per step): the same first loss, then the mean over the last ``FOLD_WINDOW`` steps."""
+    (each a list per step): the same first loss (facts ``first_folded``, ``first_explicit``), then the mean over
+    the last ``FOLD_WINDOW`` steps (``mean_folded``, ``mean_explicit``, after ``steps`` of ``optimizer`` at ``lr``,
+    ``d_k``), and how much further the optimizer's step moves the folded logits (``factor``)."""
     if not folded or not explicit:
-        return ""
-    text = (f"Folded into W_q's init, 1/√d_k gives the same first loss as the explicit factor "
-            f"({folded[0]:.3f} and {explicit[0]:.3f}): the logits start equal.")
+        return Claim("")
+    s = Sentence().add("Folded into W_q's init, 1/√d_k gives the same first loss as the explicit factor "
+                       "({first_folded} and {first_explicit}): the logits start equal.",
+                       first_folded=_loss(folded[0]), first_explicit=_loss(explicit[0]))
     done = min(len(folded), len(explicit))
     if done < FOLD_WINDOW:
-        return text
+        return s.claim()
     a, b = (float(np.mean(x[done - FOLD_WINDOW:done])) for x in (folded, explicit))
-    factor = f"√d_k = {math.sqrt(d_k):.3g}" if optimizer == "Adam" else f"d_k = {d_k}"
-    return text + (f" After {done} steps of {optimizer} at learning rate {lr:g}, d_k = {d_k}, the mean loss over the "
-                   f"last {FOLD_WINDOW} steps is {a:.3f} folded and {b:.3f} explicit. They differ because {optimizer}'s "
-                   f"step on W_q moves the folded logits {factor}× as far (its steps on W_k move both alike).")
+    factor = (math.sqrt(d_k), f"√d_k = {math.sqrt(d_k):.3g}") if optimizer == "Adam" else (d_k, f"d_k = {d_k}")
+    return s.add(" After {steps} steps of {optimizer} at learning rate {lr}, d_k = {d_k}, the mean loss over the "
+                 f"last {FOLD_WINDOW} steps is " "{mean_folded} folded and {mean_explicit} explicit. They differ because "
+                 "{optimizer}'s step on W_q moves the folded logits {factor}× as far (its steps on W_k move both alike).",
+                 steps=as_int(done), optimizer=as_word(optimizer, optimizer), lr=as_g(lr), d_k=as_int(d_k),
+                 mean_folded=_loss(a), mean_explicit=_loss(b), factor=factor).claim()
+
+
+def _loss(x: float) -> tuple[float, str]:
+    return float(x), f"{x:.3f}"
 
 # ---- saturated at initialisation versus sharp after learning (Train it) ------------------------------
 # Each run's head measured by sdpa_core.head_sharpness on the run's fixed held-out batch, at step 0 and now.
@@ -79,24 +88,25 @@ def fmt_grad(x: float) -> str:
     return f"{x:.0f}" if math.isfinite(x) and 100 <= abs(x) < 1e5 else fmt_sci(x)
 
 
-def _paths(m: dict) -> tuple[str, str]:
-    """The median example's gradient norms reaching W_q and W_v, as the page prints them."""
-    return fmt_grad(m["q_path"]), fmt_grad(m["value_path"])
+def _grad(x: float) -> tuple[float, str]:
+    """A gradient norm as a fact, written by ``fmt_grad``."""
+    return float(x), fmt_grad(x)
 
 
-def _paths_clause(m: dict, *, present: bool) -> str:
-    """What the two gradients say, only where the numbers say it: a saturated head's median example passing
-    W_q less than 1/1000 (``STARVED``) of W_v's gradient, or a head that is not saturated passing both."""
+def _paths_clause(m: dict, *, present: bool) -> dict:
+    """What the two gradients say, only where the numbers say it (fact ``paths``: "starved" or "both"): a
+    saturated head's median example passing W_q less than 1/1000 (``STARVED``) of W_v's gradient, or a head that
+    is not saturated passing both; {} when neither."""
     state = head_state(m, learnt=False)
     q, v = m["q_path"], m["value_path"]
     if not (math.isfinite(q) and math.isfinite(v)) or v <= 0:
-        return ""
+        return {}
     if state == "saturated" and q < STARVED * v:
         verb = "passes" if present else "passed"
-        return f": a saturated head {verb} gradient to its values but hardly any to where it looks"
+        return {"paths": ("starved", f": a saturated head {verb} gradient to its values but hardly any to where it looks")}
     if state != "saturated" and q >= STARVED * v:
-        return ": both paths " + ("get" if present else "got") + " gradient"
-    return ""
+        return {"paths": ("both", ": both paths " + ("get" if present else "got") + " gradient")}
+    return {}
 
 
 def sharpness_conditions(*, run: str, label: str, d_k: int, seed: int, step: int, n_keys: int, examples: int,
@@ -115,8 +125,7 @@ def sharpness_headline(initial: dict, now: dict, *, run: str, step: int) -> Clai
     facts = dict(run=as_word(run, run.upper()), was=as_word(was, was),
                  entropy=(float(initial["entropy_fraction"]), entropy_share(initial["entropy_fraction"])),
                  n_keys=as_int(round(math.exp(initial["max_entropy"]))),
-                 q_path=(float(initial["q_path"]), fmt_grad(initial["q_path"])),
-                 value_path=(float(initial["value_path"]), fmt_grad(initial["value_path"])))
+                 q_path=_grad(initial["q_path"]), value_path=_grad(initial["value_path"]))
     start = "entropy {entropy} of log {n_keys}; W_q gradient {q_path}, W_v's {value_path}"
     if step == 0:
         return Claim("At step 0 run {run} is {was} (" + start + ").", **facts)
@@ -130,82 +139,109 @@ def sharpness_headline(initial: dict, now: dict, *, run: str, step: int) -> Clai
                  now_entropy=(float(now["entropy_fraction"]), entropy_share(now["entropy_fraction"])))
 
 
-def sharpness_sentence(initial: dict, now: dict, *, run: str, label: str, d_k: int, seed: int, step: int) -> str:
+def sharpness_sentence(initial: dict, now: dict, *, run: str, label: str, d_k: int, seed: int, step: int) -> Claim:
     """Saturated at initialisation or sharp after learning, measured: run ``run``'s head (``label``, the run's
     scaling as the page names it) at step 0 and at ``step`` (``initial`` and ``now``: ``sdpa_core.head_sharpness``
     on the run's held-out batch), with its conditions (d_k, rule, seed, step, number of keys): its state, its
     entropy as a share of log n_keys, its weight on the right key, and the median example's gradient reaching
-    W_q (where to look) against W_v (what to read there) at step 0."""
-    n = round(math.exp(initial["max_entropy"]))
-    q0, v0 = _paths(initial)
-    who = f"run {run.upper()}'s head ({label})"
-    where = f"d_k = {d_k} (seed {seed}, {n} keys)"
+    W_q (where to look) against W_v (what to read there) at step 0.
 
-    def peaked(m: dict) -> str:
-        return (f"entropy {entropy_share(m['entropy_fraction'])} of its maximum log {n}, {pct(m['target_weight'])} of its "
-                f"weight on the right key")
-
+    Facts: ``run``, ``label``, ``d_k``, ``seed``, ``n_keys``; at step 0 ``was`` (its state), ``entropy``,
+    ``target``, ``q_path``, ``value_path`` and ``paths`` ("starved" or "both", when it says what they mean);
+    after training ``step``, ``now`` ("not measurable" when the loss is not finite), ``now_entropy`` and
+    ``now_target``."""
+    facts = dict(run=as_word(run, run.upper()), label=as_word(label, label), d_k=as_int(d_k), seed=as_int(seed),
+                 n_keys=as_int(round(math.exp(initial["max_entropy"]))),
+                 was=as_word(head_state(initial, learnt=False), head_state(initial, learnt=False)),
+                 entropy=_entropy(initial), q_path=_grad(initial["q_path"]), value_path=_grad(initial["value_path"]))
+    who = "run {run}'s head ({label})"
+    where = "d_k = {d_k} (seed {seed}, {n_keys} keys)"
+    s = Sentence()
     if step == 0:
-        return (f"At step 0, {where}, {who} is {head_state(initial, learnt=False)}: {peaked(initial)}; the median "
-                f"example's gradient reaching W_q is {q0} against {v0} for W_v{_paths_clause(initial, present=True)}.")
-    then = (f"at step 0 it was {head_state(initial, learnt=False)} ({entropy_share(initial['entropy_fraction'])}) and the median "
-            f"example's gradient reaching W_q was {q0} against {v0} for W_v{_paths_clause(initial, present=False)}")
+        clause = _paths_clause(initial, present=True)
+        return s.add("At step 0, " + where + ", " + who + " is {was}: entropy {entropy} of its maximum log {n_keys}, "
+                     "{target} of its weight on the right key; the median example's gradient reaching W_q is {q_path} "
+                     "against {value_path} for W_v" + ("{paths}." if clause else "."),
+                     target=as_pct(initial["target_weight"]), **facts, **clause).claim()
+    s.add("After {step} steps at " + where + ", " + who, step=as_int(step), **facts)
     if not math.isfinite(now["entropy_fraction"]):
-        return f"After {step} steps at {where}, {who} cannot be measured (its loss is not finite); {then}."
-    return f"After {step} steps at {where}, {who} is {head_state(now, learnt=True)}: {peaked(now)}; {then}."
+        s.add(" {now} (its loss is not finite); ", now=("not measurable", "cannot be measured"))
+    else:
+        state = head_state(now, learnt=True)
+        s.add(" is {now}: entropy {now_entropy} of its maximum log {n_keys}, {now_target} of its weight on the right "
+              "key; ", now=as_word(state, state), now_entropy=_entropy(now), now_target=as_pct(now["target_weight"]))
+    clause = _paths_clause(initial, present=False)
+    return s.add("at step 0 it was {was} ({entropy}) and the median example's gradient reaching W_q was {q_path} "
+                 "against {value_path} for W_v" + ("{paths}." if clause else "."), **clause).claim()
 
 
-def sharp_gradient_sentence(now: dict, *, run: str, step: int) -> str:
-    """What a head that learnt to be sharp passes now: the median example's W_q and W_v gradients; "" unless
-    the head is sharp and its W_q gradient is below 1/1000 (``STARVED``) of its W_v gradient."""
+def _entropy(m: dict) -> tuple[float, str]:
+    """A head's mean entropy as a share of log n_keys, as a fact (``entropy_share``)."""
+    return float(m["entropy_fraction"]), entropy_share(m["entropy_fraction"])
+
+
+def sharp_gradient_sentence(now: dict, *, run: str, step: int) -> Claim:
+    """What a head that learnt to be sharp passes now: the median example's W_q and W_v gradients (facts
+    ``q_path``, ``value_path``; ``target``, its weight on the right key; ``run``, ``step``); empty unless the head
+    is sharp and its W_q gradient is below 1/1000 (``STARVED``) of its W_v gradient."""
     if head_state(now, learnt=True) != "sharp" or not now["q_path"] < STARVED * now["value_path"]:
-        return ""
-    q1, v1 = _paths(now)
-    return (f"At step {step} run {run.upper()}'s median example passes {q1} to W_q and {v1} to W_v: a sharp head is "
-            f"one-hot too, so it passes almost nothing back to where it looks, but it looks at the right key "
-            f"({pct(now['target_weight'])} of its weight).")
+        return Claim("")
+    return Claim("At step {step} run {run}'s median example passes {q_path} to W_q and {value_path} to W_v: a sharp "
+                 "head is one-hot too, so it passes almost nothing back to where it looks, but it looks at the right "
+                 "key ({target} of its weight).", step=as_int(step), run=as_word(run, run.upper()),
+                 q_path=_grad(now["q_path"]), value_path=_grad(now["value_path"]), target=as_pct(now["target_weight"]))
 
 
-def batch_gradient_sentence(initial: dict, *, run: str) -> str:
-    """The batch's gradients at step 0 (what the optimizer steps on) beside the median example's: a
-    saturated head's W_q gradient over the batch comes from its few rows that are not saturated."""
+def batch_gradient_sentence(initial: dict, *, run: str) -> Claim:
+    """The batch's gradients at step 0 (what the optimizer steps on; facts ``batch_q``, ``batch_v``) beside the
+    median example's: a saturated head's W_q gradient over the batch comes from its few rows that are not
+    saturated (``saturated``, the share of rows; ``q_path``, the median example's; ``q_max``, the largest; and
+    ``sparse`` when the largest is over 1000 times the median)."""
     g = initial["grad_norms"]
     if not all(math.isfinite(g[k]) for k in ("Wq", "Wv")):
-        return ""
+        return Claim("")
     biggest = float(np.max(initial["example_grad_norms"]["Wq"]))
-    text = (f"Over the whole batch (what the optimizer steps on), run {run.upper()}'s gradient at step 0 was "
-            f"{fmt_grad(g['Wq'])} for W_q and {fmt_grad(g['Wv'])} for W_v")
+    s = Sentence().add("Over the whole batch (what the optimizer steps on), run {run}'s gradient at step 0 was "
+                       "{batch_q} for W_q and {batch_v} for W_v", run=as_word(run, run.upper()),
+                       batch_q=_grad(g["Wq"]), batch_v=_grad(g["Wv"]))
     if head_state(initial, learnt=False) == "saturated" and initial["q_path"] < STARVED * initial["value_path"]:
-        text += (f", with {pct(initial['saturated'])} of its rows saturated (top weight > {sc.SATURATION:g}): the "
-                 f"median example's W_q gradient was {fmt_grad(initial['q_path'])}, the largest {fmt_grad(biggest)}")
+        s.add(", with {saturated} of its rows saturated " f"(top weight > {sc.SATURATION:g}): the median example's W_q "
+              "gradient was {q_path}, the largest {q_max}", saturated=as_pct(initial["saturated"]),
+              q_path=_grad(initial["q_path"]), q_max=_grad(biggest))
         if biggest > initial["q_path"] / STARVED:
-            text += ", so saturation left W_q's gradient sparse, not uniformly small"
-    return text + "."
+            s.add("{sparse}", sparse=(True, ", so saturation left W_q's gradient sparse, not uniformly small"))
+    return s.add(".").claim()
 
 
-def logit_growth_sentence(initial: dict, now: dict, *, run: str, step: int, normalizes: bool) -> str:
+def logit_growth_sentence(initial: dict, now: dict, *, run: str, step: int, normalizes: bool) -> Claim:
     """Where run ``run``'s logit growth came from, measured: the logits' rms from step 0 to ``step`` split
     exactly into the lengths' part (scale |q| |k|) and the cosines' part (``logit_rms = length_rms * cos_rms``);
-    ``normalizes``: the run uses QK-norm, whose lengths are fixed."""
+    ``normalizes``: the run uses QK-norm, whose lengths are fixed. Facts: ``run``, ``step``, ``grow`` (with
+    ``direction``), ``logit0`` → ``logit1``, ``lengths``, ``cosines`` (``cos0`` → ``cos1``), and without QK-norm
+    ``more`` ("angles" or "lengths") and ``rotation`` (the most rotation alone could raise the cosines' rms)."""
     if step == 0 or not all(math.isfinite(m[k]) and m[k] > 0 for m in (initial, now)
                             for k in ("logit_rms", "length_rms", "cos_rms")):
-        return ""
+        return Claim("")
     grow = now["logit_rms"] / initial["logit_rms"]
     lengths = now["length_rms"] / initial["length_rms"]
     cosines = now["cos_rms"] / initial["cos_rms"]
-    verb = "grew" if grow >= 1 else "shrank"
-    text = (f"From step 0 to step {step} run {run.upper()}'s logits {verb} {_factor(grow)} in rms "
-            f"({fmt(initial['logit_rms'])} → {fmt(now['logit_rms'])}): scale·|q| |k| changed {_factor(lengths)} and "
-            f"the cosines' rms {_factor(cosines)} ({fmt(initial['cos_rms'])} → {fmt(now['cos_rms'])}; their product "
-            f"is the logits' rms)")
+    s = Sentence().add(
+        "From step 0 to step {step} run {run}'s logits {direction} {grow} in rms ({logit0} → {logit1}): scale·|q| |k| "
+        "changed {lengths} and the cosines' rms {cosines} ({cos0} → {cos1}; their product is the logits' rms)",
+        step=as_int(step), run=as_word(run, run.upper()), direction=as_word(grow >= 1, "grew" if grow >= 1 else "shrank"),
+        grow=_as_factor(grow), logit0=as_fmt(initial["logit_rms"]), logit1=as_fmt(now["logit_rms"]),
+        lengths=_as_factor(lengths), cosines=_as_factor(cosines), cos0=as_fmt(initial["cos_rms"]),
+        cos1=as_fmt(now["cos_rms"]))
     if normalizes:
-        return text + ", and QK-norm holds |q| = |k| = 1, so only the angles can move its logits."
-    if abs(math.log(cosines)) > abs(math.log(lengths)):
-        text += ", so in this model the angles did more than the lengths"
-    else:
-        text += ", so in this model the lengths did more than the angles"
-    return text + (f"; rotation alone could raise the cosines' rms at most {_factor(1 / initial['cos_rms'])} "
-                   f"from step 0 (to 1).")
+        return s.add(", and QK-norm holds |q| = |k| = 1, so only the angles can move its logits.").claim()
+    more = ("angles", "the angles did more than the lengths") if abs(math.log(cosines)) > abs(math.log(lengths)) \
+        else ("lengths", "the lengths did more than the angles")
+    return s.add(", so in this model {more}; rotation alone could raise the cosines' rms at most {rotation} from step 0 "
+                 "(to 1).", more=more, rotation=_as_factor(1 / initial["cos_rms"])).claim()
+
+
+def _as_factor(r: float) -> tuple[float, str]:
+    return float(r), _factor(r)
 
 
 def _factor(r: float) -> str:
