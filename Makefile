@@ -54,9 +54,8 @@ npm-tools:
 
 # Two pytest workers (TEST_JOBS): the browser tests run one at a time on one of them (tests/conftest.py), the
 # rest share both; numpy and torch get one thread each, so that two workers do not fight over two cores.
-# make lint's checks are tests too (tests/test_lint.py, tests/build/test_lint_js.py): they run beside the others.
 TEST_JOBS ?= 2
-test: $(STAMP) chromium engines npm-tools
+test: $(STAMP) chromium engines npm-tools lint
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup
 
 # the layout and tour tests again, taking screenshots of every view and step at a desktop's and two phones'
