@@ -44,6 +44,7 @@ is kept in the page's address, so a copied link (or <b>Share</b>) opens exactly 
 </div>
 """ % {"steps": len(STEPS)}
 
+
 def view_class(name: str) -> type:
     """The class of a view (web/options.py VIEW_REGISTRY), imported from web/views/<name>.py when first needed."""
     _, cls = VIEW_REGISTRY[name]

@@ -397,6 +397,20 @@ def test_templates_carry_data_that_reads_back():
         render.fill("sw.js", NOPE=1)
 
 
+def test_a_template_holds_the_modules_it_includes(tmp_path, monkeypatch):
+    """`@@include:<file>@@` is that module's text, its own includes included; a module that includes itself,
+    through another or not, is refused with the chain."""
+    (tmp_path / "main.js").write_text("a();\n@@include:one.js@@\nz();\n")
+    (tmp_path / "one.js").write_text("b();\n@@include:two.js@@")
+    (tmp_path / "two.js").write_text("c(/*DATA*/{}/*END*/);")
+    (tmp_path / "loop.js").write_text("@@include:back.js@@")
+    (tmp_path / "back.js").write_text("@@include:loop.js@@")
+    monkeypatch.setattr(render, "TEMPLATES", tmp_path)
+    assert render.fill("main.js", DATA=[1]) == 'a();\nb();\nc(/*DATA*/[\n 1\n]/*END*/);\nz();\n'
+    with pytest.raises(ValueError, match=r"includes itself: loop.js -> back.js -> loop.js"):
+        render.included("loop.js")
+
+
 def test_manifest_has_an_id_and_the_identity():
     manifest = render.manifest(IDENTITY, [{"src": "icons/i.png", "purpose": "maskable"}])
     assert '"id": "lab"' in manifest and '"theme_color": "#123456"' in manifest and "maskable" in manifest
