@@ -31,16 +31,28 @@ def start_panel_serve(port: int) -> subprocess.Popen:
     # generous: on a loaded machine (load average 8 with 2 cores) importing Panel alone can take a minute;
     # a server that has exited is reported at once below
     deadline = time.monotonic() + 300
-    while True:  # poll the condition "the server answers", bounded by the deadline
+
+    def failed(what: str) -> RuntimeError:
+        proc.kill()
+        log.seek(0)
+        return RuntimeError(f"panel serve {what}: {log.read().decode()[-2000:]}")
+
+    while True:  # first the condition "the server listens", bounded by the deadline
         if proc.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(f"panel serve exited: {log.read().decode()[-2000:]}")
+            raise failed("exited")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/app", timeout=2) as r:
-                if r.status == 200:
-                    return proc
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            break
         except OSError:
             if time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("panel serve did not answer within 300 s")
+                raise failed("did not listen within 300 s")
             time.sleep(0.2)
+    # then one request for the page, waited for as long as the deadline allows: each request builds a whole
+    # session, so a short timeout retried under load would only pile up sessions the server still builds
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/app", timeout=max(deadline - time.monotonic(), 30)) as r:
+            if r.status == 200:
+                return proc
+            raise failed(f"answered HTTP {r.status}")
+    except OSError as err:
+        raise failed(f"did not serve the page ({err})") from err
