@@ -191,6 +191,10 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     html = render.finish(html, identity=identity, preview=PREVIEW, extra_origins=extra_origins, site_url=site_url)
     (out / "index.html").write_text(render.with_integrity(html, lambda rel: (out / rel).read_bytes()))
     (out / ".nojekyll").write_text("")   # GitHub Pages: serve every file as it is
+    overrides = private_api.bokeh_css_variables(out)
+    if overrides:
+        raise SystemExit("make site: the site sets CSS variables that Bokeh reads for its plots' visuals, which "
+                         "templates/slices.js answers with \"\" (no lookup):\n  " + "\n  ".join(overrides))
     if pyo.self_hosted:
         for name in ("index.html", "worker.js", "boot.js"):
             foreign = render.foreign_urls((out / name).read_text())

@@ -2,9 +2,9 @@
 against the versions the site ships.
 
 An upgrade of Panel, Bokeh or Pyodide is the riskiest change in the repository: the browser runtime
-(templates/worker.js, sdpa_worker.py, snapshot.js) and a few page modules reach into their internals. Each such name is
-listed here with where it is used; `make site` checks every one against the installed Panel, Bokeh and
-param (the versions it ships: plan.py takes versions from installed metadata) and against Pyodide's own
+(templates/worker.js, sdpa_worker.py, snapshot.js, slices.js) and a few page modules reach into their internals. Each such name is
+listed here with where it is used; `make site` checks every one against the installed Panel, Bokeh (its
+bokeh.js for BokehJS's) and param (the versions it ships: plan.py takes versions from installed metadata) and against Pyodide's own
 files when it self-hosts them, and fails naming each name that moved. tests/build/test_private_api.py
 keeps the list complete: every private attribute the runtime and web/ use must be listed.
 """
@@ -65,6 +65,21 @@ PYODIDE = [
     *[("pyodide.asm.js", name, "templates/snapshot.js: where libraries and functions sat in memory")
       for name in ("LDSO", "loadedLibsByName", "loadedLibsByHandle", "GOT", "wasmTable", "getFunctionAddress",
                    "setWasmTableEntry", "convertJsFunctionToWasm", "updateTableMap", "loadDynamicLibrary")],
+]
+
+#: BokehJS's internals: (module of Bokeh's bokeh.js, name defined in it, where we rely on it). Checked in the
+#: unminified bokeh.js of the installed Bokeh, the version whose bokeh.min.js the site ships.
+BOKEHJS = [
+    ("models/ui/ui_element", "UIElementView", "templates/slices.js: a root's draw starts in a task of its own"),
+    ("models/ui/ui_element", "lazy_initialize", "templates/slices.js"),
+    ("core/view", "parent", "templates/slices.js: a view without one is a root"),
+    ("core/view", "is_destroyed", "templates/slices.js: a plot removed before its paint"),
+    ("models/plots/plot_canvas", "PlotView", "templates/slices.js: each plot built and painted in a task of its own"),
+    ("models/plots/plot_canvas", "lazy_initialize", "templates/slices.js"),
+    ("models/plots/plot_canvas", "paint", "templates/slices.js"),
+    ("core/visuals/visual", "VisualProperties", "templates/slices.js: no CSS lookup for a plot's colours"),
+    ("core/visuals/visual", "_get_css_value", "templates/slices.js"),
+    ("core/visuals/visual", "--bk-", "templates/slices.js: the CSS variables' prefix (see bokeh_css_variables)"),
 ]
 
 # templates/sdpa_worker.py (start) replaces Bokeh's Model.__init_subclass__ by its first line and turns param's
@@ -130,9 +145,50 @@ def missing_pyodide(folder: Path, names=PYODIDE) -> list[str]:
     return out
 
 
+def bokehjs_module(bundle: str, module: str) -> str:
+    """The text of one module of Bokeh's unminified bundle ("" when it has none by that name)."""
+    start = bundle.find(f"/* {module}.js */ function _(")
+    if start < 0:
+        return ""
+    end = bundle.find("*/ function _(", start + len(module) + 10)
+    return bundle[start:] if end < 0 else bundle[start:end]
+
+
+def missing_bokehjs(bundle: str | None = None, names=BOKEHJS) -> list[str]:
+    """Each listed BokehJS internal the bundle (the installed Bokeh's bokeh.js unless given) no longer defines:
+    an exported class, a method or getter, or a property its constructor sets."""
+    if bundle is None:
+        import bokeh
+        bundle = (Path(bokeh.__file__).parent / "server" / "static" / "js" / "bokeh.js").read_text(encoding="utf-8")
+    out = []
+    for module, name, used in names:
+        text = bokehjs_module(bundle, module)
+        word = re.escape(name)
+        found = (name in text) if not name.isidentifier() else re.search(
+            rf"exports\.{word} = {word};|^\s+(async |get |static )?{word}\(|this\.{word} = ", text, re.M)
+        if not found:
+            out.append(f"{name} in BokehJS's {module} (used in {used})")
+    return out
+
+
+#: A CSS variable Bokeh reads for a plot's visual property: --bk-<prefix><visual>-<name> (core/visuals/visual).
+CSS_VISUAL = re.compile(r"--bk-[a-z0-9-]*?(line|fill|hatch|text|image)-[a-z-]+\s*:")
+
+
+def bokeh_css_variables(folder: Path) -> list[str]:
+    """Where a file of the built site sets a CSS variable that Bokeh would read for a plot's colour, width or
+    font. templates/slices.js answers every such lookup with "" (none is set), so the build refuses one."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if path.suffix in (".html", ".css", ".js", ".json") and path.is_file():
+            for m in CSS_VISUAL.finditer(path.read_text(encoding="utf-8", errors="replace")):
+                found.append(f"{path.relative_to(folder)}: {m.group(0).rstrip(': ')}")
+    return found
+
+
 def check(pyodide_folder: Path | None) -> None:
     """Fail the build naming every private name that moved."""
-    gone = missing_python() + (missing_pyodide(pyodide_folder) if pyodide_folder is not None else [])
+    gone = missing_python() + missing_bokehjs() + (missing_pyodide(pyodide_folder) if pyodide_folder is not None else [])
     if gone:
         raise SystemExit("make site: private names the site relies on are gone from the versions it ships "
                          "(build/private_api.py lists them):\n  " + "\n  ".join(gone))

@@ -35,9 +35,10 @@
                                 snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null,
                                 htmlPaint: "shown", painted: null, rendering: null};
   // The link's first paint (firstpaint.js): its HTML layer, then BokehJS drawing its pre-rendered
-  // document beneath it.
+  // document beneath it, in slices (slices.js).
+  @@include:slices.js@@
   @@include:firstpaint.js@@
-  const firstPaint = sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: location.search});
+  const firstPaint = sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: location.search, inSlices: sdpaSlicer()});
   window.sdpaFirstPaint = firstPaint.draw;
 
   let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
@@ -148,6 +149,7 @@
   const linked = new WeakSet();
   async function render(msg) {
     lab.rendering = performance.now();       // when the live document arrived (steps.render: when Python began writing it)
+    if (firstPaint.drawing) await firstPaint.drawing.catch(() => null);     // the first draw runs in slices
     link(await drawLive(msg));
   }
 

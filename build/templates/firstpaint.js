@@ -45,8 +45,9 @@ function sdpaRootElements() {
 }
 
 // firstPaint: {default: key, files: {key: {path, integrity}}} (build/prerender.py first_paints):
-// index.html carries the default page, first/<key>.json the others.
-function sdpaFirstPaintOf({lab, firstPaint, search}) {
+// index.html carries the default page, first/<key>.json the others. inSlices(Bokeh, draw) runs BokehJS's
+// draw (slices.js in the page; at once here).
+function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, draw) => draw()}) {
   const embedded = sdpaEmbedded(search);
   const key = sdpaFirstPaintKey(search, firstPaint.default);
   const file = firstPaint.files && firstPaint.files[key];
@@ -80,30 +81,46 @@ function sdpaFirstPaintOf({lab, firstPaint, search}) {
     embedded,
     shown,          // the HTML layer shows the link's page
     drawn: null,    // the document BokehJS drew (what adopt.js compares the live one with)
+    drawing: null,  // the draw's promise, once it has begun: the live document waits for it
     // Panel's page calls this instead of Bokeh.embed.embed_items (build/render.py): draw the link's
     // own view, then let the HTML layer go.
-    async draw(Bokeh, docsText, renderItems) {
-      const alt = await alternative;
-      let docs = JSON.parse(sdpaUnescapeHtml(alt ? alt.docs_json : docsText));
-      if (alt) {
-        const roots = {};
-        sdpaRootElements().forEach(([, el], i) => { roots[alt.root_ids[i]] = el; });
-        Object.assign(renderItems[0], {docid: alt.docid, roots, root_ids: alt.root_ids});
-      }
-      if (embedded) docs = sdpaForEmbed(docs);
-      lab.firstPaint = alt ? key : firstPaint.default;
-      paint.drawn = docs;
-      const start = performance.now();
-      const views = await Bokeh.embed.embed_items(docs, renderItems);
-      lab.painted = {start, end: performance.now()};   // ms since navigation (printed by tests/build/test_site_engines.py)
-      // two frames: BokehJS lays its views out in the frame after it has built them
-      requestAnimationFrame(() => requestAnimationFrame(() => {
-        const el = layer();
-        if (el) el.remove();
-        lab.htmlPaint = "replaced";
-      }));
-      return views;
+    draw(Bokeh, docsText, renderItems) {
+      paint.drawing = drawDocument(Bokeh, docsText, renderItems);
+      return paint.drawing;
     },
   };
+
+  async function drawDocument(Bokeh, docsText, renderItems) {
+    const alt = await alternative;
+    let docs = JSON.parse(sdpaUnescapeHtml(alt ? alt.docs_json : docsText));
+    if (alt) {
+      const roots = {};
+      sdpaRootElements().forEach(([, el], i) => { roots[alt.root_ids[i]] = el; });
+      Object.assign(renderItems[0], {docid: alt.docid, roots, root_ids: alt.root_ids});
+    }
+    if (embedded) docs = sdpaForEmbed(docs);
+    lab.firstPaint = alt ? key : firstPaint.default;
+    paint.drawn = docs;
+    const start = performance.now();
+    // Drawn in slices, the document takes several frames to settle: it stays hidden (boot.css) until it
+    // shows whole, so that what it moves meanwhile is no layout shift the reader sees.
+    root.classList.add("sdpa-drawing");
+    let views;
+    try {
+      views = await inSlices(Bokeh, () => Bokeh.embed.embed_items(docs, renderItems));
+    } catch (err) {
+      root.classList.remove("sdpa-drawing");      // what BokehJS drew shows; the layer stays over it
+      throw err;
+    }
+    lab.painted = {start, end: performance.now()};   // ms since navigation (printed by tests/build/test_site_engines.py)
+    // two frames: BokehJS lays its views out in the frame after it has built them
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      const el = layer();
+      if (el) el.remove();
+      root.classList.remove("sdpa-drawing");
+      lab.htmlPaint = "replaced";
+    }));
+    return views;
+  }
   return paint;
 }

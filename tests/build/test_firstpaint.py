@@ -36,7 +36,7 @@ const PRECISION = {html: "<h2>Half precision</h2>", docid: "d-prec", root_ids: [
       {type: "object", name: "Div", id: "r4", attributes: {css_classes: ["sdpa-embed-only"], visible: false}}]}}]}})};
 const DEFAULT_DOCS = JSON.stringify({"d-default": {roots: []}}).replaceAll('"', "&quot;");
 
-async function load(search, {files = {}} = {}) {
+async function load(search, {files = {}, fails = false} = {}) {
   const dom = new JSDOM(PAGE, {runScripts: "outside-only", pretendToBeVisual: true, url: `http://localhost/${search}`});
   const w = dom.window;
   const log = {fetched: [], warned: [], embedded: null};
@@ -54,12 +54,24 @@ async function load(search, {files = {}} = {}) {
   const other = w.document.documentElement.classList.contains("sdpa-hp-other");
   await paint.shown;
   const layerText = w.document.getElementById("sdpa-html-paint").textContent;
-  const Bokeh = {embed: {embed_items: async (docs, items) => { log.embedded = {docs, items}; return "views"; }}};
+  const hidden = () => w.document.documentElement.classList.contains("sdpa-drawing");
+  const Bokeh = {embed: {embed_items: async (docs, items) => {
+    log.embedded = {docs, items, hidden: hidden()};
+    if (fails) throw new Error("BokehJS failed");
+    return "views";
+  }}};
   const items = [{docid: "d-default", roots: {}, root_ids: ["p1001", "p1002", "p1003"]}];
-  const returned = await paint.draw(Bokeh, DEFAULT_DOCS, items);
+  let returned;
+  try {
+    returned = await paint.draw(Bokeh, DEFAULT_DOCS, items);
+  } catch (err) {
+    returned = `threw ${err.message}`;
+  }
+  const hiddenAfterDraw = hidden();
   const beforeFrames = lab.htmlPaint;
   await new Promise((resolve) => w.requestAnimationFrame(() => w.requestAnimationFrame(() => setTimeout(resolve, 0))));
   const out = {other, layerText, returned, beforeFrames, lab, log, drawnIsDrawn: paint.drawn === log.embedded.docs,
+               hiddenAfterDraw, hiddenAfterFrames: hidden(),
                embeddedClass: w.document.documentElement.classList.contains("sdpa-embed"),
                otherAfter: w.document.documentElement.classList.contains("sdpa-hp-other"),
                layerGone: w.document.getElementById("sdpa-html-paint") === null};
@@ -83,6 +95,7 @@ async function load(search, {files = {}} = {}) {
     dial: await load("?view=dial", {files: {"./first/dial.json": DIAL}}),
     damaged: await load("?view=dial"),
     missing: await load("?view=dial", {files: {"./first/dial.json": 404}}),
+    failed: await load("", {fails: true}),
     embed: await load("?view=precision&embed=1", {files: {"./first/precision.json": PRECISION}}),
   };
   process.stdout.write(JSON.stringify(out));
@@ -121,6 +134,8 @@ def test_the_default_link(results):
     assert r["lab"]["firstPaint"] == "tour-1" and r["drawnIsDrawn"] and r["returned"] == "views"
     assert r["beforeFrames"] == "shown"                              # the layer stays until BokehJS has laid out
     assert r["layerGone"] and r["lab"]["htmlPaint"] == "replaced"
+    # the document stays hidden while BokehJS draws it, and shows with the layer's going
+    assert r["log"]["embedded"]["hidden"] and r["hiddenAfterDraw"] and not r["hiddenAfterFrames"]
     assert 0 <= r["lab"]["painted"]["start"] <= r["lab"]["painted"]["end"]
 
 
@@ -155,3 +170,10 @@ def test_embedded(results):
     assert row["attributes"]["visible"] is False                     # the chrome hidden
     assert "visible" not in row["attributes"]["children"][0]["attributes"]   # the embed bar shown (its default)
     assert results["dial"]["embeddedClass"] is False
+
+
+def test_a_failed_draw_shows_what_was_drawn_under_the_layer(results):
+    r = results["failed"]
+    assert r["returned"] == "threw BokehJS failed"          # the page's error handling hears of it
+    assert r["log"]["embedded"]["hidden"] and not r["hiddenAfterDraw"]
+    assert not r["layerGone"] and r["lab"]["htmlPaint"] == "shown"

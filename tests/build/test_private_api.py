@@ -43,6 +43,33 @@ def test_pyodide_internals_are_checked_in_its_files(tmp_path):
         assert private_api.missing_pyodide(dist) == []
 
 
+def test_bokehjs_internals_are_checked_in_the_installed_bokeh_js():
+    assert private_api.missing_bokehjs() == []
+    bundle = ("/* core/view.js */ function _(require, module, exports) {\n    class View {\n"
+              "        constructor(o) { this.parent = o.parent; }\n        get is_destroyed() { return false; }\n    }\n"
+              "    exports.View = View;\n}\n/* models/plots/plot_canvas.js */ function _(require, module, exports) {\n"
+              "    class PlotView {\n        async lazy_initialize() {}\n        repaint() {}\n    }\n}\n")
+    names = [("core/view", "parent", "a"), ("core/view", "is_destroyed", "b"), ("core/view", "View", "c"),
+             ("models/plots/plot_canvas", "lazy_initialize", "d"), ("models/plots/plot_canvas", "paint", "e"),
+             ("models/plots/plot_canvas", "PlotView", "f"), ("core/view", "repaint", "g"), ("core/gone", "X", "h")]
+    assert private_api.missing_bokehjs(bundle, names) == [
+        "paint in BokehJS's models/plots/plot_canvas (used in e)",          # repaint( is not paint(
+        "PlotView in BokehJS's models/plots/plot_canvas (used in f)",       # a class it does not export
+        "repaint in BokehJS's core/view (used in g)",                       # defined in another module
+        "X in BokehJS's core/gone (used in h)"]
+
+
+def test_a_css_variable_bokeh_would_read_for_a_plot_is_refused(tmp_path):
+    """templates/slices.js answers Bokeh's CSS lookups for plots' visuals with "": the build refuses a
+    stylesheet that sets one."""
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "theme.css").write_text(":host { --bk-tooltip-color: red; --bk-major-label-text-color: #333; }")
+    (tmp_path / "index.html").write_text("<style>:root{--bk-line-width:2px}</style><p>--bk-line-color is read</p>")
+    (tmp_path / "data.bin").write_bytes(b"--bk-fill-color: red")
+    assert private_api.bokeh_css_variables(tmp_path) == ["index.html: --bk-line-width",
+                                                         "static/theme.css: --bk-major-label-text-color"]
+
+
 # A private attribute as the runtime and the page write it: `x._name` where x is a Panel/Bokeh/param/Pyodide
 # object. Our own names (_sdpa*, self._*, the page's classes) are not private API.
 PRIVATE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.(_[A-Za-z][A-Za-z0-9_]*)")
@@ -63,7 +90,8 @@ def used_names() -> set[str]:
 
 def test_every_private_name_the_runtime_and_the_page_use_is_listed():
     """A new reach into Panel's, Bokeh's or Pyodide's internals must be listed, so that the build checks it."""
-    listed = {n.path.rsplit(".", 1)[-1] for n in private_api.PYTHON} | {re.sub(r"\W.*", "", t.lstrip(".")) for _, t, _ in private_api.PYODIDE}
+    listed = ({n.path.rsplit(".", 1)[-1] for n in private_api.PYTHON} | {name for _, name, _ in private_api.BOKEHJS}
+              | {re.sub(r"\W.*", "", t.lstrip(".")) for _, t, _ in private_api.PYODIDE})
     # names found by the scan that are not private API: a comment's reference to another project's code
     not_api = {"_init_weights", "_on_location"}
     assert used_names() - listed - not_api == set()

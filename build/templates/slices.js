@@ -1,0 +1,95 @@
+// BokehJS's first draw in slices (included in boot.js, tested in Node by tests/build/test_slices.py).
+//
+// BokehJS builds, lays out and paints a whole document in one task: the link's first view took 290-380 ms
+// here and 1.2-1.3 s with the CPU slowed 4x as on a phone, a stretch in which the page cannot answer a tap
+// or a scroll. While sdpaDrawInSlices runs a draw, each root and each plot starts in a task of its own, and
+// each plot paints in a later task, one plot per task; the draw's promise resolves once every plot has
+// painted. The HTML layer (firstpaint.js) covers the document until then. Only that draw is sliced: later
+// updates run as BokehJS runs them.
+//
+// Plots also stop asking CSS for their colours. Each visual property (a line's colour, a label's font, ...)
+// is first looked up as a CSS variable (--bk-<visual>-<name>) with getComputedStyle, which recalculates the
+// page's styles whenever the DOM changed since the last lookup, at every paint of every plot. No stylesheet
+// of the site sets one (the build checks: private_api.bokeh_css_variables), so every lookup answers "".
+//
+// This reaches into BokehJS's modules; build/private_api.py (BOKEHJS) lists each name and the build checks
+// them against the BokehJS it ships. Where they are missing, the draw runs in one piece and says so.
+
+// A new task as soon as possible: scheduler.yield where the browser has it, else a message to ourselves
+// (setTimeout(0) waits 4 ms once nested).
+function sdpaNextTask() {
+  if (typeof scheduler !== "undefined" && typeof scheduler.yield === "function") return scheduler.yield();
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+    channel.port2.postMessage(null);
+  });
+}
+
+// Returns inSlices(Bokeh, draw): runs draw() (which calls Bokeh.embed.embed_items) in slices; resolves to
+// what draw() resolves to. nextTask: how a slice ends (tests pass their own).
+function sdpaSlicer({nextTask = sdpaNextTask, warn = (text) => console.warn(text)} = {}) {
+  let patched = null;       // null: not tried yet; false: BokehJS's internals moved; else the original paint
+  let slicing = false;
+  const toPaint = new Set();    // plots whose paint waits for a task of its own
+
+  function patch(Bokeh) {
+    try {
+      const found = {};
+      for (const [module, name, method] of [["models/ui/ui_element", "UIElementView", "lazy_initialize"],
+                                            ["models/plots/plot_canvas", "PlotView", "lazy_initialize"],
+                                            ["models/plots/plot_canvas", "PlotView", "paint"],
+                                            ["core/visuals/visual", "VisualProperties", "_get_css_value"]]) {
+        const cls = (Bokeh.require(module) || {})[name];
+        if (typeof cls !== "function" || !Object.prototype.hasOwnProperty.call(cls.prototype, method)) {
+          throw new Error(`${module}: ${name}.${method} is gone`);
+        }
+        found[name] = cls;
+      }
+      const {UIElementView, PlotView, VisualProperties} = found;
+      const uiInit = UIElementView.prototype.lazy_initialize;
+      UIElementView.prototype.lazy_initialize = async function () {
+        if (slicing && this.parent == null) await nextTask();        // a root
+        return uiInit.call(this);
+      };
+      const plotInit = PlotView.prototype.lazy_initialize;
+      PlotView.prototype.lazy_initialize = async function () {
+        if (slicing) await nextTask();
+        return plotInit.call(this);
+      };
+      const paint = PlotView.prototype.paint;
+      PlotView.prototype.paint = function () {
+        if (slicing) toPaint.add(this);
+        else paint.call(this);
+      };
+      VisualProperties.prototype._get_css_value = function () { return ""; };
+      return paint;
+    } catch (err) {
+      warn(`SDPA Lab: BokehJS's internals moved (${err.message || err}); its first draw runs in one piece`);
+      return false;
+    }
+  }
+
+  return async function inSlices(Bokeh, draw) {
+    if (patched === null) patched = patch(Bokeh);
+    if (patched === false || slicing) return draw();
+    slicing = true;
+    try {
+      const result = await draw();
+      // each plot's paint in its own task; a paint may ask for another (a plot laid out again): at most
+      // a few rounds, then whatever is left paints at once
+      for (let round = 0; toPaint.size && round < 4; round++) {
+        for (const view of [...toPaint]) {
+          toPaint.delete(view);
+          await nextTask();
+          if (!view.is_destroyed) patched.call(view);
+        }
+      }
+      return result;
+    } finally {
+      slicing = false;
+      for (const view of toPaint) if (!view.is_destroyed) patched.call(view);
+      toPaint.clear();
+    }
+  };
+}
