@@ -56,14 +56,14 @@ def _needs_the_site(item) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`make test` runs two workers with --dist loadgroup), the browser tests (marker
-    `ui`) all run on one worker, one at a time, as they would alone: a Pyodide boot or a page under
-    `panel serve` never competes with another browser, only with the other worker's computations (the
-    oracles, the core's properties, the builds). Their waits have limits sized for that. The browser
-    tests of the built site come last among them, so that the other worker, whose first tests need the
-    site too, has built it by then (one build per run, `site`)."""
+    `ui`) run one at a time per group, as they would alone: those under `panel serve` in the group
+    "browser", those of the built site in "browser-site". The site's group comes last in the run: by the
+    time it starts, the worker that takes it has done its share of the other tests (the oracles, the core's
+    properties, the builds) while the other worker ran the "browser" group, so two browsers overlap only
+    at the end. Their waits have limits sized for that."""
     if not getattr(config.option, "loadgroup", False):    # not under xdist's --dist loadgroup
         return
     for item in items:
         if item.get_closest_marker("ui") is not None:
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.xdist_group("browser-site" if _needs_the_site(item) else "browser"))
     items.sort(key=lambda item: item.get_closest_marker("ui") is not None and _needs_the_site(item))

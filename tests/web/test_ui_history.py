@@ -21,7 +21,9 @@ CORRECTED = ["?view=tour&step=9", "?view=VARIANCE", "?view=tour&step=0", "?view=
 # The ones the browsers open: one per way a link is corrected (a step, a view, a character Panel's own parser
 # raises on, slider values in another script); the others take the same paths, and all are corrected in
 # test_every_corrected_link_is_written_back_as_a_link_that_needs_no_correction, without a browser.
-IN_BROWSER = ["?view=tour&step=9", "?view=VARIANCE", "?view=tour&step=²", "?view=playground&d_k=٦٤&n=٣"]
+# In the browser, two of them: the history works the same for every correction (each is checked above), and
+# these two are the ones Panel's own query parser refused under `panel serve`
+IN_BROWSER = ["?view=tour&step=²", "?view=playground&d_k=٦٤&n=٣"]
 
 
 def corrected(link: str) -> str:
