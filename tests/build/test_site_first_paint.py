@@ -28,7 +28,9 @@ HEADINGS = {
     "models": "Real models: how peaked is a real head's attention at initialisation?",
     "questions": "Questions",
 }
-DRAWN_JS = "() => window.sdpaLab && sdpaLab.firstPaint && window.Bokeh && Bokeh.index && Object.keys(Bokeh.index).length > 0"
+# BokehJS has drawn the whole pre-rendered document (in slices: its roots appear one by one) and the HTML
+# layer over it is gone
+DRAWN_JS = "() => window.sdpaLab && sdpaLab.firstPaint && sdpaLab.htmlPaint === 'replaced'"
 H2_JS = """() => { const out = []; const visit = (root) => { for (const el of root.querySelectorAll('*')) {
   if (el.tagName === 'H2' && el.getClientRects().length) out.push(el.textContent.trim());
   if (el.shadowRoot) visit(el.shadowRoot); } }; visit(document); return out; }"""

@@ -166,10 +166,11 @@ def test_moves_on_the_pre_rendered_page_are_kept(live_site, browser):
     context.close()
 
 
-# Mark every root view BokehJS has drawn (the pre-rendered page), once there are any.
+# Mark every root view BokehJS has drawn (the pre-rendered page), once it has drawn them all (in slices,
+# one root after another).
 MARK_DRAWN = """() => {
   const roots = window.Bokeh && Bokeh.index && Bokeh.index.roots;
-  if (!roots || !roots.length) return false;
+  if (!window.sdpaLab || !sdpaLab.painted || !roots || !roots.length) return false;
   window.__drawn = new Set(roots);
   return roots.length;
 }"""
