@@ -2,7 +2,7 @@
 //
 // BokehJS builds, lays out and paints a whole document in one task: the link's first view took 290-380 ms
 // here and 1.2-1.3 s with the CPU slowed 4x as on a phone, a stretch in which the page cannot answer a tap
-// or a scroll. While sdpaDrawInSlices runs a draw, each root and each plot starts in a task of its own, and
+// or a scroll. While a slicer (sdpaSlicer) runs that draw, each root and each plot starts in a task of its own, and
 // each plot paints in a later task, one plot per task; the draw's promise resolves once every plot has
 // painted. The HTML layer (firstpaint.js) covers the document until then. Only that draw is sliced: later
 // updates run as BokehJS runs them.
