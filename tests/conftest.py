@@ -57,13 +57,12 @@ def _needs_the_site(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`make test` runs two workers with --dist loadgroup), the browser tests (marker
     `ui`) run one at a time per group, as they would alone: those under `panel serve` in the group
-    "browser", those of the built site in "browser-site". The site's group comes last in the run: by the
-    time it starts, the worker that takes it has done its share of the other tests (the oracles, the core's
-    properties, the builds) while the other worker ran the "browser" group, so two browsers overlap only
-    at the end. Their waits have limits sized for that."""
+    "browser", those of the built site in "browser-site". xdist hands out the largest groups first, so
+    each worker starts with one of the two (the site's first test builds the site, `site`) and both then
+    share the other tests. Two browsers overlap only while both groups run; their waits have limits sized
+    for that, and for the other worker's computations (the oracles, the core's properties, the builds)."""
     if not getattr(config.option, "loadgroup", False):    # not under xdist's --dist loadgroup
         return
     for item in items:
         if item.get_closest_marker("ui") is not None:
             item.add_marker(pytest.mark.xdist_group("browser-site" if _needs_the_site(item) else "browser"))
-    items.sort(key=lambda item: item.get_closest_marker("ui") is not None and _needs_the_site(item))
