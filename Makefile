@@ -6,6 +6,8 @@ HASH   := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
 STAMP  := $(VENV)/.installed-test-$(HASH)
 SITE_STAMP := $(VENV)/.installed-site-$(HASH)
 PORT   ?= 8000
+# two jobs: pip's install and npm's (and apt-get's, where a browser is missing) run side by side
+MAKEFLAGS += --jobs=2
 
 .PHONY: serve test screenshots lint site dev bench chromium engines npm-tools clean
 
