@@ -32,7 +32,7 @@ from build import serve  # noqa: E402
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
 BOOT_MS = 120_000
-HANDLE = '.noUi-handle[aria-label="d_k (key/query dimension)"]'
+HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'   # beside the figure (the drawer has one too)
 
 # Runs in the worker before worker.js: times every message handler and timer callback (the worker's
 # busy time) on the page's clock (timeOrigin + now), and answers {type: "bench-busy"} with them.
@@ -88,9 +88,15 @@ PAGE_INIT = r"""
   } catch (_) {}
   const Native = window.Worker;
   const PREFIX = %s;
+  // the page starts its worker from a blob: URL (build/templates/start.js), which the page's CSP lets no
+  // importScripts load: the bench's worker is PREFIX followed by that blob itself
+  const blobs = new Map();
+  const createObjectURL = URL.createObjectURL.bind(URL);
+  URL.createObjectURL = (obj) => { const u = createObjectURL(obj); if (obj instanceof Blob) blobs.set(u, obj); return u; };
   window.Worker = class extends Native {
     constructor(url, opts) {
-      const src = new Blob([PREFIX, `importScripts(${JSON.stringify(String(url))});`], {type: "text/javascript"});
+      const body = blobs.get(String(url)) || `importScripts(${JSON.stringify(String(url))});`;
+      const src = new Blob([PREFIX, body], {type: "text/javascript"});
       super(URL.createObjectURL(src), opts);
       log.workers.push(this);
       let handler = null;
@@ -100,6 +106,7 @@ PAGE_INIT = r"""
         const msg = event.data || {};
         if (msg.type === "bench-busy") { log.lastBusy = msg.busy; return; }
         if (msg.type === "bench-py") { log.pyResult = msg.result; return; }
+        if (msg.type === "ready") log.live = this;      // the page's worker (a later one makes the snapshot)
         const t0 = now();
         const events = msg.type === "patch" && msg.patch && msg.patch.events ? msg.patch.events : [];
         const data = events.some((e) => e.kind === "ColumnDataChanged" || e.kind === "ColumnsStreamed" ||
@@ -135,7 +142,7 @@ QUIET = """async (ms) => {
 BUSY = """async () => {
   const log = window.__bench;
   log.lastBusy = null;
-  log.workers[log.workers.length - 1].postMessage({type: "bench-busy"});
+  (log.live || log.workers[0]).postMessage({type: "bench-busy"});
   while (log.lastBusy === null) await new Promise((r) => setTimeout(r, 10));
   return log.lastBusy;
 }"""
@@ -144,7 +151,7 @@ BUSY = """async () => {
 PY = """async (code) => {
   const log = window.__bench;
   log.pyResult = null;
-  log.workers[log.workers.length - 1].postMessage({type: "bench-py", code});
+  (log.live || log.workers[0]).postMessage({type: "bench-py", code});
   while (log.pyResult === null) await new Promise((r) => setTimeout(r, 10));
   return log.pyResult;
 }"""
