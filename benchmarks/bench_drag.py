@@ -92,7 +92,11 @@ PAGE_INIT = r"""
   // importScripts load: the bench's worker is PREFIX followed by that blob itself
   const blobs = new Map();
   const createObjectURL = URL.createObjectURL.bind(URL);
-  URL.createObjectURL = (obj) => { const u = createObjectURL(obj); if (obj instanceof Blob) blobs.set(u, obj); return u; };
+  URL.createObjectURL = (obj) => {
+    const u = createObjectURL(obj);
+    if (obj instanceof Blob) blobs.set(u, obj);
+    return u;
+  };
   window.Worker = class extends Native {
     constructor(url, opts) {
       const body = blobs.get(String(url)) || `importScripts(${JSON.stringify(String(url))});`;
