@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
-from training_runs import losses as training_losses
+from training_runs import SHARED, losses as training_losses
 
 import sdpa_core as sc
 from web import claims
@@ -451,6 +451,7 @@ def test_question_claims_hold_at_their_presets():
     assert s.mean["max_weight"]["qknorm"][1] > s.mean["max_weight"]["qknorm"][0] + 0.2
 
 
+@SHARED
 def test_training_claims_hold_over_the_seeds_they_count():
     """The training answer's counts and medians (web/training_state.py OVER_SEEDS), recomputed over seeds
     0-11: the unscaled / 1/sqrt(d_k) loss ratio over steps 280-300 at d_k = 1024 and 16 (lr 0.01), and the

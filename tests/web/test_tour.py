@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from training_runs import losses as training_losses
+from training_runs import SHARED, losses as training_losses
 
 import sdpa_core as sc
 from web import claims
@@ -259,6 +259,7 @@ def test_the_training_step_is_graded_only_on_its_own_runs():
 
 
 @pytest.mark.slow
+@SHARED
 def test_the_training_steps_answer_holds_over_eight_seeds():
     """Step 5's answer ("higher") is the tour's finding, not the default seed's: at the step's settings (d_k =
     1024, Adam at 0.01) the unscaled run's mean loss over steps 80-100 is above 1.1× 1/√d_k's for seeds 0-7."""

@@ -1,11 +1,19 @@
-"""The tiny model's training runs the seed-robustness tests share (computed once per test session)."""
+"""The tiny model's training runs the seed-robustness tests share (computed once per test process).
+
+Under pytest-xdist each worker is a process of its own: a test that uses these runs carries the mark
+`SHARED`, so that all of them run on one worker and compute each run once."""
 from __future__ import annotations
 
 import functools
 
 import numpy as np
 
+import pytest
+
 import sdpa_core as sc
+
+#: the xdist group of every test that reads these runs (`make test` runs `--dist loadgroup`)
+SHARED = pytest.mark.xdist_group("training-runs")
 
 
 @functools.lru_cache(maxsize=None)
