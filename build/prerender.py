@@ -62,7 +62,9 @@ def deterministic_ids() -> None:
 
     def initialize_document(self, doc):
         start_ids()
-        return run_app(self, doc)
+        # as the worker builds it (sdpa_worker.build_app): Bokeh walks the model graph once, not at every root
+        with doc.models.freeze():
+            return run_app(self, doc)
     Application.initialize_document = initialize_document     # type: ignore[method-assign]  # Bokeh's, patched
 
 

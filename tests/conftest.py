@@ -1,6 +1,7 @@
 """Shared test set-up: browser tests run in Debian's Chromium through pytest-playwright; the built
 site (`site`, `served`) is built once per run, shared by the workers, for tests/build and the two-runtime
 UI tests."""
+import os
 import shutil
 
 import pytest
@@ -21,12 +22,12 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory, worker_id) -> Site:
+def site(tmp_path_factory) -> Site:
     """The site as `make site` builds it here (self-hosted when PYODIDE_DIST is set), built once per run:
     under pytest-xdist the first worker that needs it builds it into the run's shared temporary folder
     and the others wait for it and read the same files (no test writes into it)."""
     shared = tmp_path_factory.getbasetemp()
-    if worker_id != "master":
+    if os.environ.get("PYTEST_XDIST_WORKER"):      # a worker of pytest-xdist (also run without it: -p no:xdist)
         shared = shared.parent
     out, log = shared / "site" / "_site", shared / "site" / "build.log"
     with FileLock(str(shared / "site.lock")):
