@@ -62,9 +62,7 @@ def deterministic_ids() -> None:
 
     def initialize_document(self, doc):
         start_ids()
-        # as the worker builds it (sdpa_worker.build_app): Bokeh walks the model graph once, not at every root
-        with doc.models.freeze():
-            return run_app(self, doc)
+        return run_app(self, doc)
     Application.initialize_document = initialize_document     # type: ignore[method-assign]  # Bokeh's, patched
 
 

@@ -21,4 +21,7 @@ except ImportError:  # `panel serve web/app.py` from a checkout: make the reposi
 pn.extension("katex", sizing_mode="stretch_width", notifications=False, loading_indicator=False)
 
 if pn.state.served or __name__ == "__main__":  # __main__ is the Pyodide worker
-    create_app().servable(title="SDPA Lab")
+    # Each root the template adds would make Bokeh walk the document's whole model graph again (about 11
+    # walks of ~2,500 models); frozen, it walks it once, at the end. The same models and ids either way.
+    with pn.state.curdoc.models.freeze():
+        create_app().servable(title="SDPA Lab")

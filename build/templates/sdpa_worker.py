@@ -63,10 +63,8 @@ def build_app(search: str, first_id: int) -> None:
     bk_serialization._simple_id = first_id
     path = os.path.join(web_dir, "app.py")
     namespace = {"__name__": "bokeh_app_sdpa_lab", "__file__": path}
-    # Each root the template adds makes Bokeh re-walk the whole model graph; walk it once, at the end.
-    with state.curdoc.models.freeze():
-        with open(path) as f:
-            exec(compile(f.read(), path, "exec"), namespace)
+    with open(path) as f:     # web/app.py builds it inside one freeze of the document's model index
+        exec(compile(f.read(), path, "exec"), namespace)
     # init_doc() held every change made while the app was built. Replayed after the page has rendered
     # the serialized document, they would name models the app created and dropped again (Bokeh's
     # "reference <id> isn't known"). Run their Python callbacks now, before serializing, so the
