@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from . import claims
-from .claims import Claim, as_fmt, as_g, as_int, as_pct, as_tokens
+from .claims import Claim, Sentence, as_fmt, as_g, as_int, as_pct, as_tokens, as_word
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,9 @@ def _starved(lab, train):
         return None, "Even 1/√d_k is saturated at these settings, so there is no reference row."
     floors = getattr(g, "floors", None)   # each row's float64 round-off size (sdpa_core.RowNorms)
     if floors and not claims.starved_countable(med, max(float(np.max(floors[r])) for r in ("none", "sqrt"))):
-        return None, (f"At d_k = {lab.d_k}, ρ = {lab.rho:g}: 1/{1 / claims.STARVED:.0f} of the 1/√d_k median gradient "
-                      f"is below float64 round-off, so no query row is counted as starved.")
+        return None, Claim("At d_k = {d_k}, ρ = {rho}: 1/{below} of the 1/√d_k median gradient is below float64 "
+                           "round-off, so no query row is counted as starved.", d_k=as_int(lab.d_k), rho=as_g(lab.rho),
+                           below=as_int(round(1 / claims.STARVED)))
     share = float((g["none"] < claims.STARVED * med).mean())
     return share, Claim("At d_k = {d_k}, ρ = {rho}: unscaled, {share} of {rows} query rows get less than 1/{below} of "
                         "the 1/√d_k median gradient.", d_k=as_int(lab.d_k), rho=as_g(lab.rho), share=as_pct(share),
@@ -118,11 +119,13 @@ TRAIN_CHECK = 100   # steps after which the training step's prediction is answer
 def _training(lab, train):
     done = min(len(t.history["loss"]) for t in train.trainers.values())
     if done < TRAIN_CHECK:
-        return None, f"({done} of {TRAIN_CHECK} steps so far.)"
+        return None, Claim("({done} of {steps} steps so far.)", done=as_int(done), steps=as_int(TRAIN_CHECK))
     a, b = (float(np.mean(train.trainers[k].history["loss"][TRAIN_CHECK - 20:TRAIN_CHECK])) for k in ("a", "b"))
-    return a / b, (f"Mean loss over steps {TRAIN_CHECK - 20}–{TRAIN_CHECK} at d_k = {train.d_k}: "
-                   f"{a:.3f} for run A ({train.label('a')}) vs {b:.3f} for run B "
-                   f"({train.label('b')}), a ratio of {a / b:.2f}.")
+    return a / b, Claim("Mean loss over steps {start}–{end} at d_k = {d_k}: {loss_a} for run A ({run_a}) vs {loss_b} "
+                        "for run B ({run_b}), a ratio of {ratio}.", start=as_int(TRAIN_CHECK - 20),
+                        end=as_int(TRAIN_CHECK), d_k=as_int(train.d_k), loss_a=(a, f"{a:.3f}"), loss_b=(b, f"{b:.3f}"),
+                        run_a=as_word(train.rule_a, train.label("a")), run_b=as_word(train.rule_b, train.label("b")),
+                        ratio=(a / b, f"{a / b:.2f}"))
 
 
 def _aligned_tokens(lab, train):
@@ -140,17 +143,20 @@ def _first_overflow(lab, train):
     if ps is None:
         return None, ""
     first = claims.first_broken(ps, "float16", lab.order)
+    where = {"order": as_word(lab.order, claims.ORDER_WORDS[lab.order]), "sigma": as_g(lab.sigma), "rho": as_g(lab.rho)}
     if first is None:
-        return math.inf, (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, no row of the stable "
-                          f"softmax breaks up to d_k = {int(ps.d_k[-1])} (σ = {lab.sigma:g}, ρ = {lab.rho:g}).")
+        return math.inf, Claim("In float16 with the scale applied {order}, no row of the stable softmax breaks up to "
+                               "d_k = {largest} (σ = {sigma}, ρ = {rho}).", largest=as_int(ps.d_k[-1]), **where)
     naive = claims.first_broken(ps, "float16", lab.order, "naive")
-    text = (f"In float16 with the scale applied {claims.ORDER_WORDS[lab.order]}, rows of the stable softmax first "
-            f"contain inf or NaN at d_k = {first} (σ = {lab.sigma:g}, ρ = {lab.rho:g}): |q·k| passes 65504 there.")
+    text = Sentence().add("In float16 with the scale applied {order}, rows of the stable softmax first contain inf or "
+                          "NaN at d_k = {first} (σ = {sigma}, ρ = {rho}): |q·k| passes 65504 there.",
+                          first=as_int(first), **where)
     if naive is not None and naive < first:
-        text += (f" The naive softmax (exp without subtracting the row's maximum, taken in float16 here) breaks "
-                 f"earlier, {claims.broken_span(ps, 'float16', lab.order, 'naive')}: exp(x) overflows float16 from x ≈ 11.1 (a kernel that takes exp in "
-                 f"float32 overflows only near x ≈ 88.7).")
-    return first, text
+        span = claims.broken_span(ps, "float16", lab.order, "naive")
+        text.add(" The naive softmax (exp without subtracting the row's maximum, taken in float16 here) breaks "
+                 "earlier, {naive}: exp(x) overflows float16 from x ≈ 11.1 (a kernel that takes exp in float32 "
+                 "overflows only near x ≈ 88.7).", naive=as_word(naive, span))
+    return first, text.claim()
 
 
 def _bug_factor(lab, train):

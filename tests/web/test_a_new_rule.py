@@ -23,7 +23,9 @@ pytestmark = pytest.mark.slow
 # Some draw their rule with hypothesis; the alignment, coinciding-lines, saturation-summary and sharpness checks
 # take every rule, the new one included.
 ORACLE = ["tests/web/test_claims.py", "tests/web/test_claims_explainer.py", "tests/web/test_headlines.py",
-          "tests/core/test_sharpness.py"]
+          "tests/core/test_sharpness.py",
+          # and the page's wiring of a rule: a colour of its own, a dash (its own or dash-dot)
+          "tests/web/test_views.py::test_every_rule_has_its_own_colour_and_an_unknown_rule_falls_back"]
 RULE = '    Rule("three_quarter", "d_k^-3/4", lambda d, a, t: d ** -0.75),\n'
 COLOUR = '    "three_quarter": "#888888",\n'
 

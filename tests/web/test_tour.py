@@ -57,7 +57,7 @@ def test_every_step_has_a_prediction_whose_answer_is_measured(i):
     lab, train = at(i)
     right, sentence = answer(step, lab, train)
     if step.key == "training":
-        assert right is None and f"0 of {TRAIN_CHECK} steps" in sentence
+        assert right is None and (sentence.facts["done"], sentence.facts["steps"]) == (0, TRAIN_CHECK)
         return
     assert right is not None and sentence
     for k in range(len(step.choices)):   # feedback says right for the measured range only
@@ -163,7 +163,10 @@ def test_training_step_answers_after_the_runs_and_from_their_losses():
     a, b = (np.mean(train.trainers[k].history["loss"][TRAIN_CHECK - 20:TRAIN_CHECK]) for k in ("a", "b"))
     right, sentence = answer(step, lab, train)
     assert right == claims.bucket(a / b, step.edges)
-    assert f"{a:.3f} for run A" in sentence and f"{b:.3f} for run B" in sentence
+    assert sentence.facts["loss_a"] == pytest.approx(a) and sentence.facts["loss_b"] == pytest.approx(b)
+    assert sentence.facts["ratio"] == pytest.approx(a / b) and sentence.facts["d_k"] == train.d_k
+    assert (sentence.facts["run_a"], sentence.facts["run_b"]) == (train.rule_a, train.rule_b)
+    assert (sentence.facts["start"], sentence.facts["end"]) == (TRAIN_CHECK - 20, TRAIN_CHECK)
 
 
 @pytest.mark.usefixtures("torch")
@@ -208,10 +211,12 @@ def test_precision_step_against_a_float16_matmul(extra):
             break
     step = STEPS[lab.step - 1]
     right, sentence = answer(step, lab, train)
+    assert (sentence.facts["order"], sentence.facts["sigma"], sentence.facts["rho"]) == (lab.order, lab.sigma, lab.rho)
     if first is None:
-        assert "no row of the stable softmax breaks" in sentence and right == len(step.edges)
+        assert "first" not in sentence.facts and right == len(step.edges)
+        assert sentence.facts["largest"] == int(lab.precision.d_k[-1])
     else:
-        assert f"at d_k = {first}" in sentence and right == claims.bucket(first, step.edges)
+        assert sentence.facts["first"] == first and right == claims.bucket(first, step.edges)
 
 
 @pytest.mark.parametrize("extra", ["", "&preset=llama-2-7b", "&preset=t5-base", "&d_model=512&heads=8"])

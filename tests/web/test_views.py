@@ -27,12 +27,16 @@ def test_closing_the_tab_stops_training():
 
 
 def test_every_rule_has_its_own_colour_and_an_unknown_rule_falls_back():
-    """Each rule of sdpa_core.RULES has a distinct colour and a dash pattern in web/theme.py (adding a rule
-    means adding its colour); a rule without one is drawn grey rather than raising a KeyError."""
+    """Each rule of sdpa_core.RULES has a distinct colour in web/theme.py (adding a rule means adding its
+    colour) and a dash pattern, its own or dash-dot; a rule without a colour is drawn grey rather than
+    raising a KeyError. (tests/web/test_a_new_rule.py runs this in its copy with one rule more.)"""
+    from bokeh.core.enums import DashPattern
+
     import sdpa_core as sc
     from web.theme import RULE_COLORS, RULE_DASH, THEORY_COLOR
     from web.views.common import rule_color, rule_dash
-    assert set(sc.RULES) <= set(RULE_COLORS) and set(sc.RULES) <= set(RULE_DASH)
+    assert set(sc.RULES) <= set(RULE_COLORS) and set(RULE_DASH) <= set(RULE_COLORS)
+    assert all(rule_dash(r) in DashPattern for r in sc.RULES)
     assert len({RULE_COLORS[r] for r in sc.RULES}) == len(sc.RULES)
     assert rule_color("not-a-rule") == THEORY_COLOR and rule_dash("not-a-rule") == "dashdot"
 
