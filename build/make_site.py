@@ -187,7 +187,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
                                                 first_paints=firsts, default_first_paint=pre["default_first_paint"]))
     (out / "boot.css").write_text(render.boot_css(identity))
     (out / "manifest.webmanifest").write_text(render.manifest(identity, manifest_icons))
-    html = html_paint.paint_page(render.deferred_scripts(render.draw_first_paint_through_boot(html)))
+    html = html_paint.paint_page(render.unveiled(render.deferred_scripts(render.draw_first_paint_through_boot(html))))
     html = render.finish(html, identity=identity, preview=PREVIEW, extra_origins=extra_origins, site_url=site_url)
     (out / "index.html").write_text(render.with_integrity(html, lambda rel: (out / rel).read_bytes()))
     (out / ".nojekyll").write_text("")   # GitHub Pages: serve every file as it is

@@ -263,6 +263,19 @@ def deferred_scripts(page: str) -> str:
     return page
 
 
+LOADING_BODY = '<body class="pn-loading pn-arc">'
+
+
+def unveiled(page: str) -> str:
+    """Panel's page opens with its body loading: a spinner and a half-transparent veil over everything (text
+    at about half its contrast, nothing clickable) until the worker's document arrives, seconds later on a
+    phone. Under it is the linked view, drawn in full: the veil goes, and the boot panel says the page is a
+    preview until it is live (boot.js still clears the class, for a page whose HTML kept it)."""
+    if page.count(LOADING_BODY) != 1:
+        raise SystemExit(f"make site: Panel's page has no {LOADING_BODY} once (did its template change?)")
+    return page.replace(LOADING_BODY, "<body>", 1)
+
+
 def finish(page: str, *, identity: Identity, preview: Preview, extra_origins: tuple[str, ...] = (),
            site_url: str | None = None) -> str:
     """Panel's pre-rendered page becomes ours: policy first, then the head tags and our boot script."""

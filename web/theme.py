@@ -218,12 +218,8 @@ COLOUR_CSS = """
 :root { %(light)s }
 @media (prefers-color-scheme: dark) {
   :root { color-scheme: dark; %(dark)s }
-  /* Panel veils the static site's page until Python is live (half-transparent white): dim with the
-     dark background instead, not wash the dark page out to grey */
-  body.pn-loading::after { background-color: rgba(%(veil)s, 0.5); }
 }
-""" % {"light": _declarations(LIGHT), "dark": _declarations(DARK),
-       "veil": ", ".join(str(int(DARK["--sdpa-bg"][i:i + 2], 16)) for i in (1, 3, 5))}
+""" % {"light": _declarations(LIGHT), "dark": _declarations(DARK)}
 
 
 #: Document-level CSS for the template's own (non-shadow) layout: on a phone the settings stack

@@ -1,5 +1,5 @@
 """build/html_paint.py on small Bokeh documents written here: what each model becomes in the HTML first
-paint, and render.deferred_scripts on Panel's page head. The built site's layers are checked in a
+paint, and render.deferred_scripts and render.unveiled on Panel's page. The built site's layers are checked in a
 browser by tests/build/test_site_first_paint.py."""
 from __future__ import annotations
 
@@ -99,6 +99,16 @@ def test_library_scripts_are_deferred_and_the_inline_bokeh_call_goes():
     assert "set_log_level" not in out
     with pytest.raises(SystemExit, match="set_log_level"):
         render.deferred_scripts(out)     # Panel's template changed under it: the build says so
+
+
+def test_the_loading_veil_over_the_preview_goes():
+    """Panel's page opens with its body loading (a spinner and a half-transparent layer over the whole preview);
+    the build takes the class away, and says so when Panel's template no longer has it."""
+    veiled = PAGE.replace("<body>", render.LOADING_BODY) % "{}"
+    out = render.unveiled(veiled)
+    assert render.LOADING_BODY not in out and out.count("<body>") == 1
+    with pytest.raises(SystemExit, match="pn-loading"):
+        render.unveiled(out)
 
 
 # ---- figures as SVG (build/html_figures.py) ---------------------------------------------------------
