@@ -189,6 +189,8 @@ table.sdpa-readouts th:first-child, table.sdpa-readouts td:first-child { text-al
 table.sdpa-readouts caption { text-align: left; font-weight: 600; padding: 4px 0; color: inherit; }
 table.sdpa-readouts th { font-weight: 600; }
 table.sdpa-readouts th[scope=col] { white-space: nowrap; }
+/* a 320 px phone: the table fits inside the tour's step card too (8 px each side took it 9 px past the screen) */
+@media (max-width: 360px) { table.sdpa-readouts th, table.sdpa-readouts td { padding: 4px 4px; } }
 .sdpa-meaning { font-weight: normal; font-size: 13px; color: var(--sdpa-soft); }
 .sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
 .sdpa-status { font-size: 15px; }
