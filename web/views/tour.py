@@ -41,8 +41,11 @@ class Tour(pn.viewable.Viewer):
         self.jump.param.watch(lambda e: self.go(e.new), ["value"])
         self.question = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.predict = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        # on a 320 px phone the three choices and the long "Leave the tour here: ..." label are wider than the
+        # step card: the choices wrap to a second line, the label to two
         self.choices = pn.widgets.RadioBoxGroup(name="Your prediction", options={}, value=None, inline=True,
-                                                margin=(0, 10, 0, 20))
+                                                margin=(0, 10, 0, 20),
+                                                stylesheets=[":host .bk-input-group.bk-inline { flex-wrap: wrap; }"])
         self.choices.param.watch(self._update_feedback, ["value"])
         # a prediction locks once revealed; "Try again" clears it
         self.try_again = pn.widgets.Button(label="Try again", color="light", width=120, visible=False,
@@ -52,7 +55,8 @@ class Tour(pn.viewable.Viewer):
         self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.now_try = caption("")
         self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", sizing_mode="stretch_width",
-                                       max_width=330, styles={"flex": "1 1 240px"})
+                                       max_width=330, styles={"flex": "1 1 240px"},
+                                       stylesheets=[":host .bk-btn { white-space: normal; }"])
         self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
         self.slot = pn.Column(sizing_mode="stretch_width")
         self.picks: dict[int, int] = {}     # step -> the revealed prediction, for the recap
