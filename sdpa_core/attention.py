@@ -112,16 +112,24 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
             f"grad_out must have the output's shape {out_shape} (or broadcast to it), got {grad_out.shape}"
         )
     w = _weights(q, k, scale, allowed, bias)  # in compute_dtype: float32 for float16
+    return backward_from_weights(q, k, v, w, np.broadcast_to(grad_out, out_shape), scale)
+
+
+def backward_from_weights(q, k, v, w, grad_out, scale: float):
+    """:func:`attention_backward` given the forward pass's weights ``w`` (in :func:`compute_dtype`), for a
+    caller that has just computed them with :func:`attention` and checked its arguments there (the tiny
+    model's training step): no checks, and the weights are not computed a second time. ``grad_out`` has
+    the output's shape."""
     dtype = q.dtype
     q, k, v = (a.astype(w.dtype, copy=False) for a in (q, k, v))
-    g = np.broadcast_to(grad_out.astype(w.dtype, copy=False), out_shape)
+    g = grad_out.astype(w.dtype, copy=False)
     with np.errstate(over="ignore", invalid="ignore"):
         dv = w.swapaxes(-1, -2) @ g
         dz = g @ v.swapaxes(-1, -2)  # dW, then turned into dZ in place
         dz -= np.einsum("...ij,...ij->...i", dz, w)[..., None]  # rowsum(W * dW) without an L x S temporary
         dz *= w  # dZ / scale: scale goes on the smaller products
-        dq = _times(dz @ k, scale)
-        dk = _times(dz.swapaxes(-1, -2) @ q, scale)
+        dq = _times_fresh(dz @ k, scale)
+        dk = _times_fresh(dz.swapaxes(-1, -2) @ q, scale)
         return tuple(_unbroadcast(d, a.shape).astype(dtype, copy=False) for d, a in ((dq, q), (dk, k), (dv, v)))
 
 
@@ -137,6 +145,15 @@ def _times(a: np.ndarray, scale: float) -> np.ndarray:
         return a * scale
     with np.errstate(over="ignore"):
         return (a * np.float64(scale)).astype(a.dtype)
+
+
+def _times_fresh(a: np.ndarray, scale: float) -> np.ndarray:
+    """:func:`_times` of an array nothing else holds: float64 is scaled in place (the same numbers, without a
+    second array of its size)."""
+    if a.dtype == np.float64:
+        a *= scale
+        return a
+    return _times(a, scale)
 
 
 def _prepare(q, k, v, scale, mask, causal):
