@@ -64,58 +64,76 @@ def settled_boxes(page: Page) -> dict:
     raise AssertionError(f"the layout still moves after 100 frames: {last}")
 
 
-@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_question_figure_and_control_share_the_first_screen(page: Page, app_url, shots, size):
-    width, height = size
-    page.set_viewport_size({"width": width, "height": height})
+# A desktop, and the two phones on one page: each view opens at 412 px and is then narrowed to 320 px (the
+# phone layout is chosen by the same media query at both widths, and Bokeh and Panel lay out again on a
+# resize), which saves a page load per view.
+SCREENS = {"desktop": SIZES[:1], "phones": SIZES[1:]}
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_question_figure_and_control_share_the_first_screen(page: Page, app_url, shots, screen):
     problems = []
     for view in VIEWS:
-        page.goto(f"{app_url}?view={view}")
-        expect(page.locator("h1.sdpa-h1")).to_be_visible(timeout=60_000)
-        if view != "questions":
-            page.locator("canvas").first.wait_for(timeout=60_000)
-        else:
-            page.locator("#main h2").first.wait_for(timeout=60_000)
-        b = settled_boxes(page)
-        if b["h2"] is None or b["h2"]["top"] >= height:
-            problems.append(f"{view}: its question is not on the first screen ({b['h2']})")
-        # the tour's step card (question, prediction) comes before its figure: on a desktop the figure starts
-        # on the first screen too, on a phone below it
-        if view != "questions" and not (view == "tour" and width < 1000) and (
-                b["canvas"] is None or b["canvas"]["top"] >= height - 40):
-            problems.append(f"{view}: its first figure starts below the first screen ({b['canvas']})")
-        if view not in ("tour", "questions") and b["control"] is None:
-            problems.append(f"{view}: no control beside its figure")
-        # on a phone the controls come right under the first figure; at 320 x 640 the page's header and the
-        # figure fill the first screen, so they start on the second, and on a phone's tour the step card does
-        if (width >= 1000 or (width >= 400 and view != "tour")) and b["control"] is not None \
-                and b["control"]["bottom"] > height:
-            problems.append(f"{view}: the control beside its figure is below the first screen ({b['control']})")
-        # (the tour at 320 px once crossed it inside its step card: the readouts table, the prediction's inline
-        # choices and the "Leave the tour here" label; web/theme.py and web/views/tour.py let them fit or wrap)
-        if b["out"]:
-            problems.append(f"{view}: text crosses the screen's edge: {b['out'][:3]}")
-        if width < 1000:     # a phone: the whole page scrolls, and nothing is wider than the screen
-            wide = page.evaluate("() => document.documentElement.scrollWidth")
-            if wide > width + 2:
-                problems.append(f"{view}: the page is {wide} px wide at {width} px")
-            tall = page.evaluate("() => document.scrollingElement.scrollHeight")
-            if tall < max(1500, 1.5 * height):
-                problems.append(f"{view}: the page does not scroll at {width} px (document {tall} px tall)")
-        # the background follows the scheme whatever the size: checked at the first size, and at each size
-        # when the screenshots are taken
-        if size != SIZES[0] and not shots.on:
-            continue
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            # the plots take the scheme's colours in the browser (web/dark_figures.py)
-            page.wait_for_function("(s) => document.documentElement.dataset.sdpaFigures === s", arg=scheme)
-            body = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
-            if body != BODY[scheme]:
-                problems.append(f"{view}: the page's background in {scheme} is {body}, not {BODY[scheme]}")
-            shots.take(page, f"layout/{view}-{width}x{height}-{scheme}.png")
-            if width < 1000:
-                shots.take(page, f"layout/{view}-{width}x{height}-{scheme}-full.png", full_page=True)
-        page.emulate_media(color_scheme="light")
+        for n, size in enumerate(SCREENS[screen]):
+            page.set_viewport_size({"width": size[0], "height": size[1]})
+            if n == 0:
+                page.goto(f"{app_url}?view={view}")
+                expect(page.locator("h1.sdpa-h1")).to_be_visible(timeout=60_000)
+                if view != "questions":
+                    page.locator("canvas").first.wait_for(timeout=60_000)
+                else:
+                    page.locator("#main h2").first.wait_for(timeout=60_000)
+            else:
+                page.evaluate("() => window.scrollTo(0, 0)")
+            problems += layout_problems(page, view, size, shots)
     assert problems == []
+
+
+def layout_problems(page: Page, view: str, size: tuple[int, int], shots) -> list[str]:
+    """What is wrong with the view's first screen at ``size``, and (at the desktop's size, or with screenshots)
+    its background in light and dark."""
+    width, height = size
+    problems = []
+    b = settled_boxes(page)
+    if b["h2"] is None or b["h2"]["top"] >= height:
+        problems.append(f"{view}: its question is not on the first screen ({b['h2']})")
+    # the tour's step card (question, prediction) comes before its figure: on a desktop the figure starts
+    # on the first screen too, on a phone below it
+    if view != "questions" and not (view == "tour" and width < 1000) and (
+            b["canvas"] is None or b["canvas"]["top"] >= height - 40):
+        problems.append(f"{view}: its first figure starts below the first screen ({b['canvas']})")
+    if view not in ("tour", "questions") and b["control"] is None:
+        problems.append(f"{view}: no control beside its figure")
+    # on a phone the controls come right under the first figure; at 320 x 640 the page's header and the
+    # figure fill the first screen, so they start on the second, and on a phone's tour the step card does
+    if (width >= 1000 or (width >= 400 and view != "tour")) and b["control"] is not None \
+            and b["control"]["bottom"] > height:
+        problems.append(f"{view}: the control beside its figure is below the first screen ({b['control']})")
+    # (the tour at 320 px once crossed it inside its step card: the readouts table, the prediction's inline
+    # choices and the "Leave the tour here" label; web/theme.py and web/views/tour.py let them fit or wrap)
+    if b["out"]:
+        problems.append(f"{view}: text crosses the screen's edge: {b['out'][:3]}")
+    if width < 1000:     # a phone: the whole page scrolls, and nothing is wider than the screen
+        wide = page.evaluate("() => document.documentElement.scrollWidth")
+        if wide > width + 2:
+            problems.append(f"{view}: the page is {wide} px wide at {width} px")
+        tall = page.evaluate("() => document.scrollingElement.scrollHeight")
+        if tall < max(1500, 1.5 * height):
+            problems.append(f"{view}: the page does not scroll at {width} px (document {tall} px tall)")
+    # the background follows the scheme whatever the size: checked at the first size, and at each size
+    # when the screenshots are taken
+    if size != SIZES[0] and not shots.on:
+        return problems
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        # the plots take the scheme's colours in the browser (web/dark_figures.py)
+        page.wait_for_function("(s) => document.documentElement.dataset.sdpaFigures === s", arg=scheme)
+        body = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        if body != BODY[scheme]:
+            problems.append(f"{view}: the page's background in {scheme} is {body}, not {BODY[scheme]}")
+        shots.take(page, f"layout/{view}-{width}x{height}-{scheme}.png")
+        if width < 1000:
+            shots.take(page, f"layout/{view}-{width}x{height}-{scheme}-full.png", full_page=True)
+    page.emulate_media(color_scheme="light")
+    return problems
 
