@@ -9,7 +9,7 @@ PORT   ?= 8000
 # two jobs: pip's install and npm's (and apt-get's, where a browser is missing) run side by side
 MAKEFLAGS += --jobs=2
 
-.PHONY: serve test screenshots lint site dev bench chromium engines npm-tools clean
+.PHONY: serve test pytest screenshots lint site dev bench chromium engines npm-tools clean
 
 # make test installs every test tool (torch, Playwright, Selenium, linters); make serve only what builds and serves the site.
 # --no-compile: Python compiles a module when it is first imported, not every file of torch at install (33 s -> 14 s).
@@ -57,8 +57,11 @@ npm-tools:
 
 # Two pytest workers (TEST_JOBS): the browser tests run one at a time on one of them (tests/conftest.py), the
 # rest share both; numpy and torch get one thread each, so that two workers do not fight over two cores.
+# The lint runs beside pytest (make's two jobs), not before it; make test fails when either fails.
 TEST_JOBS ?= 2
-test: $(STAMP) chromium engines npm-tools lint
+test: lint pytest
+
+pytest: $(STAMP) chromium engines npm-tools
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup
 
 # the layout and tour tests again, taking screenshots of every view and step at a desktop's and two phones'
