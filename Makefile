@@ -6,6 +6,10 @@ HASH   := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
 STAMP  := $(VENV)/.installed-test-$(HASH)
 SITE_STAMP := $(VENV)/.installed-site-$(HASH)
 PORT   ?= 8000
+# Python writes each module's bytecode the first time it imports it, even where the environment says not to:
+# otherwise every process of a test run (two pytest workers, panel serve, the builds, the subprocess runs)
+# compiles Panel, Bokeh and torch from source again. The caches go into .venv and the gitignored __pycache__/.
+unexport PYTHONDONTWRITEBYTECODE
 # two jobs: pip's install and npm's (and apt-get's, where a browser is missing) run side by side
 MAKEFLAGS += --jobs=2
 
