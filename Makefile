@@ -68,10 +68,10 @@ test: lint pytest
 pytest: $(STAMP) chromium engines npm-tools
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup
 
-# the layout and tour tests again, taking screenshots of every view and step at a desktop's and two phones'
+# the layout, every-view and tour tests again, taking screenshots of every view and step at a desktop's and two phones'
 # widths, light and dark, into artifacts/screenshots/ for a person to look at
 screenshots: $(STAMP) chromium
-	SDPA_SCREENSHOTS=1 $(PY) -m pytest -m ui tests/web/test_ui_layout.py tests/web/test_ui_tour.py
+	SDPA_SCREENSHOTS=1 $(PY) -m pytest -m ui tests/web/test_ui_layout.py tests/web/test_ui_dark.py tests/web/test_ui_tour.py
 
 # ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting on sdpa_core; mypy on sdpa_core and build (pyproject.toml);
 # ESLint (package.json) on the browser runtime as the build renders it and on the tests' Node scripts

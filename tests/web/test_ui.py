@@ -1,5 +1,5 @@
-"""The page in a real browser (Debian's Chromium) against `panel serve`. Every view at every size, with its
-screenshots, is test_ui_layout.py's; axe-core and the contrast of every text, light and dark, test_ui_dark.py's."""
+"""The page in a real browser (Debian's Chromium) against `panel serve`. Every view's first screen on a phone
+is test_ui_layout.py's; on a desktop, with axe-core and the contrast of every text, light and dark, test_ui_dark.py's."""
 import re
 
 import pytest

@@ -9,8 +9,9 @@ tables), each against the background actually behind it (computed styles, walkin
 and Bokeh's shadow roots and compositing translucent backgrounds); the text Bokeh draws on its canvas
 (titles, axis and tick labels, colour-bar labels, annotations), from the plot models' colours against
 the plot's fill; and axe-core's report, in the scheme the view opened in. The lowest ratio per kind of text goes to
-artifacts/contrast/<scheme>-<view>.json. Screenshots of every view, light and dark, at every size are
-test_ui_layout.py's."""
+artifacts/contrast/<scheme>-<view>.json. The page each view opens on is also where its first screen is checked
+at a desktop's size (tests/web/layout.py; test_ui_layout.py checks it on phones), and where, with
+SDPA_SCREENSHOTS=1, the desktop's screenshots are taken."""
 import json
 import re
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from contrast import CONTRAST_JS, SETTLED_JS, WCAG_AA, lowest
+from layout import layout_problems
 from web.options import VIEWS
 from web.tour import STEPS
 from web.theme import DARK, FIGURE_DARK, LIGHT
@@ -28,6 +30,7 @@ pytestmark = pytest.mark.ui
 CONTRAST_DIR = Path(__file__).resolve().parents[2] / "artifacts" / "contrast"
 
 SCHEMES = ["light", "dark"]
+DESKTOP = (1280, 900)
 FIGURE_LIGHT_BG = LIGHT["--sdpa-bg"]
 
 
@@ -60,25 +63,33 @@ PAGES = [(view, "") for view in VIEWS] + [("tour", f"&step={len(STEPS)}")]
 
 @pytest.mark.parametrize("view, query, first", [(v, q, SCHEMES[i % 2]) for i, (v, q) in enumerate(PAGES)],
                          ids=[v + ("-last-step" if q else "") for v, q in PAGES])
-def test_every_text_reads_at_4_5_to_1_and_axe_finds_nothing(browser: Browser, app_url, view, query, first):
-    """In light and in dark: the page's background is the scheme's, every text on screen (in the DOM and on
-    the plots' canvas) has a contrast of at least 4.5:1 against what is behind it, and axe-core reports no
-    moderate, serious or critical violation (in the scheme the view opened in). The view opens in a browser that prefers ``first`` (1280x900),
-    then the preference turns to the other scheme, as a reader's system can switch it."""
+def test_every_view_keeps_its_first_screen_reads_at_4_5_to_1_and_axe_finds_nothing(browser: Browser, app_url, shots,
+                                                                                 view, query, first):
+    """The view opens in a browser that prefers ``first`` at a desktop's 1280 x 900: its question, first figure
+    and the control beside it are on the first screen and no text crosses its edge (tests/web/layout.py, the
+    check test_ui_layout.py makes on a phone). Then in light and in dark (the preference turns to the other
+    scheme, as a reader's system can switch it): the page's background is the scheme's, every text on screen
+    (in the DOM and on the plots' canvas) has a contrast of at least 4.5:1 against what is behind it, and
+    axe-core reports no moderate, serious or critical violation (in the scheme the view opened in). With
+    SDPA_SCREENSHOTS=1, a screenshot of the first screen in each scheme goes to artifacts/screenshots/layout/."""
     from axe_playwright_python.sync_playwright import Axe
-    context = browser.new_context(color_scheme=first, viewport={"width": 1280, "height": 900})
+    context = browser.new_context(color_scheme=first, viewport={"width": DESKTOP[0], "height": DESKTOP[1]})
     try:
         page = context.new_page()
         problems = []
         for scheme in (first, SCHEMES[1 - SCHEMES.index(first)]):
             if scheme == first:
                 open_view(page, app_url, view, scheme, query)
+                if not query:
+                    problems += layout_problems(page, view, DESKTOP)
             else:
                 page.emulate_media(color_scheme=scheme)
                 page.wait_for_function("(s) => document.documentElement.dataset.sdpaFigures === s", arg=scheme)
                 page.wait_for_function(SETTLED_JS)
             if query:
                 expect(page.get_by_text("Self-check", exact=True)).to_be_visible(timeout=30_000)
+            if not query:
+                shots.take(page, f"layout/{view}-{DESKTOP[0]}x{DESKTOP[1]}-{scheme}.png")
             found = page.evaluate(CONTRAST_JS)
             expected = {"light": LIGHT, "dark": DARK}[scheme]["--sdpa-bg"]
             assert found["page"] == expected, f"{view}: the page's background in {scheme} is {found['page']}, not {expected}"
