@@ -89,6 +89,10 @@ def bench_page(repeat: int) -> None:
         "precision sweep: 13 d_k x 3 dtypes": lambda: sc.precision_sweep(),
         "one training step per run, d_k=64": lambda: sc.Trainer(sc.TrainConfig()).step(),
     }
+    # a running trainer's step (Play): the Train it view's default, and the d_k of the seed-robustness claims
+    running = {d_k: sc.Trainer(sc.TrainConfig(d_k=d_k)) for d_k in (64, 1024)}
+    for d_k, trainer in running.items():
+        cases[f"training step of a running trainer, d_k={d_k}"] = trainer.step
     print(f"{'page computation (CPython, best of %d)' % repeat:46} {'ms':>8}")
     for name, fn in cases.items():
         print(f"{name:46} {best_ms(fn, repeat):8.2f}")
