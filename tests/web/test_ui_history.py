@@ -54,7 +54,8 @@ def test_every_corrected_link_is_written_back_as_a_link_that_needs_no_correction
 def test_back_and_forward_leave_a_corrected_link_in_one_press(page: Page, runtime, link):
     """The link's address becomes its corrected one without a new history entry, with the notice when a
     value was wrong; Back then returns to the page before it (same origin) in one press, Forward to the
-    corrected link, twice over, and the history never grows."""
+    corrected link, and the history does not grow. (The bug this guards against pushed the corrected
+    address: the history grew by two, and Back landed on the raw link, which pushed its correction again.)"""
     before = runtime.url + ("notices.html" if runtime.name == "site" else "?view=questions")
     page.goto(before)
     if runtime.name == "serve":
@@ -67,11 +68,10 @@ def test_back_and_forward_leave_a_corrected_link_in_one_press(page: Page, runtim
         expect(page.get_by_text("Some settings in the link were corrected:")).to_be_visible(timeout=30_000)
     page.wait_for_timeout(500)                                   # a late push would land here
     assert page.evaluate("history.length") == start + 1
-    for _ in range(2):
-        page.go_back()
-        page.wait_for_function("(url) => location.href === url", arg=before, timeout=30_000)
-        page.go_forward()
-        wait_live(page, runtime)
-        page.wait_for_function("(want) => location.search === want", arg=want, timeout=30_000)
-        page.wait_for_timeout(300)
-        assert page.evaluate("history.length") == start + 1
+    page.go_back()
+    page.wait_for_function("(url) => location.href === url", arg=before, timeout=30_000)
+    page.go_forward()
+    wait_live(page, runtime)
+    page.wait_for_function("(want) => location.search === want", arg=want, timeout=30_000)
+    page.wait_for_timeout(300)
+    assert page.evaluate("history.length") == start + 1
