@@ -112,10 +112,10 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
             f"grad_out must have the output's shape {out_shape} (or broadcast to it), got {grad_out.shape}"
         )
     w = _weights(q, k, scale, allowed, bias)  # in compute_dtype: float32 for float16
-    return backward_from_weights(q, k, v, w, np.broadcast_to(grad_out, out_shape), scale)
+    return _backward_from_weights(q, k, v, w, np.broadcast_to(grad_out, out_shape), scale)
 
 
-def backward_from_weights(q, k, v, w, grad_out, scale: float):
+def _backward_from_weights(q, k, v, w, grad_out, scale: float):
     """:func:`attention_backward` given the forward pass's weights ``w`` (in :func:`compute_dtype`), for a
     caller that has just computed them with :func:`attention` and checked its arguments there (the tiny
     model's training step): no checks, and the weights are not computed a second time. ``grad_out`` has

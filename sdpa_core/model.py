@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import _asarray, finite, float_array, integer, real
-from .attention import attention, backward_from_weights
+from .attention import attention, _backward_from_weights
 from .scaling import RULES, check_rule, logit_scale, qk_normalize, qk_normalize_backward
 from .softmax import unchecked_log_softmax
 from .stats import SATURATION, entropy_from_logits
@@ -170,7 +170,7 @@ def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool =
     dlogits /= B
     grads = {"Wo": out[:, 0].T @ dlogits}
     dout = (dlogits @ params["Wo"].T)[:, None, :]  # (B, 1, d_v)
-    dq, dk, dv = backward_from_weights(q, k, v, w, dout, cfg.scale)  # q, k, v checked by attention() above
+    dq, dk, dv = _backward_from_weights(q, k, v, w, dout, cfg.scale)  # q, k, v checked by attention() above
     if normalizes:
         dq, dk = qk_normalize_backward(q_raw, dq), qk_normalize_backward(k_raw, dk)
     grads["Wq"] = batch.query.reshape(B, -1).T @ dq.reshape(B, -1)
