@@ -14,14 +14,13 @@ BOXES_JS = """() => {
   const h2 = all.filter((el) => el.tagName === 'H2' && shown(el));
   const canvas = all.filter((el) => el.tagName === 'CANVAS' && shown(el) && el.getBoundingClientRect().height > 50);
   const controls = all.filter((el) => el.classList && el.classList.contains('sdpa-controls') && shown(el));
-  const up1 = (el) => el.parentElement || (el.getRootNode() && el.getRootNode().host) || null;
-  const within = (el, box) => { for (let e = el; e; e = up1(e)) if (e === box) return true; return false; };
+  const up = (el) => el.parentElement || (el.getRootNode() && el.getRootNode().host) || null;   // through shadow roots
+  const within = (el, box) => { for (let e = el; e; e = up(e)) if (e === box) return true; return false; };
   const control = controls.length ? all.find((el) => within(el, controls[0]) && shown(el) && (el.tagName === 'INPUT'
       || el.tagName === 'SELECT' || el.tagName === 'BUTTON' || (el.classList && el.classList.contains('noUi-handle')))) : null;
   // every element with its own text whose box sticks out of the screen sideways (but inside a box
   // that scrolls sideways, such as a wide table's, where it can be scrolled to)
   const W = document.documentElement.clientWidth;
-  const up = (el) => el.parentElement || (el.getRootNode() && el.getRootNode().host) || null;
   const scrolls = (el) => { for (let e = up(el); e; e = up(e)) { if (/(auto|scroll)/.test(getComputedStyle(e).overflowX)
     && e !== document.body && e !== document.documentElement && e.id !== 'main') return true; } return false; };
   // Bokeh legends laid out in columns under a plot still run past a 320 px screen (known; at 412 px they fit)
