@@ -15,7 +15,7 @@ from ..claims import alignment_headline, alignment_summary, flat_maps
 from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import (beside, caption, control, figure_row, heading, headline_html, held, rule_color, rule_dash,
+from .common import (ANSWER, beside, caption, control, figure_row, heading, headline_html, held, rule_color, rule_dash,
                      set_html)
 from .playground import heatmap_data
 
@@ -61,7 +61,7 @@ class Alignment(pn.viewable.Viewer):
         self.play.param.watch(self._toggle, ["value"])
         self.rho = pn.widgets.FloatSlider.from_param(lab.param.rho, name="ρ (q/k correlation)", step=0.05,
                                                      sizing_mode="stretch_width")
-        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
         self.flat = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["sdpa-caption"],
                                  stylesheets=[CSS])

@@ -89,8 +89,15 @@ def caption(text: str, **kw) -> pn.pane.Markdown:
 HEADING_STYLE = {2: "font-size:1.3rem;font-weight:700;line-height:1.3", 3: "font-size:1.1rem;font-weight:700;line-height:1.3"}
 
 
+#: The CSS class of a pane that states what was measured: a headline, a summary, a readouts table. The tour
+#: hides these in its step's view until the reader has predicted (web/views/tour.py).
+ANSWER = ["sdpa-answer"]
+#: The CSS class of a heading made by :func:`heading` (a view's layout starts with its own).
+HEADING = "sdpa-heading"
+
+
 def heading(text: str, level: int = 2, css_margin: str = "8px 0 2px 0", **kwargs) -> pn.pane.HTML:
-    kwargs = {"sizing_mode": "stretch_width", "margin": (4, 10, 0, 10), **kwargs}
+    kwargs = {"sizing_mode": "stretch_width", "margin": (4, 10, 0, 10), "css_classes": [HEADING], **kwargs}
     return pn.pane.HTML(f"<h{level} style='margin:{css_margin};{HEADING_STYLE[level]}'>{html.escape(text)}</h{level}>",
                         **kwargs)
 

@@ -16,11 +16,15 @@ from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, make_figure,
                      style_legend)
-from .common import beside, caption, figure_row, heading, headline_html, held, rule_color, set_html
+from .common import ANSWER, beside, caption, figure_row, heading, headline_html, held, rule_color, set_html
 from .playground import heatmap_data
 
 X_MAX = 12.0
 
+
+
+#: The gradient plot's fixed log axis: s = 0 gives about 0.1-0.6 at every n; s = 30 down to 1e-15.
+GRADIENT_AXIS = (1e-12, 10.0)
 
 class Dial(pn.viewable.Viewer):
     """The two-token softmax with its operating point, a heatmap, and the per-query gradient spread, all
@@ -60,7 +64,8 @@ class Dial(pn.viewable.Viewer):
         self.map_fig = m
         self.grad_source = ColumnDataSource({"query": [], "norm": []})
         g = make_figure(title="Gradient at each query's logits", x_label="query i", y_label="‖∂L/∂zᵢ‖",
-                        height=320, y_axis_type="log", hover=[("query i", "@query"), ("‖∂L/∂zᵢ‖", "@norm{0.00e0}")])
+                        height=320, y_axis_type="log", y_range=Range1d(*GRADIENT_AXIS),
+                        hover=[("query i", "@query"), ("‖∂L/∂zᵢ‖", "@norm{0.00e0}")])
         g.scatter("query", "norm", source=self.grad_source, size=8, color=OKABE_ITO["vermillion"])
         self.reference = Span(location=1.0, dimension="width", line_color=THEORY_COLOR, line_dash="dashed",
                               line_width=1.5)
@@ -68,8 +73,8 @@ class Dial(pn.viewable.Viewer):
         g.add_layout(self.reference)
         g.add_layout(self.starved)
         self.grad_fig = g
-        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
-        self.settings = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.settings = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
         self.to_rule = pn.widgets.Button(label="Set the dial to the rule's s", color="primary", variant="outline")
         self.to_none = pn.widgets.Button(label="Set the dial to the unscaled s", color="primary", variant="outline")
         self.to_rule.on_click(lambda e: self._go("rule"))
@@ -102,8 +107,8 @@ class Dial(pn.viewable.Viewer):
         gap = float(np.clip(d["median_gap"], -X_MAX, X_MAX)) if np.isfinite(d["median_gap"]) else 0.0
         self.point.data = {"x": [gap], "p": [d["two_token_p"]], "slope": [d["two_token_slope"]]}
         norms = np.asarray(d["grad_norms"], dtype=float)
-        floor = 1e-12 * max(d["grad_reference"], 1e-300)
-        self.grad_source.data = {"query": np.arange(n), "norm": np.maximum(norms, floor)}
+        # one axis at every s: a drag moves the dots down, not the axis; those below its floor sit on it
+        self.grad_source.data = {"query": np.arange(n), "norm": np.clip(norms, *GRADIENT_AXIS)}
         self.reference.location = d["grad_reference"]
         self.starved.location = 1e-3 * d["grad_reference"]
         set_html(self.summary, headline_html(dial_headline(d, s=lab.dial_s, n=n),
@@ -134,7 +139,7 @@ class Dial(pn.viewable.Viewer):
         return pn.Column(
             heading("The logit dial: how does the logits' spread decide how peaked attention is?"),
             beside([self.curve_fig, self.map_fig],
-                   [self.slider, caption("Turn s up: the top key takes almost all of each row.")], basis=260),
+                   [self.slider, caption("Move s and watch how much of each row its top key takes.")], basis=260),
             self.summary,
             caption("A softmax only sees its logits. For a given number of keys n, their spread s (standard "
                     "deviation) decides how peaked it is: at s ≈ 0 every key gets the same weight; as s grows, the "

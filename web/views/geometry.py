@@ -12,7 +12,7 @@ import sdpa_core as sc
 from ..claims import geometry_headline
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, OKABE_ITO, VERDICT_STYLES, make_figure, style_legend
-from .common import caption, figure_row, heading, headline_html, held, set_html
+from .common import ANSWER, caption, figure_row, heading, headline_html, held, set_html
 
 #: Pairs drawn per d_k (exactly, O(1) each): each std within about 2% of its theory.
 SAMPLES = 4000
@@ -41,7 +41,7 @@ class Geometry(pn.viewable.Viewer):
         p.add_layout(self.mark)
         style_legend(p, below=True, ncols=1)
         self.fig = p
-        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
         self._geo, self._key = None, None
         self.lab.param.watch(self._update, ["sigma", "seed", "d_k"])

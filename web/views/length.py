@@ -13,7 +13,7 @@ from ..claims import length_details, length_headline
 from ..options import LENGTH_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import beside, caption, control, heading, headline_html, held, rule_color, rule_dash, set_html
+from .common import ANSWER, beside, caption, control, heading, headline_html, held, rule_color, rule_dash, set_html
 
 #: What the two figures draw: metric -> (title, y label, y axis type).
 PLOTS = {"top_weight": ("Top weight of a row", "top weight (log)", "log"),
@@ -46,7 +46,7 @@ class Length(pn.viewable.Viewer):
             p.add_layout(mark)
             style_legend(p, below=True, ncols=2)
             self.marks[metric], self.figs[metric] = mark, p
-        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
         self.lab.param.watch(self._update, ["length"])
         self.lab.param.watch(self._update_mark, ["n"])

@@ -15,7 +15,7 @@ from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_headline, model_su
 from ..options import MAX_D_MODEL
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, VERDICT_STYLES, make_figure, style_legend
-from .common import beside, caption, heading, headline_html, held, set_html
+from .common import ANSWER, beside, caption, heading, headline_html, held, set_html
 
 QK_NORM_LABELS = {"none": "none", "head": "per head (ViT-22B)", "all": "over all heads (OLMo 2)"}
 SCALE_LABELS = {"sqrt": "1/√d_k", "none": "none (T5)"}
@@ -49,9 +49,9 @@ class Models(pn.viewable.Viewer):
                                                     options={v: k for k, v in QK_NORM_LABELS.items()}, width=200)
         self.scale = pn.widgets.Select.from_param(lab.param.model_scale, name="Model's scale on q·k",
                                                   options={v: k for k, v in SCALE_LABELS.items()}, width=150)
-        self.table = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
-        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
-        self.bug = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.table = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.bug = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.source = caption("")
         self.width_sources = {v: ColumnDataSource({"d_model": [], "std": []}) for v in WIDTH_LINES}
         self.here = ColumnDataSource({"d_model": [], "std": []})

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import html
-import math
 
 import numpy as np
 import panel as pn
@@ -13,7 +12,7 @@ from ..claims import conditions, fmt, fmt_sci, headline, pct, readout_rows, spli
 from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
-from .common import (beside, caption, control, figure_row, heading, headline_html, held, rule_color,
+from .common import (ANSWER, beside, caption, control, figure_row, heading, headline_html, held, rule_color,
                      set_html, swatch)
 
 
@@ -21,6 +20,10 @@ def heatmap_data(weights: np.ndarray) -> dict:
     n = weights.shape[0]
     i, j = np.divmod(np.arange(n * n), n)
     return {"i": i, "j": j, "x": j + 0.5, "y": i + 0.5, "w": weights.ravel()}
+
+
+#: The room the right map's colour bar and its labels take (px), left free beside the left map too.
+COLORBAR_ROOM = 58
 
 
 class Playground(pn.viewable.Viewer):
@@ -40,9 +43,12 @@ class Playground(pn.viewable.Viewer):
             p.rect("x", "y", width=1, height=1, source=src, line_color=None,
                    fill_color={"field": "w", "transform": self.mapper})
             p.grid.visible = False
-            if side == "rule":   # one shared scale: its colour bar once, at the right of the pair
+            p.xaxis.ticker.desired_num_ticks = 4   # labels that do not collide in a 150 px wide map
+            if side == "rule":   # one shared scale, 0 to 1 at every setting: its colour bar once, at the right
                 p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="weight", title_text_font_size="11px",
                                       major_label_text_font_size="11px"), "right")
+            else:   # as much room at the right as the colour bar takes: both maps' frames equally wide
+                p.min_border_right = COLORBAR_ROOM
             self.maps[side], self.map_sources[side] = p, src
         self.bar_source = ColumnDataSource({"x0": [], "x1": [], "none": [], "rule": []})
         p = make_figure(title="", x_label="key j", y_label="attention weight", height=260,
@@ -57,8 +63,8 @@ class Playground(pn.viewable.Viewer):
         self.bars = p
         self.query_slider = pn.widgets.IntSlider.from_param(self.lab.param.query, name="Query row i shown in the bar chart",
                                                             end=self.lab.n - 1, sizing_mode="stretch_width")
-        self.readouts = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
-        self.verdict = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+        self.readouts = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
+        self.verdict = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
         # the three settings that move the heatmaps, beside them (every other one: "All settings")
         self.controls = [
@@ -75,11 +81,6 @@ class Playground(pn.viewable.Viewer):
     def _update(self, *_):
         res, lab = self.lab.playground, self.lab
         n = lab.n
-        finite = [np.nanmax(res[s]["weights"]) for s in ("none", "rule") if np.isfinite(res[s]["weights"]).any()]
-        # the colour scale's top, rounded up to a 0.05 step: most slider steps then leave it (and the
-        # colour bars, which re-render whenever it changes) untouched
-        top = float(max(finite)) if finite and max(finite) > 0 else 1.0
-        self.mapper.high = min(1.0, math.ceil(top * 20 - 1e-9) / 20) if top > 0.05 else top
         for side in ("none", "rule"):
             p, r, src = self.maps[side], res[side], self.map_sources[side]
             if len(src.data["w"]) == n * n:

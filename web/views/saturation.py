@@ -8,7 +8,7 @@ import io
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Span
+from bokeh.models import ColumnDataSource, Range1d, Span
 
 import sdpa_core as sc
 
@@ -16,7 +16,7 @@ from ..claims import coincident_rules, gradient_summary, saturation_headline, sa
 from ..options import RULE_LABELS, SAMPLES_OPTIONS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import (beside, caption, choice_slider, control, figure_row, heading, headline_html, held, rule_color,
+from .common import (ANSWER, beside, caption, choice_slider, control, figure_row, heading, headline_html, held, rule_color,
                      rule_dash, set_html)
 from .length import Length
 
@@ -25,6 +25,10 @@ PLOTS = {
     "max_weight": ("Largest weight in each row", "max weight", "top_left"),
     "saturated": ("Saturated rows (top weight > 0.99)", "share of rows", "top_left"),
 }
+
+
+#: The gradient plot's fixed log axis (its floor and top): from rows that learn nothing to σ = 8 at d_k = 4096.
+GRADIENT_AXIS = (1e-10, 1e6)
 
 
 class Saturation(pn.viewable.Viewer):
@@ -60,7 +64,7 @@ class Saturation(pn.viewable.Viewer):
             self.marks[metric], self.figs[metric] = mark, p
         self.grad_sources = {r: ColumnDataSource({"rank": [], "norm": []}) for r in sc.RULE_NAMES}
         p = make_figure(title="Gradient reaching each query", x_label="query rows, largest first (share)",
-                        y_label="‖∂L/∂qᵢ‖", height=360, y_axis_type="log",
+                        y_label="‖∂L/∂qᵢ‖", height=360, y_axis_type="log", y_range=Range1d(*GRADIENT_AXIS),
                         hover=[("rule", "@rule"), ("share of rows", "@rank{0%}"), ("‖∂L/∂qᵢ‖", "@norm{0.00e0}")])
         self.grad_lines = {}
         for rule in sc.RULE_NAMES:
@@ -69,13 +73,13 @@ class Saturation(pn.viewable.Viewer):
             self.renderers[rule].append(self.grad_lines[rule])
         style_legend(p, below=True, ncols=2)
         self.grad_fig = p
-        self.grad_note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
+        self.grad_note = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
         self.samples = choice_slider(self.lab, "samples", SAMPLES_OPTIONS, "Monte-Carlo samples per d_k",
                                      sizing_mode="stretch_width")
         self.download = pn.widgets.FileDownload(callback=self._csv, filename="sdpa_sweep.csv",
                                                 label="Download the sweep as CSV", color="primary",
                                                 variant="outline", sizing_mode="stretch_width", embed=False)
-        self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES, stylesheets=[CSS])
+        self.note = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES, stylesheets=[CSS])
         self.length = Length(lab=self.lab)
         self.lab.param.watch(self._update, ["sweep"])
         self.lab.param.watch(self._update_note, ["sweep", "rule"])
@@ -129,9 +133,8 @@ class Saturation(pn.viewable.Viewer):
             return
         for rule, norms in g.items():
             y = np.sort(norms)[::-1]
-            # log axis: exact zeros (rows with no gradient at all) sit at the axis floor
-            floor = max(float(y[y > 0].min()) if (y > 0).any() else 1e-300, 1e-300)
-            self.grad_sources[rule].data = {"rank": (np.arange(len(y)) + 0.5) / len(y), "norm": np.maximum(y, floor),
+            # one log axis at every setting: rows below its floor (exact zeros among them) sit on the floor
+            self.grad_sources[rule].data = {"rank": (np.arange(len(y)) + 0.5) / len(y), "norm": np.clip(y, *GRADIENT_AXIS),
                                             "rule": [RULE_LABELS[rule]] * len(y)}
         self.grad_note.object = html.escape(gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho),
                                             quote=False)   # "<1%" is text
@@ -175,7 +178,8 @@ class Saturation(pn.viewable.Viewer):
                     "gradient (its softmax Jacobian is nearly 0). For independent q and k at large d_k that is most "
                     "rows without scaling, while the rows that still learn carry the unscaled factor, so the total "
                     "is not small; at small d_k, or when 1/√d_k saturates too (ρ > 0), the summary above says what "
-                    "holds instead. Rows with exactly zero gradient are drawn at the bottom of the axis."),
+                    "holds instead. The axis is the same at every setting, so a drag of d_k moves the curves, not the "
+                    "axis; rows below 10⁻¹⁰ (exact zeros among them) are drawn on its floor."),
             pn.FlexBox(pn.Column(self.samples, caption("More samples: smoother curves, slower updates."),
                                  styles={"flex": "1 1 300px"}),
                        pn.Column(self.download, caption("Every rule's mean and spread of every metric at every d_k."),

@@ -12,7 +12,7 @@ from bokeh.transform import dodge
 from ..claims import LOGIT_GROWTH_SOURCES, LOW_ENTROPY, entropy_share, fmt_grad
 from ..training_state import TrainingState
 from ..theme import CSS, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, WRAP_BUTTONS, legend_key, legends_below, make_figure
-from .common import beside, caption, heading, headline_html, held, rule_color, set_html
+from .common import ANSWER, beside, caption, heading, headline_html, held, rule_color, set_html
 
 #: While the runs play, the "now" bars follow every this many steps (each measure is about one training
 #: step's work per run); a pause, a Step or a reset measures at once.
@@ -79,7 +79,7 @@ class Sharpness(pn.viewable.Viewer):
                                                             sizing_mode="stretch_width", stylesheets=[WRAP_BUTTONS])
         self.run_btn = pn.widgets.Button(label="Train both runs", color="primary", variant="outline", width=170)
         self.run_btn.on_click(lambda e: setattr(self.train, "running", not self.train.running))
-        self.summary = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
         self._measured_at = -REFRESH_EVERY
         self.train.param.watch(lambda *_: self.refresh(force=True), ["version"])

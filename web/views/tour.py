@@ -8,12 +8,12 @@ import param
 
 from ..options import VIEW_LABELS
 from ..state import LabState
-from ..theme import CSS, VERDICT_STYLES
+from ..theme import CSS, PHONE, VERDICT_STYLES
 from ..grading import grade, recap, step_state
 from ..tour import SELF_CHECK, STEPS, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import caption, heading, set_html
+from .common import ANSWER, HEADING, caption, heading, set_html
 
 END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
@@ -39,6 +39,13 @@ class Tour(pn.viewable.Viewer):
         self.prev.on_click(lambda e: self.go(self.lab.step - 1))
         self.next.on_click(lambda e: self.go(self.lab.step + 1))
         self.jump.param.watch(lambda e: self.go(e.new), ["value"])
+        self.card = pn.Column(sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES,
+                              stylesheets=[CSS, CARD_CSS])
+        # a new step opens at its top, in the browser at the click (no round trip): a phone kept the old
+        # scroll position and opened the next step in its middle
+        for widget in (self.prev, self.next):
+            widget.js_on_click(args={"card": self.card}, code=SCROLL_TO_CARD)
+        self.jump.jscallback(args={"card": self.card}, value=SCROLL_TO_CARD)
         self.question = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.predict = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         # on a 320 px phone the three choices and the long "Leave the tour here: ..." label are wider than the
@@ -46,21 +53,20 @@ class Tour(pn.viewable.Viewer):
         self.choices = pn.widgets.RadioBoxGroup(name="Your prediction", options={}, value=None, inline=True,
                                                 margin=(0, 10, 0, 20),
                                                 stylesheets=[":host .bk-input-group.bk-inline { flex-wrap: wrap; }"])
-        self.choices.param.watch(self._update_feedback, ["value"])
-        # a prediction locks once revealed; "Try again" clears it
-        self.try_again = pn.widgets.Button(label="Try again", color="light", width=120, visible=False,
-                                           margin=(0, 10, 4, 20))
-        self.try_again.on_click(lambda e: setattr(self.choices, "value", None))
+        # the first pick is final: it is what the recap scores; the view is free to explore after it
         self.choices.param.watch(self._lock, ["value"])
-        self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
-        self.now_try = caption("")
+        self.choices.param.watch(self._update_feedback, ["value"])
+        self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+                                     visible=False)
+        self.now_try = caption("", visible=False)
         self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", sizing_mode="stretch_width",
                                        max_width=330, styles={"flex": "1 1 240px"},
                                        stylesheets=[":host .bk-btn { white-space: normal; }"])
         self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
         self.slot = pn.Column(sizing_mode="stretch_width")
-        self.picks: dict[int, int] = {}     # step -> the revealed prediction, for the recap
+        self.picks: dict[int, int] = {}     # step -> the first prediction made there, for the recap
         self._switching = False
+        self._veiled = None                  # the step view whose answers are hidden now
         self.recap = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
         self.checks = [self._check_card(c) for c in SELF_CHECK]
         # drawn on the last step only (a hidden layout still puts its labels in the page)
@@ -105,6 +111,8 @@ class Tour(pn.viewable.Viewer):
     def _show_step(self, *_):
         lab = self.lab
         if lab.view != "tour":
+            self._unveil()   # the full view shows everything it measured
+            self._shown_step = None
             return
         i = lab.step
         step = STEPS[i - 1]
@@ -118,7 +126,8 @@ class Tour(pn.viewable.Viewer):
                                    f"{html.escape(step.predict)}</p>")
             self._switching = True
             try:
-                self.choices.param.update(options=dict(shown_choices(step)), value=None)
+                picked = self.picks.get(i)
+                self.choices.param.update(options=dict(shown_choices(step)), value=picked, disabled=picked is not None)
             finally:
                 self._switching = False
             self.now_try.object = step.now_try + (END if i == len(STEPS) else "")
@@ -127,19 +136,44 @@ class Tour(pn.viewable.Viewer):
             self.next.disabled = i == len(STEPS)
             if self.jump.value != i:
                 self.jump.value = i
-            self.slot.objects = [self.view_for(step.view)]
+            self._unveil()
+            layout = self.view_for(step.view)
+            self.slot.objects = [layout]
+            self._veil(layout, self.lab.step not in self.picks)
             self.end.objects = self._end if i == len(STEPS) else []
         self._update_feedback()
         self._update_recap()
 
+    def _veil(self, layout, hidden: bool) -> None:
+        """Inside the tour the step's view shows no heading of its own (the step's title is it) and, until the
+        reader has predicted, none of its panes that state a measured number (``ANSWER``): the prediction is
+        made from the question and the figure, not read off the page."""
+        self._veiled = layout
+        if layout.objects and HEADING in (layout.objects[0].css_classes or []):
+            layout.objects[0].visible = False
+        for pane in answer_panes(layout):
+            if pane.visible == hidden:
+                pane.visible = not hidden
+
+    def _unveil(self) -> None:
+        """The last step's view as its own view shows it: heading and every measured number."""
+        layout, self._veiled = self._veiled, None
+        if layout is None:
+            return
+        if layout.objects and HEADING in (layout.objects[0].css_classes or []):
+            layout.objects[0].visible = True
+        for pane in answer_panes(layout):
+            if not pane.visible:
+                pane.visible = True
+
     def _lock(self, event):
-        answered = event.new is not None
-        self.choices.disabled = answered
-        self.try_again.visible = answered
-        if answered:
-            self.picks[self.lab.step] = event.new
-        elif not self._switching:
-            self.picks.pop(self.lab.step, None)
+        if self._switching or event.new is None:
+            return
+        self.picks.setdefault(self.lab.step, event.new)   # the first pick is the one the recap scores
+        self.choices.disabled = True
+        self.now_try.visible = True
+        if self._veiled is not None:
+            self._veil(self._veiled, False)
         self._update_recap()
 
     def _update_recap(self, *_):
@@ -153,19 +187,41 @@ class Tour(pn.viewable.Viewer):
         if self.lab.view != "tour":
             return
         step = STEPS[self.lab.step - 1]
-        right, text = grade(step, self.choices.value, self.lab, self.train)
+        picked = self.choices.value
+        answered = picked is not None
+        if self.feedback.visible != answered:
+            self.feedback.visible = answered
+        if self.now_try.visible != answered:
+            self.now_try.visible = answered
+        right, text = grade(step, picked, self.lab, self.train)
         mark = {True: "✓ ", False: "✗ ", None: ""}[right]
         out = f"<div role='status' aria-live='polite'>{html.escape(mark + text, quote=False)}</div>"
         set_html(self.feedback, out)
 
     def __panel__(self):
-        # a compact card, so the step's figure starts on the first screen: the step list beside the title,
-        # the choices on one line, the feedback only once there is some
-        top = pn.FlexBox(pn.Column(self.title, styles={"flex": "1 1 300px"}), self.jump,
-                         sizing_mode="stretch_width", align_items="end")
-        nav = pn.FlexBox(self.prev, self.next, self.leave, sizing_mode="stretch_width", align_items="center")
-        card = pn.Column(top, self.question, self.predict, self.choices, self.try_again, self.feedback,
-                         self.now_try, nav, sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES,
-                         stylesheets=[CSS])
-        return pn.Column(card, self.slot, self.end, sizing_mode="stretch_width")
+        # a compact card, so that on a phone the step's figure and the control it names share the first screen
+        # with the question: Previous/Next on one row under the choices; the feedback and "Now try" once the
+        # reader has picked; the step list and "Leave the tour" after the step's view
+        nav = pn.FlexBox(self.prev, self.next, sizing_mode="stretch_width", align_items="center")
+        self.card.objects = [self.title, self.question, self.predict, self.choices, self.feedback, self.now_try, nav]
+        more = pn.FlexBox(self.jump, self.leave, sizing_mode="stretch_width", align_items="end",
+                          margin=(0, 10, 8, 10))
+        return pn.Column(self.card, self.slot, more, self.end, sizing_mode="stretch_width")
+
+
+def answer_panes(layout) -> list:
+    """Every pane in a view's layout that states a measured number (``ANSWER``)."""
+    return [pane for pane in layout.select(pn.pane.HTML) if ANSWER[0] in (pane.css_classes or [])]
+
+
+#: Scrolls the page to the step card's top: Panel's header bar is not sticky, so the card's own top is
+#: the step's.
+SCROLL_TO_CARD = """
+const view = Bokeh.index.find_one(card);
+if (view != null && view.el != null) {
+  view.el.scrollIntoView({block: 'start', behavior: 'instant'});
+}
+"""
+#: Tighter spacing inside the step card on a phone: its question, its choices and Next fit above the figure.
+CARD_CSS = f"@media {PHONE} {{ :host {{ padding: 2px 2px 6px 2px !important; }} }}"
 

@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 from ..options import LR_OPTIONS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES
 from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
-from .common import beside, caption, choice_slider, figure_row, heading, held, rule_color
+from .common import ANSWER, beside, caption, choice_slider, figure_row, heading, held, rule_color
 from .sharpness import Sharpness
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
@@ -85,7 +85,7 @@ class Training(pn.viewable.Viewer):
         self.download = pn.widgets.FileDownload(callback=lambda: io.StringIO(tr.history_csv()),
                                                 filename="sdpa_training.csv", label="Download curves as CSV",
                                                 color="primary", variant="outline", embed=False, width=220)
-        self.status = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.status = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.play.on_click(self._toggle)
         self.step_btn.on_click(lambda e: self._advance(10))
         self.reset_btn.on_click(lambda e: tr.reset())

@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Label, Span
+from bokeh.models import ColumnDataSource, Label, Range1d, Span
 
 import sdpa_core as sc
 
-from ..claims import fmt, loglog_summary, variance_headline, variance_summary
-from ..options import HIST_SAMPLES, RULE_LABELS
+from ..claims import loglog_summary, variance_headline, variance_summary
+from ..options import D_K_OPTIONS, HIST_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
 from .geometry import Geometry
-from .common import beside, caption, control, figure_row, heading, headline_html, held, rule_color, set_html
+from .common import ANSWER, beside, caption, control, figure_row, heading, headline_html, held, rule_color, set_html
 
 
 class Variance(pn.viewable.Viewer):
@@ -25,12 +25,15 @@ class Variance(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.hists = {}
+        # the reader's choice: one x axis for every d_k (the default: the raw histogram visibly widens as d_k
+        # grows), or an axis fitted to each histogram (its shape against the normal curve in detail)
+        self.fixed = pn.widgets.Checkbox(name="Same axes at every d_k", value=True)
         for side in ("unscaled", "scaled"):
             hist = ColumnDataSource({"left": [], "right": [], "density": []})
             curve = ColumnDataSource({"x": [], "pdf": []})
-            p = make_figure(title="", x_label="logit value", y_label="density", height=280,
+            p = make_figure(title="", x_label="logit value", y_label="density", height=280, x_range=Range1d(-1, 1),
                             hover=[("from", "@left{0.00}"), ("to", "@right{0.00}"), ("density", "@density{0.0000}")])
-            bars = p.quad(left="left", right="right", top="density", bottom=0, source=hist, fill_alpha=0.55,
+            bars = p.quad(left="left", right="right", top="density", bottom=0, source=hist, fill_alpha=0.55, line_alpha=0.35,
                           line_color="white", fill_color=rule_color("none"), legend_label="samples")
             p.line("x", "pdf", source=curve, line_width=2.5, color=THEORY_COLOR, line_dash="dashed",
                    legend_label="normal (theory)")
@@ -65,10 +68,11 @@ class Variance(pn.viewable.Viewer):
         self.rule_item = rules.items[1]
         self.loglog = p
         self.geometry = Geometry(lab=self.lab)
-        self.summary = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES,
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES,
                                     stylesheets=[CSS])
-        self.slopes = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
+        self.slopes = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
         self.lab.param.watch(self._update_hist, ["dots"])
+        self.fixed.param.watch(self._update_hist, ["value"])
         self.lab.param.watch(self._update_sweep, ["sweep", "rule"])
         self.lab.param.watch(self._update_mark, ["d_k"])
         self._update_hist()
@@ -86,10 +90,16 @@ class Variance(pn.viewable.Viewer):
             h = d[side]
             hist.data = {"left": h["left"], "right": h["right"], "density": h["density"]}
             curve.data = {"x": h["x"], "pdf": h["pdf"]}
-        std0, std1 = d["sample_std"]
-        self.hists["unscaled"][0].title.text = f"q·k without scaling, d_k = {lab.d_k} (std {fmt(std0)})"
         rule = lab.rule
-        self.hists["scaled"][0].title.text = f"Logit with {RULE_LABELS[rule]} (std {fmt(std1)})"
+        for side, name in (("unscaled", "none"), ("scaled", rule)):
+            lo, hi = (histogram_range(name, lab) if self.fixed.value
+                      else (min(d[side]["left"][0], d[side]["x"][0]), max(d[side]["right"][-1], d[side]["x"][-1])))
+            x_range = self.hists[side][0].x_range
+            if (x_range.start, x_range.end) != (lo, hi):
+                x_range.update(start=lo, end=hi)
+        # short titles, no measured number: they fit a 320 px phone, and the tour's prediction is not on them
+        self.hists["unscaled"][0].title.text = f"Raw q·k, d_k = {lab.d_k}"
+        self.hists["scaled"][0].title.text = f"After {RULE_LABELS[rule]}"
         self.hists["scaled"][3].glyph.fill_color = rule_color(rule)
         pooled = sc.theory_logit_std(lab.d_k, sigma=lab.sigma, rho=lab.rho, n=lab.n)
         set_html(self.summary, headline_html(
@@ -125,9 +135,10 @@ class Variance(pn.viewable.Viewer):
 
     def __panel__(self):
         hists = [self.hists["unscaled"][0], self.hists["scaled"][0]]
-        controls = [control(self.lab, "d_k"), control(self.lab, "sigma"), control(self.lab, "rule"),
-                    caption("Drag d_k: the raw histogram widens like √d_k; scaled by 1/√d_k it keeps its width (the "
-                            "headline gives both stds for the chosen rule).")]
+        controls = [control(self.lab, "d_k"), control(self.lab, "sigma"), control(self.lab, "rule"), self.fixed,
+                    caption("Drag d_k: on the same axes at every d_k the raw histogram widens like √d_k; scaled by "
+                            "1/√d_k it keeps its width. Each axis spans what its histogram reaches over d_k = 1 to "
+                            f"{D_K_OPTIONS[-1]} at this σ and ρ; the heights follow each peak.")]
         return pn.Column(
             heading("Why does the spread of q·k grow with d_k?"),
             beside(hists, controls, basis=260),
@@ -149,3 +160,20 @@ class Variance(pn.viewable.Viewer):
                     "for no scaling and for the chosen rule, and the markers the Monte-Carlo estimate (a little below "
                     "the line at small n: each matrix's own spread is biased low); click a legend entry to hide it."),
             sizing_mode="stretch_width")
+
+
+def histogram_range(rule: str, lab: LabState) -> tuple[float, float]:
+    """One x range for a histogram at every d_k of the slider, at the current σ, ρ and the rule's knobs:
+    the union over d_k of the theory's mean ± 4.5 std (sdpa_core's ``Rule.pair_theory``), a cosine's rule
+    bounded by its largest factor (|cos| <= 1). The histogram drawn on it widens or narrows as d_k moves,
+    instead of the axis following it."""
+    spec = sc.RULES[rule]
+    knobs = {"sigma": lab.sigma, "rho": lab.rho, "alpha": lab.alpha, "temperature": lab.temperature, "n": lab.n}
+    lo = hi = 0.0
+    for d_k in D_K_OPTIONS:
+        mean, std = spec.pair_theory(d_k, **knobs)
+        lo, hi = min(lo, mean - 4.5 * std), max(hi, mean + 4.5 * std)
+    if spec.normalizes:
+        top = float(np.max(np.abs(spec.scales(D_K_OPTIONS, alpha=lab.alpha, temperature=lab.temperature, n=lab.n))))
+        lo, hi = max(lo, -1.02 * top), min(hi, 1.02 * top)
+    return float(lo), float(hi)
