@@ -30,6 +30,12 @@ class Dial(pn.viewable.Viewer):
     """The two-token softmax with its operating point, a heatmap, and the per-query gradient spread, all
     driven by one slider; the sidebar's settings are read out as the s they give."""
 
+    #: The control this view's figures answer to (lab's parameter) and two values across its range;
+    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    MAIN_CONTROL = ("lab", "dial_s", (0.5, 30.0))
+    #: What the figures show as it moves.
+    CLAIM = ("Turn s up: the first key's weight climbs the sigmoid, each row's top weight nears 1 and the gradients fall, on fixed axes.")
+
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")
 
     def __init__(self, **params):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Span
+from bokeh.models import ColumnDataSource, Range1d, Span
 
 import sdpa_core as sc
 
@@ -18,6 +18,9 @@ from .common import ANSWER, beside, caption, control, heading, headline_html, he
 #: What the two figures draw: metric -> (title, y label, y axis type).
 PLOTS = {"top_weight": ("Top weight of a row", "top weight (log)", "log"),
          "entropy_ratio": ("Entropy as a share of log n", "entropy / log n", "linear")}
+#: Each plot's y axis, the same at every d_k, σ and ρ: a top weight lies between 1/n (n up to 4096) and 1, an
+#: entropy's share of log n between 0 and 1.
+Y_RANGES = {"top_weight": (1.5e-4, 1.5), "entropy_ratio": (-0.02, 1.05)}
 
 
 class Length(pn.viewable.Viewer):
@@ -34,7 +37,7 @@ class Length(pn.viewable.Viewer):
         self.lines, self.marks, self.figs = {}, {}, {}
         for metric, (title, ylabel, y_type) in PLOTS.items():
             p = make_figure(title=title, x_label="sequence length n (keys per query)", y_label=ylabel, height=340,
-                            x_axis_type="log", y_axis_type=y_type,
+                            x_axis_type="log", y_axis_type=y_type, y_range=Range1d(*Y_RANGES[metric]),
                             hover=[("rule", "@rule"), ("n", "@n"), ("mean", "@y{0.000}")])
             p.line("n", "y", source=self.uniform[metric], color=THEORY_COLOR, line_dash="dashed", line_width=1.5,
                    legend_label="uniform: 1/n" if metric == "top_weight" else "uniform: 1")

@@ -7,7 +7,7 @@ import html
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Span
+from bokeh.models import ColumnDataSource, Range1d, Span
 
 from sdpa_core import real_models
 
@@ -30,8 +30,19 @@ def widths_for(heads: int) -> np.ndarray:
     return heads * d_k[heads * d_k <= MAX_D_MODEL]
 
 
+#: The width plot's fixed logit-std axis: every preset's curves (0.03 to 20 at their own width) with room
+#: for the calculator's wider heads; a custom head beyond it runs off the top, which the table still gives.
+LOGIT_STD_AXIS = (1e-3, 1e4)
+
+
 class Models(pn.viewable.Viewer):
     """Preset and fields in, a table of the head's logit std, top weight and tokens attended out."""
+
+    #: The control this view's figures answer to (lab's parameter) and two values across its range;
+    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    MAIN_CONTROL = ("lab", "preset", ("gpt2", "llama-2-7b"))
+    #: What the figures show as it moves.
+    CLAIM = ("Pick another model: its head's logit spread at initialisation moves against the other widths on fixed axes.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")
 
@@ -57,6 +68,7 @@ class Models(pn.viewable.Viewer):
         self.here = ColumnDataSource({"d_model": [], "std": []})
         p = make_figure(title="Logit std at init vs the width", x_label="d_model (heads and init std fixed)",
                         y_label="logit std", height=340, x_axis_type="log", y_axis_type="log",
+                        x_range=Range1d(6, MAX_D_MODEL * 1.3), y_range=Range1d(*LOGIT_STD_AXIS),
                         hover=[("d_model", "@d_model"), ("logit std", "@std{0.000}")])
         for v, (color, dash) in WIDTH_LINES.items():
             p.line("d_model", "std", source=self.width_sources[v], color=color, line_dash=dash, line_width=2.5,

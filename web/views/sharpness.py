@@ -17,8 +17,9 @@ from .common import ANSWER, beside, caption, heading, headline_html, held, rule_
 #: While the runs play, the "now" bars follow every this many steps (each measure is about one training
 #: step's work per run); a pause, a Step or a reset measures at once.
 REFRESH_EVERY = 50
-#: The gradient plot's log axis stops here: a smaller norm is drawn at this floor (hovering gives its value).
-FLOOR = 1e-20
+#: The gradient plot's log axis, the same at every d_k and step: a smaller norm is drawn at its floor (hovering
+#: gives its value); trained heads' norms run from about 1e-5 (d_k = 1024, unscaled) to a few units.
+FLOOR, TOP = 1e-12, 1e3
 WHEN = ("step 0", "now")
 #: Which gradient the second figure shows: the median example's, or the batch's mean-loss gradient.
 GRADIENTS = {"median example": "example", "whole batch": "batch"}
@@ -59,7 +60,7 @@ class Sharpness(pn.viewable.Viewer):
         self.entropy_fig = p
 
         g = make_figure(title="Gradient reaching W_q and W_v", x_label="", y_label="gradient norm (log)",
-                        height=300, x_range=FactorRange(*factors), y_axis_type="log",
+                        height=300, x_range=FactorRange(*factors), y_axis_type="log", y_range=Range1d(FLOOR, TOP),
                         hover=[("", "@x"), ("W_q (where to look)", "@q_text"), ("W_v (what to read)", "@v_text")])
         g.segment(x0="x", y0="q", x1="x", y1="v", source=self.source, line_color=THEORY_COLOR, line_width=1.5)
         g.scatter("x", "v", source=self.source, marker="square", size=12, fill_color="colour", line_color="colour")
@@ -161,4 +162,4 @@ def _finite(x: float) -> float:
 
 
 def _floor(x: float) -> float:
-    return max(x, FLOOR) if math.isfinite(x) else float("nan")
+    return min(max(x, FLOOR), TOP) if math.isfinite(x) else float("nan")

@@ -20,6 +20,16 @@ from .common import ANSWER, beside, caption, control, figure_row, heading, headl
 class Variance(pn.viewable.Viewer):
     """Histograms of q·k (unscaled and scaled) with the normal curve; log-log logit std vs d_k."""
 
+    #: The control this view's figures answer to (lab's parameter) and two values across its range;
+    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    MAIN_CONTROL = ("lab", "d_k", (2, 4096))
+    #: Axes that follow their data on purpose, each with why (the x axes never do, unless the reader unticks
+    #: "Same axes at every d_k"): the density's height is 1/width, so a fixed height would flatten the wide ones.
+    FITTED = {("Raw q·k", "y_range"): "the height follows the peak; the width is the claim",
+              ("After", "y_range"): "the height follows the peak; the width is the claim"}
+    #: What the figures show as it moves.
+    CLAIM = ("Drag d_k: the raw q·k histogram widens like √d_k on one x axis for every d_k; scaled by 1/√d_k it keeps its width.")
+
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")
 
     def __init__(self, **params):
