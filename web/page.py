@@ -142,7 +142,9 @@ class Page(param.Parameterized):
         if name not in self._views:
             cls = view_class(name)
             params = {"lab": self.lab, "train": self.train, "view_for": self.view}
-            self._views[name] = cls(**{k: v for k, v in params.items() if k in cls.param}).__panel__()
+            layout = cls(**{k: v for k, v in params.items() if k in cls.param}).__panel__()
+            layout.css_classes = [*(layout.css_classes or []), f"sdpa-view-{name}"]   # which view is shown, for tests
+            self._views[name] = layout
         return self._views[name]
 
     def _show_view(self, *_):

@@ -33,6 +33,7 @@ class Step:
     edges: tuple[float, ...]   # ascending; choice i is measure in [edges[i-1], edges[i])
     measure: Callable          # (lab, train) -> (number or None when not yet known, sentence saying it)
     now_try: str               # one control to move next
+    control: str = ""          # that control's accessible name (its label): beside the step's figure on a phone too
     waiting: str = ""          # what to do when the number is not known yet (training: press Play)
     key: str = field(default="")
     descending: bool = False   # show the choices from the largest range down (so the right one is not always last)
@@ -176,21 +177,21 @@ STEPS = (
          "Without any scaling, at d_k = 64, how much of a query's attention goes to its top key?",
          ("less than 20%", "20% to 60%", "more than 60%"), (0.2, 0.6), _top_weight,
          "Now try: drag d_k beside the heatmaps from 64 to 1024 and watch the left map turn into one bright "
-         "cell per row.", key="attention", descending=True),
+         "cell per row.", control="d_k (key/query dimension)", key="attention", descending=True),
     Step("Why q·k grows with d_k",
          "q·k adds up d_k products. What happens to its typical size when the head gets wider?",
          "variance", {"d_k": 256},
          "d_k grows 16× (from 16 to 256). The standard deviation of the unscaled q·k grows by about…",
          ("1× (no change)", "4×", "16×"), (2.0, 8.0), _std_growth(16, 256),
          "Now try: move σ beside the histograms: the std grows like σ², and 1/√d_k does not undo that.",
-         key="variance"),
+         control="σ (std of q, k entries)", key="variance"),
     Step("What a softmax does with large logits",
          "The softmax only sees the logits' spread. What does a large spread do to it?",
          "dial", {"s": 8.0},
          "16 keys whose logits have standard deviation 8. How much weight does the top key get on average?",
          ("less than 30%", "30% to 70%", "more than 70%"), (0.3, 0.7), _dial_top,
          "Now try: drag the logit dial s from 8 down to 1 and watch the operating point slide into the "
-         "sigmoid's steep middle.", key="softmax"),
+         "sigmoid's steep middle.", control="Logit std s", key="softmax"),
     Step("What that does to the gradients",
          "A saturated softmax has a Jacobian near 0. Does every query's gradient shrink?",
          "saturation", {"d_k": 1024},
@@ -198,21 +199,22 @@ STEPS = (
          "gets with 1/√d_k?",
          ("almost none (under 10%)", "some (10% to 40%)", "many (more than 40%)"), (0.1, 0.4), _starved,
          "Now try: lower d_k to 64 beside the plots and compare the sorted curves in the gradient plot below "
-         "them.", key="gradients", descending=True),
+         "them.", control="d_k (key/query dimension)", key="gradients", descending=True),
     Step("What training shows",
          "Two copies of one tiny attention model, identical but for the scaling, learn the same task.",
          "training", {},
          f"At d_k = 1024, after {TRAIN_CHECK} steps, the unscaled run's loss compared with 1/√d_k's will be…",
          ("lower (ratio under 0.9)", "about the same", "higher (ratio over 1.1)"), (0.9, 1.1), _training,
          "Now try: press Play next to the plots, then change d_k next to them to 16 and train again.",
-         waiting=f"Press Play: the answer comes at step {TRAIN_CHECK}.", key="training"),
+         waiting=f"Press Play: the answer comes at step {TRAIN_CHECK}.", control="▶ Play", key="training"),
     Step("The alternatives, and why the question is still alive",
          "At initialisation q and k are independent; training aligns them (ρ grows). Besides 1/√d_k there are "
          "muP's 1/d_k and QK-norm (q and k scaled to length 1, logits cos(q, k) / τ). What do they do then?",
          "alignment", {"d_k": 256},
          "At d_k = 256, as ρ goes from 0 to 1, how many tokens does 1/√d_k end up attending to (of 16)?",
          ("fewer than 2 (one token)", "2 to 8", "more than 8 (still spread)"), (2.0, 8.0), _aligned_tokens,
-         "Now try: press Play to sweep ρ from 0 to 1, and watch which heatmaps collapse.", key="alignment"),
+         "Now try: press Play to sweep ρ from 0 to 1, and watch which heatmaps collapse.", control="▶ Play: sweep ρ from 0 to 1",
+         key="alignment"),
     Step("Half precision",
          "float16 stops at 65504. A kernel that computes q·kᵀ in float16 and divides by √d_k afterwards: where "
          "does the product pass it?",
@@ -220,14 +222,15 @@ STEPS = (
          "With σ = 4 and aligned q and k (ρ = 1), scaling after the matmul: from which d_k do rows of the (stable) "
          "softmax contain inf or NaN?",
          ("d_k ≤ 256", "d_k = 512 to 2048", "d_k = 4096 or never"), (300.0, 3000.0), _first_overflow,
-         "Now try: switch “Where the 1/√d_k scaling happens” to before the matmul.", key="precision"),
+         "Now try: switch “Where the 1/√d_k scaling happens” to before the matmul.",
+         control="Where the 1/√d_k scaling happens", key="precision"),
     Step("The √d_model bug",
          "A real head's d_k is d_model / heads. What if the code divides by √d_model instead?",
          "models", {"preset": "gpt2"},
          "GPT-2 small is 768 wide with 12 heads (d_k = 64). Dividing by √768 instead of √64 shrinks the logits by…",
          ("less than 2×", "2× to 4.5×", "4.5× to 8×", "more than 8×"), (2.0, 4.5, 8.0), _bug_factor,
          "Now try: set the heads to 1 (then d_k = d_model and the bug disappears), or pick LLaMA-2-7B, whose "
-         "32 heads make it larger.", key="bug"),
+         "32 heads make it larger.", control="heads (d_k = d_model / heads)", key="bug"),
 )
 
 

@@ -33,7 +33,7 @@ FRAMES_JS = """() => { const views = []; const visit = (v) => { views.push(v); f
 
 def test_every_step_renders_from_its_link_and_answers_the_prediction(page: Page, runtime, shots):
     """Each ``?view=tour&step=N`` shows step N with its live view; picking the measured answer says
-    "Right." with the number, another choice says "Not quite" (training: "Press Play" until it has run).
+    "Right." with the number and locks the choices (training: "Press Play" until it has run).
     Each pass takes every step in turn, so each width runs once: a phone's under `panel serve` (nothing wider
     than the screen), a desktop's in the built site, which needs a Pyodide distribution (without one, the
     desktop's tour is the layout test's first step). With SDPA_SCREENSHOTS=1 (`make screenshots`) a
@@ -56,14 +56,10 @@ def every_step(page: Page, runtime, shots, width: int):
             page.get_by_label(step.choices[0]).check()
             expect(page.get_by_text(re.compile(re.escape(step.waiting)))).to_be_visible(timeout=30_000)
         else:
-            wrong = (right + 1) % len(step.choices)
-            page.get_by_label(step.choices[wrong]).check()
-            expect(page.get_by_text(re.compile(r"^✗ Not quite"))).to_be_visible(timeout=60_000)
-            # revealed answers lock: the other choices are disabled until "Try again"
-            expect(page.get_by_label(step.choices[right])).to_be_disabled()
-            page.get_by_role("button", name="Try again").click()
             page.get_by_label(step.choices[right]).check()
             expect(page.get_by_text("✓ Right. " + sentence, exact=True)).to_be_visible(timeout=60_000)
+            # a pick is final (the wrong pick's feedback: tests/web/test_ui_tour_predict.py)
+            expect(page.get_by_label(step.choices[(right + 1) % len(step.choices)])).to_be_disabled()
         # the step's view inside the tour lays its plots out as on its own (a bare figure next to a row of
         # figures once collapsed that row to 0 x 0 there)
         page.wait_for_function(f"() => ({FRAMES_JS})().every(([t, w, h]) => w > 50 && h > 50)", timeout=30_000)

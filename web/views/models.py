@@ -67,7 +67,7 @@ class Models(pn.viewable.Viewer):
         self.width_sources = {v: ColumnDataSource({"d_model": [], "std": []}) for v in WIDTH_LINES}
         self.here = ColumnDataSource({"d_model": [], "std": []})
         p = make_figure(title="Logit std at init vs the width", x_label="d_model (heads and init std fixed)",
-                        y_label="logit std", height=340, x_axis_type="log", y_axis_type="log",
+                        y_label="logit std", height=300, x_axis_type="log", y_axis_type="log",
                         x_range=Range1d(6, MAX_D_MODEL * 1.3), y_range=Range1d(*LOGIT_STD_AXIS),
                         hover=[("d_model", "@d_model"), ("logit std", "@std{0.000}")])
         for v, (color, dash) in WIDTH_LINES.items():
@@ -128,7 +128,8 @@ class Models(pn.viewable.Viewer):
         self.width_mark.location = m["d_model"]
 
     def __panel__(self):
-        fields = [self.preset, self.d_model, self.heads, self.init_std, self.scale, self.qk_norm, self.layernorm]
+        # the heads next to the model: what the tour's step asks the reader to change, on a phone's first screen
+        fields = [self.preset, self.heads, self.d_model, self.init_std, self.scale, self.qk_norm, self.layernorm]
         return pn.Column(
             heading("Real models: how peaked is a real head's attention at initialisation?"),
             beside(self.width_fig, fields),

@@ -132,7 +132,7 @@ class Precision(pn.viewable.Viewer):
 
     def __panel__(self):
         figs = [self.logit_fig, self.row_fig]
-        controls = [self.order, caption("Where the 1/√d_k scaling happens."), self.preset,
+        controls = [caption("Where the 1/√d_k scaling happens"), self.order, self.preset,
                     caption("Large, aligned q and k: float16 products pass 65504 at large d_k."), control(self.lab, "d_k")]
         return pn.Column(
             heading("Half precision: at which d_k do inf and NaN appear?"),

@@ -13,7 +13,7 @@ from ..grading import grade, recap, step_state
 from ..tour import SELF_CHECK, STEPS, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import ANSWER, HEADING, caption, heading, set_html
+from .common import ANSWER, HEADING, caption, heading, held, set_html
 
 END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
@@ -108,6 +108,7 @@ class Tour(pn.viewable.Viewer):
         if step != self.lab.step or self.lab.view != "tour":
             apply_query(step_query(step), self.lab, self.train)
 
+    @held
     def _show_step(self, *_):
         lab = self.lab
         if lab.view != "tour":
@@ -136,10 +137,14 @@ class Tour(pn.viewable.Viewer):
             self.next.disabled = i == len(STEPS)
             if self.jump.value != i:
                 self.jump.value = i
-            self._unveil()
+            old = self._veiled
             layout = self.view_for(step.view)
+            self._veil(layout, self.lab.step not in self.picks)   # before it is shown: no answer flashes up
             self.slot.objects = [layout]
-            self._veil(layout, self.lab.step not in self.picks)
+            if old is not None and old is not layout:
+                self._veiled = old
+                self._unveil()               # the last step's view, off the page now, as its own view shows it
+                self._veiled = layout
             self.end.objects = self._end if i == len(STEPS) else []
         self._update_feedback()
         self._update_recap()

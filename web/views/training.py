@@ -193,8 +193,9 @@ class Training(pn.viewable.Viewer):
         self.status.object = self.train.status
 
     def __panel__(self):
-        controls = [self.rule_a, self.rule_b, self.d_k, self.optimizer, self.lr, self.seed,
-                    pn.FlexBox(self.play, self.step_btn, self.reset_btn, sizing_mode="stretch_width"),
+        # Play first: on a phone the controls come right under the loss plot, and Play is what moves it
+        controls = [pn.FlexBox(self.play, self.step_btn, self.reset_btn, sizing_mode="stretch_width"),
+                    self.rule_a, self.rule_b, self.d_k, self.optimizer, self.lr, self.seed,
                     caption("Press Play: both runs start from the same weights and batches; only the rule differs. "
                             "Changing a setting resets them. Scale or initialisation? Pick “none, W_q init ÷ √d_k "
                             "(T5)” for one run and 1/√d_k for the other, then switch the optimizer.")]
