@@ -9,7 +9,7 @@ import importlib
 import numpy as np
 import panel as pn
 import pytest
-from bokeh.models import ColumnDataSource, DataRange1d, FactorRange, LinearColorMapper, Range1d
+from bokeh.models import ColumnDataSource, DataRange1d, FactorRange, LinearColorMapper
 
 from web.options import VIEW_REGISTRY
 from web.page import Page

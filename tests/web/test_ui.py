@@ -64,11 +64,15 @@ def assert_never_true(page: Page, condition_js: str, arg, *, ms: int):
 
 
 def test_page_loads_without_console_errors(page: Page, app_url):
-    """The page loads, shows its title, intro and verdict, and logs no console error."""
+    """The page loads, shows its title, intro and, once the tour's first prediction is made, the verdict, and
+    logs no console error."""
     errors = []
     open_page(page, app_url, errors)
     expect(page.get_by_text("SDPA Lab: why attention divides by √d_k")).to_be_visible()
     lab, _ = step_state(STEPS[0])              # the default link is the tour's first step, on the playground
+    # its headline shows once the reader has predicted (tests/web/test_ui_tour_predict.py: not before)
+    expect(page.locator("p.sdpa-headline")).to_have_count(0)
+    page.get_by_label(STEPS[0].choices[0], exact=True).check()
     expect(page.locator("p.sdpa-headline").first).to_have_text(str(claims.headline(lab.playground, n=lab.n,
                                                                                    dtype=lab.dtype)))
     expect(page.locator("summary").get_by_text("At d_k = 64, σ = 1, ρ = 0, n = 16 · details")).to_be_visible()
