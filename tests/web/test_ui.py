@@ -71,7 +71,7 @@ def test_page_loads_without_console_errors(page: Page, app_url):
     expect(page.get_by_text("SDPA Lab: why attention divides by √d_k")).to_be_visible()
     lab, _ = step_state(STEPS[0])              # the default link is the tour's first step, on the playground
     # its headline shows once the reader has predicted (tests/web/test_ui_tour_predict.py: not before)
-    expect(page.locator("p.sdpa-headline")).to_have_count(0)
+    expect(page.locator("p.sdpa-headline").filter(visible=True)).to_have_count(0)
     page.get_by_label(STEPS[0].choices[0], exact=True).check()
     expect(page.locator("p.sdpa-headline").first).to_have_text(str(claims.headline(lab.playground, n=lab.n,
                                                                                    dtype=lab.dtype)))
