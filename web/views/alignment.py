@@ -27,10 +27,8 @@ class Alignment(pn.viewable.Viewer):
     """Tokens attended and saturated rows against ρ for every rule, with heatmaps at the current ρ; Play
     sweeps ρ from 0 to 1."""
 
-    #: The control this view's figures answer to (lab's parameter) and two values across its range;
-    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("lab", "rho", (0.0, 1.0))
-    #: What the figures show as it moves.
     CLAIM = ("Move ρ: the mark moves along curves drawn for every ρ, and the heatmaps collapse on the fixed 0-1 colour scale as q and k align.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")

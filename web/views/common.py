@@ -89,6 +89,13 @@ def caption(text: str, **kw) -> pn.pane.Markdown:
 HEADING_STYLE = {2: "font-size:1.3rem;font-weight:700;line-height:1.3", 3: "font-size:1.1rem;font-weight:700;line-height:1.3"}
 
 
+#: What a view with figures declares on its class, read by tests/web/test_figure_axes.py:
+FIGURE_CLAIMS_DOC = """``MAIN_CONTROL = (owner, parameter, (low, high))``: the control its figures answer to ("lab" for
+``LabState``, "train" for ``TrainingState``) and two values across its range; the test moves it from one to the
+other and fails when an axis or colour scale of a figure follows the data that move changes. ``CLAIM``: what
+the figures show as it moves. ``FITTED`` (optional): ``{(title's start, axis): why}`` for an axis that follows
+its data on purpose."""
+
 #: The CSS class of a pane that states what was measured: a headline, a summary, a readouts table. The tour
 #: hides these in its step's view until the reader has predicted (web/views/tour.py).
 ANSWER = ["sdpa-answer"]

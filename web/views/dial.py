@@ -20,20 +20,16 @@ from .common import ANSWER, beside, caption, figure_row, heading, headline_html,
 from .playground import heatmap_data
 
 X_MAX = 12.0
-
-
-
 #: The gradient plot's fixed log axis: s = 0 gives about 0.1-0.6 at every n; s = 30 down to 1e-15.
 GRADIENT_AXIS = (1e-12, 10.0)
+
 
 class Dial(pn.viewable.Viewer):
     """The two-token softmax with its operating point, a heatmap, and the per-query gradient spread, all
     driven by one slider; the sidebar's settings are read out as the s they give."""
 
-    #: The control this view's figures answer to (lab's parameter) and two values across its range;
-    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("lab", "dial_s", (0.5, 30.0))
-    #: What the figures show as it moves.
     CLAIM = ("Turn s up: the first key's weight climbs the sigmoid, each row's top weight nears 1 and the gradients fall, on fixed axes.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")

@@ -38,10 +38,8 @@ LOGIT_STD_AXIS = (1e-3, 1e4)
 class Models(pn.viewable.Viewer):
     """Preset and fields in, a table of the head's logit std, top weight and tokens attended out."""
 
-    #: The control this view's figures answer to (lab's parameter) and two values across its range;
-    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("lab", "preset", ("gpt2", "llama-2-7b"))
-    #: What the figures show as it moves.
     CLAIM = ("Pick another model: its head's logit spread at initialisation moves against the other widths on fixed axes.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")

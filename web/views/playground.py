@@ -29,10 +29,8 @@ COLORBAR_ROOM = 58
 class Playground(pn.viewable.Viewer):
     """Heatmaps, one query's weights and the readouts, for no scaling and the chosen rule."""
 
-    #: The control this view's figures answer to (lab's parameter) and two values across its range;
-    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("lab", "d_k", (2, 4096))
-    #: What the figures show as it moves.
     CLAIM = ("Drag d_k up: the unscaled map collapses to one bright cell per row on the fixed 0-1 colour scale; the rule's stays spread.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")

@@ -23,10 +23,8 @@ DTYPE_DASH = {"float16": "solid", "float32": "dashed", "float64": "dotted"}
 class Precision(pn.viewable.Viewer):
     """Largest |logit| per dtype against the float16 limit, and the share of rows that end up NaN/inf."""
 
-    #: The control this view's figures answer to (lab's parameter) and two values across its range;
-    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("lab", "order", ("after", "before"))
-    #: What the figures show as it moves.
     CLAIM = ("Scale before the matmul instead of after: the largest |logit| falls under float16's limit on a fixed axis, and the broken rows go.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")

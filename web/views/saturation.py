@@ -34,10 +34,8 @@ GRADIENT_AXIS = (1e-10, 1e6)
 class Saturation(pn.viewable.Viewer):
     """Monte-Carlo means with a ±1 std band for every rule; the current d_k and rule are marked."""
 
-    #: The control this view's figures answer to (lab's parameter) and two values across its range;
-    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("lab", "d_k", (2, 4096))
-    #: What the figures show as it moves.
     CLAIM = ("Drag d_k: the mark moves along the fixed sweeps, and without scaling the sorted per-query gradients spread down towards 0 on a fixed log axis.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")

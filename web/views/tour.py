@@ -66,7 +66,7 @@ class Tour(pn.viewable.Viewer):
         self.slot = pn.Column(sizing_mode="stretch_width")
         self.picks: dict[int, int] = {}     # step -> the first prediction made there, for the recap
         self._switching = False
-        self._veiled = None                  # the step view whose answers are hidden now
+        self._veiled = None                  # the step's view, shown inside the tour (its heading hidden)
         self.recap = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
         self.checks = [self._check_card(c) for c in SELF_CHECK]
         # drawn on the last step only (a hidden layout still puts its labels in the page)
@@ -112,8 +112,9 @@ class Tour(pn.viewable.Viewer):
     def _show_step(self, *_):
         lab = self.lab
         if lab.view != "tour":
-            self._unveil()   # the full view shows everything it measured
-            self._shown_step = None
+            if self._veiled is not None:   # the full view shows its heading and everything it measured
+                show_parts(self._veiled, heading=True, answers=True)
+            self._veiled = self._shown_step = None
             return
         i = lab.step
         step = STEPS[i - 1]
@@ -137,48 +138,23 @@ class Tour(pn.viewable.Viewer):
             self.next.disabled = i == len(STEPS)
             if self.jump.value != i:
                 self.jump.value = i
-            old = self._veiled
-            layout = self.view_for(step.view)
-            self._veil(layout, self.lab.step not in self.picks)   # before it is shown: no answer flashes up
+            old, layout = self._veiled, self.view_for(step.view)
+            show_parts(layout, heading=False, answers=i in self.picks)   # before it is shown: nothing flashes up
             self.slot.objects = [layout]
             if old is not None and old is not layout:
-                self._veiled = old
-                self._unveil()               # the last step's view, off the page now, as its own view shows it
-                self._veiled = layout
+                show_parts(old, heading=True, answers=True)   # off the page now: as its own view shows it
+            self._veiled = layout
             self.end.objects = self._end if i == len(STEPS) else []
         self._update_feedback()
         self._update_recap()
-
-    def _veil(self, layout, hidden: bool) -> None:
-        """Inside the tour the step's view shows no heading of its own (the step's title is it) and, until the
-        reader has predicted, none of its panes that state a measured number (``ANSWER``): the prediction is
-        made from the question and the figure, not read off the page."""
-        self._veiled = layout
-        if layout.objects and HEADING in (layout.objects[0].css_classes or []):
-            layout.objects[0].visible = False
-        for pane in answer_panes(layout):
-            if pane.visible == hidden:
-                pane.visible = not hidden
-
-    def _unveil(self) -> None:
-        """The last step's view as its own view shows it: heading and every measured number."""
-        layout, self._veiled = self._veiled, None
-        if layout is None:
-            return
-        if layout.objects and HEADING in (layout.objects[0].css_classes or []):
-            layout.objects[0].visible = True
-        for pane in answer_panes(layout):
-            if not pane.visible:
-                pane.visible = True
 
     def _lock(self, event):
         if self._switching or event.new is None:
             return
         self.picks.setdefault(self.lab.step, event.new)   # the first pick is the one the recap scores
         self.choices.disabled = True
-        self.now_try.visible = True
         if self._veiled is not None:
-            self._veil(self._veiled, False)
+            show_parts(self._veiled, heading=False, answers=True)
         self._update_recap()
 
     def _update_recap(self, *_):
@@ -217,6 +193,18 @@ class Tour(pn.viewable.Viewer):
 def answer_panes(layout) -> list:
     """Every pane in a view's layout that states a measured number (``ANSWER``)."""
     return [pane for pane in layout.select(pn.pane.HTML) if ANSWER[0] in (pane.css_classes or [])]
+
+
+def show_parts(layout, *, heading: bool, answers: bool) -> None:
+    """Show or hide a view's own heading (the first object of its layout) and its ``ANSWER`` panes. Inside the
+    tour the step's title is the heading, and until the reader has predicted nothing states a measured
+    number: the prediction is made from the question and the figure, not read off the page."""
+    parts = [(pane, answers) for pane in answer_panes(layout)]
+    if layout.objects and HEADING in (layout.objects[0].css_classes or []):
+        parts.append((layout.objects[0], heading))
+    for pane, shown in parts:
+        if pane.visible != shown:
+            pane.visible = shown
 
 
 #: Scrolls the page to the step card's top: Panel's header bar is not sticky, so the card's own top is

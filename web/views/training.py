@@ -22,10 +22,8 @@ TICK_MS = 120
 class Training(pn.viewable.Viewer):
     """Play / pause / step / reset, streaming loss and accuracy curves, and one example's attention."""
 
-    #: The control this view's figures answer to (train's parameter) and two values across its range;
-    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("train", "d_k", (16, 1024))
-    #: What the figures show as it moves.
     CLAIM = ("Train at a larger d_k: the unscaled run's loss stays high against 1/√d_k's on fixed loss and accuracy axes.")
 
     train = param.ClassSelector(class_=TrainingState, doc="The two runs.")

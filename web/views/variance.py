@@ -1,6 +1,7 @@
 """Why the variance grows: the distribution of q·k at the current d_k, and its spread over all d_k."""
 from __future__ import annotations
 
+import functools
 
 import numpy as np
 import panel as pn
@@ -20,14 +21,12 @@ from .common import ANSWER, beside, caption, control, figure_row, heading, headl
 class Variance(pn.viewable.Viewer):
     """Histograms of q·k (unscaled and scaled) with the normal curve; log-log logit std vs d_k."""
 
-    #: The control this view's figures answer to (lab's parameter) and two values across its range;
-    #: tests/web/test_figure_axes.py moves it and checks that no axis follows the data.
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("lab", "d_k", (2, 4096))
     #: Axes that follow their data on purpose, each with why (the x axes never do, unless the reader unticks
     #: "Same axes at every d_k"): the density's height is 1/width, so a fixed height would flatten the wide ones.
     FITTED = {("Raw q·k", "y_range"): "the height follows the peak; the width is the claim",
               ("After", "y_range"): "the height follows the peak; the width is the claim"}
-    #: What the figures show as it moves.
     CLAIM = ("Drag d_k: the raw q·k histogram widens like √d_k on one x axis for every d_k; scaled by 1/√d_k it keeps its width.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")
@@ -177,13 +176,17 @@ def histogram_range(rule: str, lab: LabState) -> tuple[float, float]:
     the union over d_k of the theory's mean ± 4.5 std (sdpa_core's ``Rule.pair_theory``), a cosine's rule
     bounded by its largest factor (|cos| <= 1). The histogram drawn on it widens or narrows as d_k moves,
     instead of the axis following it."""
+    return _histogram_range(rule, lab.sigma, lab.rho, lab.alpha, lab.temperature, lab.n)
+
+
+@functools.lru_cache(maxsize=64)   # it does not depend on d_k: a drag of d_k reuses it (about 1 ms each in CPython)
+def _histogram_range(rule: str, sigma: float, rho: float, alpha: float, temperature: float, n: int):
     spec = sc.RULES[rule]
-    knobs = {"sigma": lab.sigma, "rho": lab.rho, "alpha": lab.alpha, "temperature": lab.temperature, "n": lab.n}
     lo = hi = 0.0
     for d_k in D_K_OPTIONS:
-        mean, std = spec.pair_theory(d_k, **knobs)
+        mean, std = spec.pair_theory(d_k, sigma=sigma, rho=rho, alpha=alpha, temperature=temperature, n=n)
         lo, hi = min(lo, mean - 4.5 * std), max(hi, mean + 4.5 * std)
     if spec.normalizes:
-        top = float(np.max(np.abs(spec.scales(D_K_OPTIONS, alpha=lab.alpha, temperature=lab.temperature, n=lab.n))))
+        top = float(np.max(np.abs(spec.scales(D_K_OPTIONS, alpha=alpha, temperature=temperature, n=n))))
         lo, hi = max(lo, -1.02 * top), min(hi, 1.02 * top)
     return float(lo), float(hi)
