@@ -42,8 +42,9 @@ class Variance(pn.viewable.Viewer):
             curve = ColumnDataSource({"x": [], "pdf": []})
             p = make_figure(title="", x_label="logit value", y_label="density", height=280, x_range=Range1d(-1, 1),
                             hover=[("from", "@left{0.00}"), ("to", "@right{0.00}"), ("density", "@density{0.0000}")])
-            bars = p.quad(left="left", right="right", top="density", bottom=0, source=hist, fill_alpha=0.55, line_alpha=0.35,
-                          line_color="white", fill_color=rule_color("none"), legend_label="samples")
+            bars = p.quad(left="left", right="right", top="density", bottom=0, source=hist, fill_alpha=0.55,
+                          line_color=None, fill_color=rule_color("none"), legend_label="samples")   # no outline: a
+            # white one washed a narrow histogram out, on the dark background too
             p.line("x", "pdf", source=curve, line_width=2.5, color=THEORY_COLOR, line_dash="dashed",
                    legend_label="normal (theory)")
             style_legend(p, below=True, ncols=2)
