@@ -184,7 +184,8 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     log(f"first paints: {len(firsts) + 1} links pre-rendered (index.html and {render.FIRST_PAINT_DIR}/*.json, "
         f"{sum((out / f['path']).stat().st_size for f in firsts.values()) / 1e6:.2f} MB)")
     (out / "boot.js").write_text(render.boot_js(worker, offline.REGISTRATION, snapshot_folder=(config["snapshot"] or {}).get("folder"),
-                                                first_paints=firsts, default_first_paint=pre["default_first_paint"]))
+                                                first_paints=firsts, default_first_paint=pre["default_first_paint"],
+                                                setting_keys=pre["state_keys"]))
     (out / "boot.css").write_text(render.boot_css(identity))
     (out / "manifest.webmanifest").write_text(render.manifest(identity, manifest_icons))
     html = html_paint.paint_page(render.unveiled(render.deferred_scripts(render.draw_first_paint_through_boot(html))))

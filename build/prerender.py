@@ -120,6 +120,11 @@ def default_key() -> str:
     return DEFAULT_FIRST_PAINT
 
 
+def state_keys() -> list[str]:
+    from web.urlstate import STATE_KEYS
+    return list(STATE_KEYS)
+
+
 # What `python -m build.prerender` itself imported before the page ran: runpy, and this package. The
 # import record below is the page's, so these are left out of it. (Python's start-up and runpy also load
 # a few standard-library modules, such as contextlib and importlib.util; Panel imports those too.)
@@ -176,7 +181,7 @@ def main(app: str, out: str) -> None:
     Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top), "modules": modules,
                                      "sibling_modules": first_party, "stdlib_files": sorted(used),
                                      "identity": identity, "first_paints": firsts,
-                                     "default_first_paint": default_key()}))
+                                     "default_first_paint": default_key(), "state_keys": state_keys()}))
 
 
 if __name__ == "__main__":

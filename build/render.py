@@ -361,17 +361,18 @@ def worker_js(config: dict) -> str:
 
 
 def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = None, first_paints: dict | None = None,
-            default_first_paint: str = "tour-1") -> str:
+            default_first_paint: str = "tour-1", setting_keys: list[str] | tuple = ()) -> str:
     """boot.js knows worker.js's sha256 and size (start.js checks the file before running it), whether the
     worker can save a memory snapshot (a self-hosted, patched Pyodide) and under which name
     (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see
-    snapmaker.js), and where the service worker is registered (offline.REGISTRATION); the modules it
+    snapmaker.js), where the service worker is registered (offline.REGISTRATION), and which link keys are
+    settings (a link with any of them first paints as a preview, firstpaint.js); the modules it
     includes (firstpaint, progress, start, setup, snapmaker, patches, adopt) are inside."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
                                    "size": len(worker), "snapshots": snapshot_folder is not None,
                                    "snapshotFolder": snapshot_folder},
                 SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR,
-                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}})
+                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}, "settings": list(setting_keys)})
 
 
 def boot_css(identity: Identity) -> str:

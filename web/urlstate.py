@@ -30,6 +30,10 @@ MAX_NOTICES = 6
 #: link key -> (owner, parameter, a slider's steps or None), from settings.SETTINGS (in its order).
 KEYS = {s.key: (s.owner, s.param, s.steps) for s in SETTINGS}
 TRUE, FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+#: The link keys that set what a view shows (all but where it is, view and step, and how, embed): the
+#: site pre-renders each view at its defaults, so a link with any of these first paints as a preview
+#: (build/templates/firstpaint.js) until the live page has the link's state.
+STATE_KEYS = tuple(k for k in KEYS if k not in ("view", "step", "embed"))
 
 
 def _show(raw: str) -> str:

@@ -203,6 +203,7 @@
       lab.steps.interactive = performance.now();
       lab.boot = lab.boot || "python";
       lab.ready = true;
+      firstPaint.live();
       lab.stalled = null;
       document.documentElement.dataset.sdpaReady = "true";
       progress.done();

@@ -13,8 +13,30 @@ function sdpaFirstPaintKey(search, defaultKey) {
   return /^[1-9][0-9]?$/.test(step) ? `tour-${step}` : defaultKey;
 }
 
-// ?embed=1: the view alone, for a course page or a blog
-const sdpaEmbedded = (search) => /^(1|true|yes|on)$/i.test(new URLSearchParams(search).get("embed") || "");
+// ?embed=1: the view alone, for a course page or a blog. Spaces around the value are stripped, as
+// Python's parser strips them (web/urlstate.py), so that both runtimes read one link the same way.
+const sdpaEmbedded = (search) => /^(1|true|yes|on)$/i.test((new URLSearchParams(search).get("embed") || "").trim());
+
+// The link's own settings, [[key, value], ...] in its order, first occurrence only: the setting keys
+// (firstPaint.settings: web/settings.py's keys but view, step and embed) it gives. The first paint
+// is drawn at the view's defaults, so a link with settings shows it as a preview (sdpa-preview).
+function sdpaLinkSettings(search, keys) {
+  const out = [];
+  for (const [key, value] of new URLSearchParams(search)) {
+    if (keys.includes(key) && !out.some(([k]) => k === key)) out.push([key, value]);
+  }
+  return out;
+}
+
+// What the preview notice says: the view's defaults are showing, and which of the link's settings
+// come once Python is live (at most three, each cut to 20 characters; set as text, never as HTML).
+function sdpaPreviewText(settings) {
+  const cut = (v) => (v.length > 20 ? `${v.slice(0, 20)}…` : v);
+  const shown = settings.slice(0, 3).map(([k, v]) => `${k} = ${cut(v)}`).join(", ");
+  const more = settings.length > 3 ? ` and ${settings.length - 3} more` : "";
+  return `Preview at this view's default settings, blurred: its numbers are not your link's. ` +
+    `Your link's ${shown}${more} apply once Python is running in this tab.`;
+}
 
 // Embedded, the page's chrome (intro, navigation, footer: css class sdpa-chrome) is hidden and the embed
 // bar (sdpa-embed-only) shown, as Python will have them. Changes `docs` in place.
@@ -50,7 +72,9 @@ function sdpaRootElements() {
 function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, draw) => draw()}) {
   const embedded = sdpaEmbedded(search);
   const key = sdpaFirstPaintKey(search, firstPaint.default);
-  const file = firstPaint.files && firstPaint.files[key];
+  // own keys only: ?view=constructor must not find Object.prototype's
+  const file = firstPaint.files && Object.hasOwn(firstPaint.files, key) ? firstPaint.files[key] : null;
+  const settings = sdpaLinkSettings(search, firstPaint.settings || []);
   // fetched while BokehJS downloads; checked by its hash (a damaged file draws the default page)
   const alternative = file ? fetch(`./${file.path}`, {integrity: file.integrity}).then((r) => {
     if (!r.ok) throw new Error(`HTTP ${r.status}`);
@@ -69,6 +93,22 @@ function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, draw) => 
     if (document.readyState !== "loading") resolve();
     else document.addEventListener("DOMContentLoaded", () => resolve(), {once: true});
   });
+  // A link with settings: the first paint's figures and numbers are another state's, so they show
+  // blurred under a notice that says so (boot.css), until the live page has the link's (paint.live).
+  lab.preview = settings.length ? settings.map(([k]) => k) : null;
+  if (settings.length) {
+    root.classList.add("sdpa-preview");
+    parsed.then(() => {
+      const main = document.getElementById("main");
+      if (!main || !root.classList.contains("sdpa-preview")) return;
+      const note = document.createElement("p");
+      note.id = "sdpa-preview";
+      note.setAttribute("role", "status");
+      note.textContent = sdpaPreviewText(settings);
+      main.setAttribute("aria-busy", "true");
+      main.prepend(note);
+    });
+  }
   const layer = () => document.getElementById("sdpa-html-paint");
   const shown = alternative.then(async (alt) => {
     await parsed;
@@ -87,6 +127,15 @@ function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, draw) => 
     draw(Bokeh, docsText, renderItems) {
       paint.drawing = drawDocument(Bokeh, docsText, renderItems);
       return paint.drawing;
+    },
+    // the live page shows the link's own settings: the preview ends
+    live() {
+      root.classList.remove("sdpa-preview");
+      const note = document.getElementById("sdpa-preview");
+      if (note) note.remove();
+      const main = document.getElementById("main");
+      if (main) main.removeAttribute("aria-busy");
+      if (lab.preview) lab.previewEnded = performance.now();
     },
   };
 

@@ -11,9 +11,17 @@ import pytest
 
 from node_tools import node, tool
 from sitebuild import ROOT
+from web.urlstate import STATE_KEYS
 
 LINKS = ["", "?view=dial", "?step=3", "?view=tour&step=12", "?view=tour&step=99", "?step=0", "?step=abc",
-         "?view=nowhere", "?view=&step=2", "?embed=1&view=precision"]
+         "?view=nowhere", "?view=&step=2", "?embed=1&view=precision", "?embed=%201&view=dial", "?embed=+yes+",
+         "?embed=11", "?view=constructor", "?view=__proto__"]
+# links and the setting keys they give, in the link's order, first occurrence only
+SETTING_LINKS = {"?view=dial": [], "?view=dial&step=3&embed=1": [], "?d_k=512&view=playground": [["d_k", "512"]],
+                 "?view=playground&rule=linear&d_k=512&d_k=8": [["rule", "linear"], ["d_k", "512"]],
+                 "?toString=1&constructor=2&__proto__=3": [],
+                 "?d_k=1&n=2&sigma=3&rho=0.5&rule=" + "x" * 30: [["d_k", "1"], ["n", "2"], ["sigma", "3"],
+                                                                  ["rho", "0.5"], ["rule", "x" * 30]]}
 TEXT = "<p class=\"x\">it's `q·k` & more</p>"
 
 RUN = r"""
@@ -26,7 +34,7 @@ const PAGE = `<!doctype html><html><body>
   <div id="sdpa-html-paint"><h2>Default view</h2></div>
   <div id="main" data-root-id="p1002"></div><div id="sidebar" data-root-id="p1001"></div>
   <div id="header" data-root-id="p1003"></div></body></html>`;
-const FIRST_PAINT = {default: "tour-1", files: {dial: {path: "first/dial.json", integrity: "sha256-abc"},
+const FIRST_PAINT = {default: "tour-1", settings: ["d_k", "rule", "sigma"], files: {dial: {path: "first/dial.json", integrity: "sha256-abc"},
                                                 precision: {path: "first/precision.json", integrity: "sha256-def"}}};
 const DIAL = {html: "<h2>The dial</h2>", docid: "d-dial", root_ids: ["q1", "q2", "q3"],
               docs_json: JSON.stringify({"d-dial": {roots: [{type: "object", name: "Column", id: "q1", attributes: {}}]}})};
@@ -53,6 +61,15 @@ async function load(search, {files = {}, fails = false} = {}) {
   const paint = w.sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: w.location.search});
   const other = w.document.documentElement.classList.contains("sdpa-hp-other");
   await paint.shown;
+  const note = () => w.document.getElementById("sdpa-preview");
+  const preview = {keys: lab.preview, classed: w.document.documentElement.classList.contains("sdpa-preview"),
+                   text: note() && note().textContent, role: note() && note().getAttribute("role"),
+                   html: note() && note().innerHTML,
+                   busy: w.document.getElementById("main").getAttribute("aria-busy")};
+  paint.live();
+  preview.after = {classed: w.document.documentElement.classList.contains("sdpa-preview"), note: note() !== null,
+                   busy: w.document.getElementById("main").getAttribute("aria-busy"),
+                   ended: typeof lab.previewEnded};
   const layerText = w.document.getElementById("sdpa-html-paint").textContent;
   const hidden = () => w.document.documentElement.classList.contains("sdpa-drawing");
   const Bokeh = {embed: {embed_items: async (docs, items) => {
@@ -70,7 +87,7 @@ async function load(search, {files = {}, fails = false} = {}) {
   const hiddenAfterDraw = hidden();
   const beforeFrames = lab.htmlPaint;
   await new Promise((resolve) => w.requestAnimationFrame(() => w.requestAnimationFrame(() => setTimeout(resolve, 0))));
-  const out = {other, layerText, returned, beforeFrames, lab, log, drawnIsDrawn: paint.drawn === log.embedded.docs,
+  const out = {other, layerText, preview, returned, beforeFrames, lab, log, drawnIsDrawn: paint.drawn === log.embedded.docs,
                hiddenAfterDraw, hiddenAfterFrames: hidden(),
                embeddedClass: w.document.documentElement.classList.contains("sdpa-embed"),
                otherAfter: w.document.documentElement.classList.contains("sdpa-hp-other"),
@@ -82,11 +99,14 @@ async function load(search, {files = {}, fails = false} = {}) {
 (async () => {
   const w0 = new JSDOM("", {runScripts: "outside-only"}).window;
   // an eval's own const declarations stay inside it: hand them out from the same eval
-  const [key, embedded, unescape] = w0.eval(`${source};\n[sdpaFirstPaintKey, sdpaEmbedded, sdpaUnescapeHtml]`);
+  const [key, embedded, unescape, linkSettings, previewText] = w0.eval(
+    `${source};\n[sdpaFirstPaintKey, sdpaEmbedded, sdpaUnescapeHtml, sdpaLinkSettings, sdpaPreviewText]`);
   const pure = {
     keys: input.links.map((s) => key(s, "tour-1")),
     embedded: input.links.map((s) => embedded(s)),
     unescaped: unescape(input.escaped),
+    settings: input.settingLinks.map((s) => linkSettings(s, input.settingKeys)),
+    previewText: input.settingLinks.map((s) => previewText(linkSettings(s, input.settingKeys))),
   };
   w0.close();
   const out = {
@@ -97,6 +117,8 @@ async function load(search, {files = {}, fails = false} = {}) {
     missing: await load("?view=dial", {files: {"./first/dial.json": 404}}),
     failed: await load("", {fails: true}),
     embed: await load("?view=precision&embed=1", {files: {"./first/precision.json": PRECISION}}),
+    prototype: await load("?view=constructor"),
+    withSettings: await load("?view=dial&d_k=512&rule=%3Cb%3Ex%3C%2Fb%3E", {files: {"./first/dial.json": DIAL}}),
   };
   process.stdout.write(JSON.stringify(out));
 })();
@@ -106,7 +128,8 @@ async function load(search, {files = {}, fails = false} = {}) {
 @pytest.fixture(scope="module")
 def results() -> dict:
     jsdom = tool("jsdom/package.json").parent
-    stdin = json.dumps({"links": LINKS, "escaped": html.escape(TEXT, quote=True).replace("`", "&#x60;")})
+    stdin = json.dumps({"links": LINKS, "settingLinks": list(SETTING_LINKS), "settingKeys": list(STATE_KEYS),
+                        "escaped": html.escape(TEXT, quote=True).replace("`", "&#x60;")})
     done = subprocess.run([node(), "-e", RUN, str(ROOT / "build" / "templates" / "firstpaint.js"), str(jsdom)],
                           input=stdin, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -117,8 +140,49 @@ def test_each_link_gets_its_page(results):
     assert dict(zip(LINKS, results["keys"])) == {
         "": "tour-1", "?view=dial": "dial", "?step=3": "tour-3", "?view=tour&step=12": "tour-12",
         "?view=tour&step=99": "tour-99", "?step=0": "tour-1", "?step=abc": "tour-1", "?view=nowhere": "nowhere",
-        "?view=&step=2": "", "?embed=1&view=precision": "precision"}
-    assert [link for link, e in zip(LINKS, results["embedded"]) if e] == ["?embed=1&view=precision"]
+        "?view=&step=2": "", "?embed=1&view=precision": "precision", "?embed=%201&view=dial": "dial",
+        "?embed=+yes+": "tour-1", "?embed=11": "tour-1", "?view=constructor": "constructor",
+        "?view=__proto__": "__proto__"}
+    embedded = [link for link, e in zip(LINKS, results["embedded"]) if e]
+    assert embedded == ["?embed=1&view=precision", "?embed=%201&view=dial", "?embed=+yes+"]
+
+
+def test_embedded_is_read_as_python_reads_it(results):
+    """Both runtimes read one link the same way: web/urlstate.py's parser decides embed, and firstpaint.js
+    agrees on every link."""
+    from web.urlstate import KEYS, parse_query
+    owner, name, _ = KEYS["embed"]
+    python = [bool(parse_query(link)[0 if owner == "lab" else 1].get(name)) for link in LINKS]
+    assert results["embedded"] == python
+
+
+def test_prototype_keys_find_no_file(results):
+    """?view=constructor is no view: Object.prototype's keys find no first-paint file (no fetch of
+    ./undefined), and the default page is drawn."""
+    r = results["prototype"]
+    assert r["log"]["fetched"] == [] and r["lab"]["firstPaint"] == "tour-1"
+    assert r["layerText"] == "Default view"
+
+
+def test_a_link_with_settings_is_a_named_preview(results):
+    """The link's setting keys are read in its order, once each, only from web/urlstate.py's STATE_KEYS;
+    the notice names at most three, cut to 20 characters."""
+    assert dict(zip(SETTING_LINKS, map(lambda s: [list(p) for p in s], results["settings"]))) == SETTING_LINKS
+    texts = dict(zip(SETTING_LINKS, results["previewText"]))
+    assert "d_k = 512" in texts["?d_k=512&view=playground"]
+    many = texts[list(SETTING_LINKS)[-1]]
+    assert "d_k = 1, n = 2, sigma = 3 and 2 more" in many and "x" * 21 not in many
+    for text in texts.values():
+        assert text.startswith("Preview at this view's default settings")
+
+
+def test_the_preview_shows_until_the_page_is_live(results):
+    r = results["withSettings"]["preview"]
+    assert r["keys"] == ["d_k", "rule"] and r["classed"] and r["role"] == "status" and r["busy"] == "true"
+    assert "d_k = 512, rule = <b>x</b>" in r["text"] and "<b>" not in r["html"]      # text, never HTML
+    assert r["after"] == {"classed": False, "note": False, "busy": None, "ended": "number"}
+    plain = results["dial"]["preview"]
+    assert plain["keys"] is None and not plain["classed"] and plain["text"] is None and plain["busy"] is None
 
 
 def test_unescaping_undoes_html_escape(results):

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from sitebuild import pyodide_dist
+from web.state import LabState
 from web.options import VIEWS
 from web.tour import STEPS
 from web.urlstate import DEFAULT_FIRST_PAINT, first_paint_links
@@ -193,17 +194,26 @@ def test_the_html_layer_goes_once_bokeh_has_drawn(site, served, browser):
     context.close()
 
 
-@pytest.mark.parametrize("link, key, shown", [
-    ("?view=precision&d_k=512", "precision", "d_k (key/query dimension): 512"),
-    ("?view=tour&step=6&d_k=1024", "tour-6", "d_k (key/query dimension): 1024"),
-    ("?view=dial&embed=1&s=4", "dial", "Logit std s: 4"),
+# Records the preview notice each time one is put on the page (it is gone again once the page is live).
+PREVIEW_SEEN_JS = """window.__previews = []; new MutationObserver(() => { const n = document.getElementById('sdpa-preview');
+  if (n && !window.__previews.includes(n.textContent)) window.__previews.push(n.textContent); })
+  .observe(document, {childList: true, subtree: true});"""
+
+
+@pytest.mark.parametrize("link, key, shown, preview", [
+    ("?view=precision&d_k=512", "precision", "d_k (key/query dimension): 512", ["d_k"]),
+    ("?view=tour&step=6&d_k=1024", "tour-6", "d_k (key/query dimension): 1024", ["d_k"]),
+    ("?view=dial&embed=1&s=4", "dial", "Logit std s: 4", ["s"]),
+    ("?view=dial", "dial", f"Logit std s: {LabState.param.dial_s.default:g}", None),
 ])
-def test_ready_means_the_links_state_is_drawn(site, served, browser, link, key, shown):
+def test_ready_means_the_links_state_is_drawn(site, served, browser, link, key, shown, preview):
     """Booted cold, the page is ready only once the link's own settings are drawn; the live document
-    adopts the pre-rendered views of the link (the page is drawn once)."""
+    adopts the pre-rendered views of the link (the page is drawn once). Until then a link with settings
+    shows the default-settings paint as a named, blurred preview; a plain view link is no preview."""
     if pyodide_dist() is None:
         pytest.skip("needs a Pyodide 0.29.3 distribution: set PYODIDE_DIST=<folder with pyodide-lock.json>")
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    context.add_init_script(PREVIEW_SEEN_JS)
     page = context.new_page()
     page.goto(served + link)
     page.wait_for_function("() => window.sdpaLab && (sdpaLab.ready || sdpaLab.error)", timeout=120_000)
@@ -213,6 +223,15 @@ def test_ready_means_the_links_state_is_drawn(site, served, browser, link, key, 
     # at the moment it is ready, the link's value is on the page already (no later patch brings it)
     assert page.locator("#main").get_by_text(shown, exact=True).first.is_visible(), link
     assert not page.locator(".sdpa-live-mark").first.is_visible()
+    state = page.evaluate("""() => ({keys: sdpaLab.preview, ended: typeof sdpaLab.previewEnded, seen: window.__previews,
+        note: document.getElementById('sdpa-preview') !== null,
+        classed: document.documentElement.classList.contains('sdpa-preview')})""")
+    assert state["keys"] == preview and not state["note"] and not state["classed"], state
+    if preview:
+        assert state["ended"] == "number" and len(state["seen"]) == 1, state
+        assert f"{preview[0]} = " in state["seen"][0] and state["seen"][0].startswith("Preview at"), state
+    else:
+        assert state["ended"] == "undefined" and state["seen"] == [], state
     context.close()
 
 
