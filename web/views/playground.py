@@ -31,7 +31,7 @@ class Playground(pn.viewable.Viewer):
 
     #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("lab", "d_k", (2, 4096))
-    CLAIM = ("Drag d_k up: the unscaled map collapses to one bright cell per row on the fixed 0-1 colour scale; the rule's stays spread.")
+    CLAIM = ("Drag d_k up: the unscaled map collapses to one bright cell per row on the fixed 0-1 colour scale; the default rule's (1/√d_k) stays spread.")
 
     lab = param.ClassSelector(class_=LabState, doc="The shared state.")
 
@@ -73,8 +73,9 @@ class Playground(pn.viewable.Viewer):
         # the three settings that move the heatmaps, beside them (every other one: "All settings")
         self.controls = [
             control(self.lab, "d_k"), control(self.lab, "rho"), control(self.lab, "rule"),
-            caption("Drag d_k up (at σ = 1, ρ = 0): the left map collapses to one bright cell per row, the right one "
-                    "(1/√d_k) stays spread; the sentence above says what happens at the current settings. "
+            caption("Drag d_k up (at σ = 1, ρ = 0): the left map, no scaling, collapses to one bright cell per row. "
+                    "Watch whether the right one, the rule you chose, does too; the sentence above says which at the "
+                    "current settings. "
                     "n, σ, the mask and the dtype are under ☰ All settings."),
         ]
         self.lab.param.watch(self._update, ["playground"])
