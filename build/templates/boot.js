@@ -4,6 +4,7 @@
 // No step can fail or stall silently: a damaged or missing file, an error in any step, or a step
 // without news for too long shows a message naming the file or step, with Retry.
 "use strict";
+@@include:nowebrtc.js@@
 (() => {
   const STEPS = [
     ["page", "Page and plots drawn"],

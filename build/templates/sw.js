@@ -1,7 +1,7 @@
 // SDPA Lab's service worker: precache every file the page uses on install, serve them
 // from the cache (offline after one visit), key each file by its content hash so files
 // a redeploy leaves unchanged are never downloaded again.
-// The cache heals: a file missing from it (Cache Storage cleared by the user or the browser) is
+// The cache heals: a file missing from it or damaged in it (Cache Storage cleared by the user or the browser) is
 // fetched from the network and stored again once its sha256 matches; the page asks on every visit
 // how complete the cache is, and has the missing files downloaded in the background.
 "use strict";
@@ -17,6 +17,21 @@ const keyFor = (path) => new URL(`${path}?sha256=${ASSETS[path]}`, SCOPE).href;
 async function hex(buffer) {
   const digest = await crypto.subtle.digest("SHA-256", buffer);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// A cached file, only if its bytes are still this version's. Any script of the origin can write Cache
+// Storage, and a disk can damage it: a damaged entry is deleted (so it counts as missing and is fetched
+// again), never served. Checked on every hit: SHA-256 of all ~100 files takes tens of ms.
+async function cached(cache, path) {
+  const hit = await cache.match(keyFor(path));
+  if (!hit) return null;
+  const body = await hit.arrayBuffer();
+  if (await hex(body) === ASSETS[path]) {
+    return new Response(body, {status: hit.status, statusText: hit.statusText, headers: hit.headers});
+  }
+  await cache.delete(keyFor(path));
+  console.warn(`SDPA Lab offline cache: ${path} was damaged (${body.byteLength} bytes); deleted, to be fetched again`);
+  return null;
 }
 
 // Store a file's bytes under its content key, only if they are this version's.
@@ -41,7 +56,7 @@ async function download(path, mode) {
 }
 
 async function precache(path, cache) {
-  if (await cache.match(keyFor(path))) return;              // same bytes as before: keep
+  if (await cached(cache, path)) return;                    // same bytes as before: keep
   let got = await download(path, "force-cache").catch(() => ({ok: false}));
   if (!got.ok) got = await download(path, "reload");
   if (!got.ok) throw new Error(`precache ${path}: content does not match this version`);
@@ -61,11 +76,13 @@ async function fill(paths, cache) {
   return failed;
 }
 
-// This version's files the cache does not hold.
+// This version's files the cache does not hold intact (a damaged one is deleted on the way).
 async function missing() {
   const cache = await caches.open(CACHE);
   const held = new Set((await cache.keys()).map((r) => r.url));
-  return Object.keys(ASSETS).filter((p) => !held.has(keyFor(p)));
+  const paths = Object.keys(ASSETS);
+  const intact = await Promise.all(paths.map((p) => (held.has(keyFor(p)) ? cached(cache, p).then(Boolean) : false)));
+  return paths.filter((p, i) => !intact[i]);
 }
 
 async function inventory() {
@@ -158,10 +175,10 @@ self.addEventListener("fetch", (event) => {
     // the page's "Reload from the network": fresh bytes (stored if they are this version's), the
     // cached copy only when the network fails
     event.respondWith(fetch(request).then((r) => keep(event, path, r),
-      (err) => caches.open(CACHE).then((c) => c.match(keyFor(path))).then((hit) => hit || Promise.reject(err))));
+      (err) => caches.open(CACHE).then((c) => cached(c, path)).then((hit) => hit || Promise.reject(err))));
     return;
   }
   event.respondWith(caches.open(CACHE)
-    .then((cache) => cache.match(keyFor(path)))
+    .then((cache) => cached(cache, path))
     .then((hit) => hit || fetch(request).then((r) => keep(event, path, r))));
 });

@@ -11,6 +11,7 @@
 // visitor's link (the app is built for it: the page has drawn that view's pre-render), and the
 // stores for a snapshot the page sees (store.js).
 "use strict";
+@@include:nowebrtc.js@@
 @@include:download.js@@
 @@include:prefetch.js@@
 @@include:scripts.js@@

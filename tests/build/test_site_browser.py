@@ -3,6 +3,7 @@ a first visit downloads each file once."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
@@ -158,6 +159,62 @@ def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, brow
     context.close()
 
 
+# Cut the cached copy of a file (its key holds `path?sha256=`) to half its bytes; returns [before, after].
+DAMAGE_JS = """async ([cacheName, path]) => {
+  const cache = await caches.open(cacheName);
+  const key = (await cache.keys()).find((r) => new URL(r.url).pathname.endsWith('/' + path));
+  const response = await cache.match(key);
+  const body = await response.arrayBuffer();
+  await cache.put(key, new Response(body.slice(0, body.byteLength / 2), {headers: response.headers}));
+  return [body.byteLength, (await (await cache.match(key)).arrayBuffer()).byteLength];
+}"""
+# The bytes the cache holds for a file now (0 when it holds none).
+HELD_JS = """async ([cacheName, path]) => {
+  const cache = await caches.open(cacheName);
+  const key = (await cache.keys()).find((r) => new URL(r.url).pathname.endsWith('/' + path));
+  return key ? (await (await cache.match(key)).arrayBuffer()).byteLength : 0;
+}"""
+
+
+def test_a_damaged_file_in_the_offline_copy_is_never_served_and_heals(offline_site, served, browser):
+    """A cached file cut to half its bytes (in Cache Storage, as a script of the origin or a damaged disk
+    could): the service worker serves the network's intact bytes, not the cut ones; the page's offline
+    check counts the file as missing; a reload heals the copy, and the page then boots offline."""
+    total = len(offline_site.assets)
+    context = browser.new_context()
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(served) else r.abort())
+    page = context.new_page()
+    page.goto(served)
+    wait_ready(page)
+    page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
+    cache, size = offline.CACHE, (offline_site.root / "index.html").stat().st_size
+    before, after = page.evaluate(DAMAGE_JS, [cache, "index.html"])
+    assert before == size and after == size // 2
+    # the page's check counts the damaged index.html as missing (the service worker deleted it)
+    assert page.evaluate("window.sdpaLab.checkOffline({refill: false})") is False
+    assert page.evaluate("window.sdpaLab.offline") == {"total": total, "missing": 1}
+    icon = (offline_site.root / "icons" / "icon.svg").read_bytes()
+    assert page.evaluate(DAMAGE_JS, [cache, "icons/icon.svg"]) == [len(icon), len(icon) // 2]
+    fetch_icon = "fetch('./icons/icon.svg').then((r) => r.arrayBuffer()).then((b) => b.byteLength, () => 'failed')"
+    # offline, the cut copy is not served: the fetch fails as for a file never cached
+    context.set_offline(True)
+    assert page.evaluate(fetch_icon) == "failed"
+    context.set_offline(False)
+    # online, served intact (from the network), and stored again intact
+    assert page.evaluate(fetch_icon) == len(icon)
+    page.wait_for_function(f"({HELD_JS})({[cache, 'icons/icon.svg']!r}).then((n) => n === {len(icon)})", timeout=10_000)
+    page.reload()
+    wait_ready(page)
+    page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
+    assert page.evaluate("window.sdpaLab.offline") == {"total": total, "missing": 0}
+    assert page.evaluate(HELD_JS, [cache, "index.html"]) == size
+    context.set_offline(True)
+    page.reload()
+    wait_ready(page)
+    assert page.evaluate("navigator.serviceWorker.controller !== null")
+    context.close()
+
+
 @pytest.mark.parametrize("width, shown", [(390, False), (1280, False)])
 def test_phone_sidebar_is_collapsed_by_css_from_the_first_paint(site, served, browser, width, shown):
     """With scripts off (what the first paint shows, before any script could act), the settings drawer
@@ -223,4 +280,26 @@ def test_a_blob_script_injected_into_the_page_does_not_run(offline_site, served,
     })""")
     assert ran is False
     assert any("blob:" in v for v in violations), violations
+    context.close()
+
+
+def test_webrtc_is_gone_from_the_page_and_the_worker(offline_site, served, browser):
+    """WebRTC is the one way out of the tab the Content-Security-Policy cannot close in Chromium
+    (build/templates/nowebrtc.js): once the page is live, no WebRTC constructor is left in the page, and
+    none can be put back; the page and the worker start with the same code."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(served)
+    wait_ready(page)
+    names = page.evaluate("""() => { const out = {};
+      for (const n of ['RTCPeerConnection', 'webkitRTCPeerConnection', 'RTCDataChannel']) {
+        try { window[n] = function () {}; } catch (e) { /* strict code: the property is not writable */ }
+        out[n] = typeof window[n]; }
+      try { new RTCPeerConnection({iceServers: [{urls: 'stun:127.0.0.1:9'}]}); out.made = true; }
+      catch (e) { out.made = e.name; }
+      return out; }""")
+    assert names == {"RTCPeerConnection": "undefined", "webkitRTCPeerConnection": "undefined",
+                     "RTCDataChannel": "undefined", "made": "TypeError"}, names
+    worker = (offline_site.root / "worker.js").read_text()
+    assert (Path(__file__).resolve().parents[2] / "build" / "templates" / "nowebrtc.js").read_text().strip() in worker
     context.close()
