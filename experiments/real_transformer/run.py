@@ -17,6 +17,7 @@ run them in `jobs` worker processes of `threads` threads each, and the numbers d
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -106,9 +107,22 @@ def grid(size: Size) -> list[dict]:
 
 
 def _setup(size: Size) -> None:
+    # the thread count is part of a run's recipe: a reduction split over 2 threads adds in another order
     torch.set_num_threads(size.threads)
     # on CUDA a few kernels have no deterministic version: warn there rather than stop the grid
     torch.use_deterministic_algorithms(True, warn_only=size.device == "cuda")
+
+
+@contextlib.contextmanager
+def settings(size: Size):
+    """torch set up as a worker is (threads, deterministic algorithms), and put back afterwards."""
+    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    _setup(size)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1])
 
 
 def val_batches(val: torch.Tensor, size: Size) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -190,8 +204,11 @@ def _init_worker(size: Size) -> None:
     _WORKER.update(size=size, train=torch.from_numpy(tr.copy()), val=torch.from_numpy(va.copy()))
 
 
-def _work(run: dict) -> dict:
-    return train_one(run, _WORKER["size"], _WORKER["train"], _WORKER["val"])
+def _work(run: dict) -> tuple[dict, float]:
+    """A run's record and the CPU seconds its process spent on it."""
+    started = time.process_time()
+    record = train_one(run, _WORKER["size"], _WORKER["train"], _WORKER["val"])
+    return record, time.process_time() - started
 
 
 def cpu_model() -> str:
@@ -213,7 +230,7 @@ def git_head() -> str | None:
         return None
 
 
-def run_grid(size_name: str, jobs: int | None = None) -> dict:
+def run_grid(size_name: str, jobs: int | None = None, command: str | None = None) -> dict:
     size = SIZES[size_name]
     if jobs is not None:
         size = dataclasses.replace(size, jobs=jobs)
@@ -224,29 +241,40 @@ def run_grid(size_name: str, jobs: int | None = None) -> dict:
     text = data.load_text()
     started = time.time()
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    load_before = os.getloadavg()
     runs = grid(size)
     if size.jobs > 1:
         import multiprocessing as mp
+        done = []
         with mp.get_context("spawn").Pool(size.jobs, _init_worker, (size,)) as pool:
-            records = pool.map(_work, runs, chunksize=1)
+            for i, out in enumerate(pool.imap(_work, runs, chunksize=1), 1):
+                done.append(out)
+                if i % 20 == 0 or i == len(runs):
+                    print(f"{i}/{len(runs)} runs, {time.time() - started:.0f} s", file=sys.stderr, flush=True)
     else:
-        threads_before = torch.get_num_threads()
-        _init_worker(size)
-        try:
-            records = [_work(r) for r in runs]
-        finally:
-            torch.set_num_threads(threads_before)
+        # in this process: leave torch's settings as they were (a caller such as pytest goes on using it)
+        with settings(size):
+            _init_worker(size)
+            try:
+                done = [_work(r) for r in runs]
+            finally:
+                _WORKER.clear()
     wall = time.time() - started
+    records = [record for record, _ in done]
     spec = dataclasses.asdict(size)
     spec.update(eval_steps=size.eval_steps, warmup=size.warmup, diverged_above=sig(DIVERGED_ABOVE),
                 saturated_above=0.99, n_runs=len(runs))
     return {
         "size": size_name,
         "provenance": {
-            "command": shlex.join(getattr(sys, "orig_argv", sys.argv)),
+            "command": command or shlex.join(getattr(sys, "orig_argv", sys.argv)),
             "git_head": git_head(),
             "date_utc": date,
             "wall_seconds": round(wall, 1),
+            # the runs' own CPU time (summed over the workers) and the machine's load average (1 min) before
+            # and after: a wall time well above cpu_seconds / jobs means other work shared the cores
+            "cpu_seconds": round(sum(cpu for _, cpu in done), 1),
+            "load_average_1min": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
             "hardware": {"cpu": cpu_model(), "processor": platform.processor(), "machine": platform.machine(),
                          "cpu_count": os.cpu_count(),
                          "gpu": torch.cuda.get_device_name(0) if size.device == "cuda" else None},
@@ -266,7 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: the size's own)")
     args = p.parse_args(argv)
-    result = run_grid(args.size, args.jobs)
+    # from the command line: the command as typed; called with argv (a test): the equivalent command
+    command = None if argv is None else shlex.join([sys.executable, "-m", __spec__.name, *argv])
+    result = run_grid(args.size, args.jobs, command)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, separators=(",", ":")) + "\n")
     n_div = sum(r["diverged"] for r in result["runs"])
