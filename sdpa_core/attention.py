@@ -99,6 +99,11 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
         dq = scale * dZ k,   dk = scale * dZ^T q
 
     Masked entries have ``W = 0``, so no gradient flows through them.
+
+    A gradient past the dtype's range comes out inf or NaN, as PyTorch's does, and no numpy warning is
+    raised: float16 results past 65504, or in float64 grad_out and v both near 1e200 (``dW = G v^T`` is
+    then 1e400, inf, and ``dW - rowsum(W * dW)`` is inf - inf = NaN). Scale them down first to see
+    finite numbers: every gradient is linear in grad_out, and dq, dk are linear in v.
     """
     q, k, v, scale, allowed, bias = _prepare(q, k, v, scale, mask, causal)
     out_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]) + (q.shape[-2], v.shape[-1])

@@ -75,6 +75,11 @@ MAX_D_K = 65536
 MAX_WORK = 2**26  # cap on samples * n * n * len(d_ks) * len(rules): no setting can freeze a tab
 MAX_ENTRIES = 2**24  # cap on the numbers in one drawn matrix (n * d_k): 128 MiB of float64
 MAX_FLOPS = 2**32  # cap on the multiply-adds of query_gradient_norms and precision_sweep (seconds, not hours)
+#: The smallest sigma of the functions that return dot products (or their spread) at the vectors' own scale:
+#: :func:`dot_samples`, :func:`dot_histograms`, :func:`sdpa_core.random_geometry`. A dot product has the size
+#: sigma^2, and sigma^2 = 1e-300 is still a normal float64 number (the smallest is 2.2e-308): below it the
+#: dots would lose their digits or round to 0 (sigma = 1e-308 gives sigma^2 = 0).
+MIN_SIGMA = 1e-150
 
 
 def _common(sigma, rho, seed):
@@ -83,6 +88,20 @@ def _common(sigma, rho, seed):
         real(rho, "rho", low=0.0, high=1.0),
         np.random.default_rng(integer(seed, "seed", low=0)),
     )
+
+
+def small_sigma(sigma, what: str) -> float:
+    """sigma in [MIN_SIGMA, 1000] for a function that returns ``what`` (quantities of size sigma^2), or a
+    TypeError/ValueError saying why not."""
+    sigma = real(sigma, "sigma", low=0.0, low_open=True, high=1e3)
+    if sigma < MIN_SIGMA:
+        raise ValueError(
+            f"sigma must be >= {MIN_SIGMA:g} here, got {sigma:g}: {what} have the size sigma**2, which below "
+            f"{MIN_SIGMA:g}**2 = 1e-300 nears float64's smallest normal number (2.2e-308), so they would lose "
+            f"their digits or round to 0. Lengths scale by sigma, dot products by sigma**2 and cosines not at "
+            f"all: sigma = 1 shows the same shapes"
+        )
+    return sigma
 
 
 def draw_qkv(n, d_k, *, sigma=1.0, rho=0.0, seed=0, dtype=np.float64):
@@ -145,6 +164,10 @@ def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causa
     normalises q and k ("qknorm") the gradient also passes back through the normalisation.
 
     Shapes: q, k (n, d_k), v (n, d_v), grad_out (n, d_v).
+
+    A gradient past the dtype's range (grad_out and v both near 1e200 in float64: ``grad_out v^T`` is
+    1e400) comes out inf or NaN, as PyTorch's would, without a numpy warning (see
+    :func:`sdpa_core.attention_backward`); :func:`rule_readouts` gives such a row's norm exactly.
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     q, k = _vectors(q, "q"), _vectors(k, "k")
@@ -291,6 +314,12 @@ def rule_readouts(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal
     each query row (:func:`rule_gradients`, scale included; NaN where the row's weights are), and
     ``dq_floor``, the size below which such a norm is float64 round-off (see Notes).
 
+    Any finite inputs work, 1e300 and subnormal ones too, and no numpy warning comes out: the gradient
+    is linear in v and in grad_out (and, for a rule that normalises q and k, a row of q scaled by c
+    scales its gradient by 1/c), so it is computed at v, grad_out (and those q rows) divided by powers
+    of two near their largest entries and the norms are scaled back exactly. A norm past float64's
+    range (1.8e308; v and grad_out both near 1e300) is inf: the true value, rounded, and no NaN.
+
     Notes
     -----
     The gradients are taken in float64 at the given (possibly float16-rounded) inputs: half
@@ -305,11 +334,15 @@ def rule_readouts(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal
     _, weights, logits = rule_attention(q, k, v, rule, alpha=alpha, temperature=temperature, causal=causal)
     grad_out = float_array(grad_out, "grad_out")  # its dtype is checked before the float64 copy
     q64, k64, v64, g64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v, grad_out))
-    dq = rule_gradients(q64, k64, v64, g64, rule, alpha=alpha, temperature=temperature, causal=causal)[0]
+    parts = _scaled_parts(q64, v64, g64, RULES[rule].normalizes)
+    qs, vs, gs, exps = parts
+    dq = rule_gradients(qs, k64, vs, gs, rule, alpha=alpha, temperature=temperature, causal=causal)[0]
     w64, z64 = (np.asarray(a, dtype=np.float64) for a in (weights, logits))
     visible = np.tri(*z64.shape[-2:], dtype=np.bool_) if causal else None  # top-left aligned, as attention's
     broken = ~np.isfinite(w64).all(axis=-1)  # float16 overflow: NaN rows
-    norms = np.where(broken, np.nan, np.linalg.norm(dq, axis=-1))
+    mant, e = _row_norms(dq)
+    with np.errstate(over="ignore", under="ignore"):  # past float64's range: inf, as it should be
+        norms = np.where(broken, np.nan, np.ldexp(mant, e + exps))
     return {
         "weights": w64,
         "logits": logits,
@@ -318,22 +351,64 @@ def rule_readouts(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal
         "nan_rows": int(broken.sum()),
         "scale": logit_scale(np.shape(q)[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k64)),
         "dq_norms": norms,
-        "dq_floor": _round_off(q64, k64, v64, g64, rule, alpha, temperature),
+        "dq_floor": _round_off(q64, k64, v64, g64, rule, alpha, temperature, parts),
     }
 
 
-def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float) -> float:
-    """``dq_floor`` of :func:`rule_readouts` for float64 (n, d) arrays (arguments already checked)."""
+def _pow2(x: np.ndarray, axis=None) -> np.ndarray:
+    """The integer e with ``max|x| < 2**e`` (frexp's exponent), over ``axis`` (kept); 0 where all of x is 0
+    (or not finite). Dividing by 2**e is exact, so it rescales x without a rounding."""
+    with np.errstate(invalid="ignore"):
+        return np.frexp(np.abs(x).max(axis=axis, keepdims=axis is not None))[1]
+
+
+def _scaled_parts(q, v, g, normalizes: bool):
+    """q, v and g (float64, checked) divided by powers of two near their largest entries (q by row, and only
+    for a rule that normalises it: its gradient then scales by the inverse), and the (n,) exponent that
+    scales each row's gradient back: ``dq(q, v, g) = 2**exps dq(qs, vs, gs)``."""
+    ev, eg = _pow2(v), _pow2(g)
+    eq = _pow2(q, axis=-1) if normalizes else np.zeros(q.shape[:-1] + (1,), dtype=np.intc)
+    qs, vs, gs = np.ldexp(q, -eq), np.ldexp(v, -ev), np.ldexp(g, -eg)
+    return qs, vs, gs, (ev + eg - eq[..., 0]).astype(np.int64)
+
+
+def _row_norms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's Euclidean norm as ``mant * 2**e`` (float64, int arrays): the row is divided by a power of two
+    near its largest entry first, so squares of 1e200 do not overflow nor those of 1e-200 underflow."""
+    e = _pow2(x, axis=-1)
+    y = np.ldexp(x, -e)  # each row's largest entry in [0.5, 1)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf or NaN rows stay so
+        return np.sqrt(np.einsum("...i,...i->...", y, y)), e[..., 0].astype(np.int64)
+
+
+def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=None) -> float:
+    """``dq_floor`` of :func:`rule_readouts` for float64 (n, d) arrays (arguments already checked; ``parts``:
+    :func:`_scaled_parts` of them, when the caller has it). Exact for any finite inputs (the sizes are
+    multiplied as mantissas and powers of two); past float64's range (a size of inf) there is no floor: 0."""
     normalizes = RULES[rule].normalizes
+    _, vs, gs, _ = parts if parts is not None else _scaled_parts(q, v, g, normalizes)
     if normalizes:
-        k = k / np.maximum(np.linalg.norm(k, axis=-1, keepdims=True), 1e-300)
+        k = qk_normalize(k)
     size = abs(logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k)))
-    with np.errstate(all="ignore"):  # inputs near float16's 65504: a size of inf means no floor
-        size *= float(np.abs(np.broadcast_to(g, (q.shape[0], v.shape[-1])) @ v.T).max())
-        size *= float(np.linalg.norm(k, axis=-1).max()) * q.shape[0] * 4
-        if normalizes:
-            size /= max(float(np.linalg.norm(q, axis=-1).min()), 1e-300)
-    return float(np.finfo(np.float64).eps) * size if np.isfinite(size) else 0.0
+    size *= float(np.finfo(np.float64).eps) * q.shape[0] * 4
+    with np.errstate(over="ignore", invalid="ignore"):  # float16-rounded inputs near 65504 are finite here
+        size *= float(np.abs(np.broadcast_to(gs, (q.shape[0], vs.shape[-1])) @ vs.T).max())
+    exp = int(_pow2(v)) + int(_pow2(g))
+    k_mant, k_exp = _row_norms(k)
+    top = int(np.argmax(np.where(k_mant > 0, np.log2(np.where(k_mant > 0, k_mant, 1)) + k_exp, -np.inf)))
+    size *= float(k_mant[top])
+    exp += int(k_exp[top])
+    if normalizes:
+        q_mant, q_exp = _row_norms(q)
+        if (q_mant == 0).any():  # a row of zeros: its gradient is grad / eps (qk_normalize_backward), no floor
+            size /= 1e-300
+        else:
+            low = int(np.argmin(np.log2(q_mant) + q_exp))
+            size /= float(q_mant[low])
+            exp -= int(q_exp[low])
+    with np.errstate(over="ignore", under="ignore"):
+        floor = float(np.ldexp(size, exp))
+    return floor if math.isfinite(floor) else 0.0
 
 
 def _spread(z: np.ndarray) -> float:
@@ -573,13 +648,17 @@ def theory_logit_std(d_k, *, sigma=1.0, rho=0.0, n=16, scale=1.0, qknorm=False) 
 def dot_samples(d_k, m, *, sigma=1.0, rho=0.0, seed=0) -> np.ndarray:
     """m exact samples of the unscaled dot product ``q . k`` with ``k = rho q + sqrt(1-rho^2) z``.
 
+    ``sigma`` in [1e-150, 1000] (:data:`MIN_SIGMA`: the dots have the size sigma^2, which must stay a
+    normal float64 number); drawn at sigma = 1 and scaled by sigma^2 once.
+
     Drawn from the 2 x 2 Gram matrix of [q, z] (see :func:`sample_gram`), so d_k = 4096 is as cheap as 1.
     """
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
     m = integer(m, "m", low=1, high=1_000_000)
     sigma, rho, rng = _common(sigma, rho, seed)
-    g = sample_gram(d_k, 2, m, rng) * (sigma * sigma)
-    return rho * g[:, 0, 0] + math.sqrt(1 - rho * rho) * g[:, 0, 1]
+    sigma = small_sigma(sigma, "the dot products")
+    g = sample_gram(d_k, 2, m, rng)  # at sigma = 1; the dots scale by sigma^2 (>= 1e-300: no underflow)
+    return (rho * g[:, 0, 0] + math.sqrt(1 - rho * rho) * g[:, 0, 1]) * (sigma * sigma)
 
 
 def dot_histograms(
@@ -593,6 +672,10 @@ def dot_histograms(
     ``m`` exact samples (``k = rho q + sqrt(1-rho^2) z``) drawn from the 2 x 2 Gram matrix of [q, z]
     (:func:`sample_gram`, ``default_rng(seed)``, as :func:`dot_samples`), so d_k = 4096 is as cheap as 1.
     ``n``, the sequence length, is needed only by a rule whose factor reads it (:meth:`Rule.scales`).
+    ``sigma`` in [1e-150, 1000] (:data:`MIN_SIGMA`); the pairs are drawn at sigma = 1 (the cosine does not
+    depend on it, the dots scale by sigma^2) and the sample means and stds scaled once, so none underflows.
+    Where the scaled logits' spread would be below 1e-300 (a tiny sigma under "alpha" = 4 at large d_k)
+    their histogram's densities would overflow: a ValueError says so.
     Returns ``{"unscaled": hist, "scaled": hist, "theory_mean": (unscaled, scaled), "theory_std": (...),
     "sample_mean": (...), "sample_std": (...)}``, each ``hist`` a dict of ``left``, ``right``, ``density``
     (``bins`` bars) and the theory curve ``x``, ``pdf`` (200 points).
@@ -606,26 +689,36 @@ def dot_histograms(
     m = integer(m, "m", low=2, high=1_000_000)
     bins = integer(bins, "bins", low=1, high=10_000)
     sigma, rho, rng = _common(sigma, rho, seed)
+    sigma = small_sigma(sigma, "the unscaled dot products")
     spec, d = RULES[rule], np.array([float(d_k)])
     n = spec.check_n(n)
-    g = sample_gram(d_k, 2, m, rng) * (sigma * sigma)
+    g = sample_gram(d_k, 2, m, rng)  # at sigma = 1
     c = math.sqrt(1 - rho * rho)
-    dot = rho * g[:, 0, 0] + c * g[:, 0, 1]
-    base = dot
+    unit = rho * g[:, 0, 0] + c * g[:, 0, 1]  # q . k / sigma^2
+    sigma2 = sigma * sigma  # >= 1e-300: a normal float64
+    factor = float(spec._scales(d, alpha, temperature, n)[0])
     if spec.normalizes:
         k2 = rho * rho * g[:, 0, 0] + 2 * rho * c * g[:, 0, 1] + c * c * g[:, 1, 1]
-        base = dot / np.sqrt(np.maximum(g[:, 0, 0] * k2, 1e-300))  # cos(q, k)
-    scaled = base * float(spec._scales(d, alpha, temperature, n)[0])
+        base, base_size = unit / np.sqrt(np.maximum(g[:, 0, 0] * k2, 1e-300)), 1.0  # cos(q, k): sigma-free
+    else:
+        base, base_size = unit, sigma2
     mean, var = pair_dot_moments(d, rho, unit=False)
     mean0, std0 = float(product(sigma, mean, sigma)[0]), float(product(sigma, np.sqrt(var), sigma)[0])
     mean1, std1 = spec._pair_theory(d, sigma, rho, alpha, temperature, n)
+    if 0 < std1 < 1e-300:
+        raise ValueError(
+            f"the {rule!r} logits' spread here is {std1:.3g}, too close to float64's smallest numbers to "
+            f"histogram (densities of 1/spread would overflow): use a larger sigma, a smaller d_k or alpha"
+        )
+    dot, scaled = unit * sigma2, base * (base_size * factor)
     return {
         "unscaled": _histogram(dot, mean0, std0, bins),
         "scaled": _histogram(scaled, mean1, std1, bins),
         "theory_mean": (mean0, mean1),
         "theory_std": (std0, std1),
-        "sample_mean": (float(dot.mean()), float(scaled.mean())),
-        "sample_std": (float(dot.std()), float(scaled.std())),
+        # moments of the sigma = 1 draws, scaled once: those of 1e-300 values would square to 0
+        "sample_mean": (float(unit.mean()) * sigma2, float(base.mean()) * base_size * factor),
+        "sample_std": (float(unit.std()) * sigma2, float(base.std()) * base_size * abs(factor)),
     }
 
 

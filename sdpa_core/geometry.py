@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ._checks import entries, integer, real
-from .experiments import MAX_D_K, sample_gram
+from .experiments import MAX_D_K, sample_gram, small_sigma
 
 __all__ = ["random_geometry", "expected_norm"]
 
@@ -36,7 +36,12 @@ def random_geometry(d_ks, *, sigma=1.0, samples=4000, seed=0) -> dict:
     d_ks : sequence of int
         Dimensions, each in [1, 65536].
     sigma : float
-        Std of every entry of q and k, in (0, 1000].
+        Std of every entry of q and k, in [1e-150, 1000] (``sdpa_core.experiments.MIN_SIGMA``: below it
+        sigma^2, the size of a dot product, nears float64's smallest normal number and the dots would lose
+        their digits or round to 0; a ValueError says so). Lengths scale by sigma, dot products by sigma^2
+        and cosines not at all, so the vectors are drawn at sigma = 1 and each statistic is then scaled by
+        its power of sigma: no square of a tiny number underflows on the way (the std of dots of size
+        1e-200 would square them to 1e-400, which float64 holds as 0).
     samples : int
         Pairs drawn per d_k, in [2, 2**20] (exactly, in O(1) each: :func:`sample_gram`).
     seed : int >= 0
@@ -59,26 +64,29 @@ def random_geometry(d_ks, *, sigma=1.0, samples=4000, seed=0) -> dict:
     d = np.asarray([integer(x, "d_ks[i]", low=1, high=MAX_D_K) for x in entries(d_ks, "d_ks")], dtype=np.int64)
     if d.size == 0:
         raise ValueError("d_ks must hold at least one dimension")
-    sigma = real(sigma, "sigma", low=0.0, low_open=True, high=1e3)
+    sigma = small_sigma(sigma, "the dot products q . k")
     samples = integer(samples, "samples", low=2, high=2**20)
     rng = np.random.default_rng(integer(seed, "seed", low=0))
     out: dict[str, list] = {k: [] for k in ("norm_mean", "norms_mean", "cos_std", "dot_std")}
     for d_k in d:
-        g = sample_gram(int(d_k), 2, samples, rng) * (sigma * sigma)  # (samples, 2, 2): |q|^2, q . k, |k|^2
+        g = sample_gram(int(d_k), 2, samples, rng)  # (samples, 2, 2): |q|^2, q . k, |k|^2 at sigma = 1
         norm_q, norm_k, dot = np.sqrt(g[:, 0, 0]), np.sqrt(g[:, 1, 1]), g[:, 0, 1]
+        lengths = norm_q * norm_k  # > 0: a Gaussian vector is 0 with probability 0
         out["norm_mean"].append(norm_q.mean())
-        out["norms_mean"].append((norm_q * norm_k).mean())
-        out["cos_std"].append((dot / (norm_q * norm_k)).std())
+        out["norms_mean"].append(lengths.mean())
+        out["cos_std"].append((dot / lengths).std())
         out["dot_std"].append(dot.std())
+    # sigma >= MIN_SIGMA: sigma^2 >= 1e-300 is a normal float64 and every product below is one rounding
+    sigma2 = sigma * sigma
     norm_theory = np.asarray([expected_norm(int(x), sigma) for x in d])
     return {
         "d_k": d,
-        "norm_mean": np.asarray(out["norm_mean"]),
+        "norm_mean": sigma * np.asarray(out["norm_mean"]),
         "norm_theory": norm_theory,
-        "norms_mean": np.asarray(out["norms_mean"]),
+        "norms_mean": sigma2 * np.asarray(out["norms_mean"]),
         "norms_theory": norm_theory**2,
         "cos_std": np.asarray(out["cos_std"]),
         "cos_theory": 1.0 / np.sqrt(d),
-        "dot_std": np.asarray(out["dot_std"]),
-        "dot_theory": sigma * sigma * np.sqrt(d),
+        "dot_std": sigma2 * np.asarray(out["dot_std"]),
+        "dot_theory": sigma2 * np.sqrt(d),
     }

@@ -116,14 +116,19 @@ def length_path(
 
 
 def _pairs(rng: np.random.Generator, m: int, n: int, d: int, sigma: float, rho: float):
-    """q . k_j and cos(q, k_j) for m queries and n keys, (m, n) each; key 0 is the query's own key."""
-    q_len = sigma * np.sqrt(rng.chisquare(d, size=(m, 1)))  # |q|
-    along = sigma * rng.standard_normal((m, n))  # each key's (or z's) component along q
-    rest = sigma * np.sqrt(rng.gamma((d - 1) / 2, 2.0, size=(m, n)))  # the length of the rest (chi, d - 1)
+    """q . k_j and cos(q, k_j) for m queries and n keys, (m, n) each; key 0 is the query's own key.
+
+    Drawn at sigma = 1: the cosines do not depend on sigma (at sigma = 1e-300 the components would be
+    subnormal and their ratios garbage), and the dots are scaled by sigma^2 once (1e-600 rounds to 0:
+    logits that small are 0 for the softmax anyway)."""
+    q_len = np.sqrt(rng.chisquare(d, size=(m, 1)))  # |q| / sigma
+    along = rng.standard_normal((m, n))  # each key's (or z's) component along q, / sigma
+    rest = np.sqrt(rng.gamma((d - 1) / 2, 2.0, size=(m, n)))  # the length of the rest (chi, d - 1), / sigma
     c = math.sqrt(1 - rho * rho)
     along[:, 0] = rho * q_len[:, 0] + c * along[:, 0]  # k_0 = rho q + c z: along q, and c times z's rest
     rest[:, 0] *= c
-    dots = q_len * along
+    with np.errstate(under="ignore"):
+        dots = (sigma * q_len) * (sigma * along)
     k_len = np.hypot(along, rest)
     with np.errstate(invalid="ignore", divide="ignore"):
         cosines = np.where(k_len > 0, along / np.where(k_len > 0, k_len, 1.0), 0.0)

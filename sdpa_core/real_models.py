@@ -191,7 +191,8 @@ def head_at_init(
     n : int
         Tokens in the sequence (queries = keys, no mask), in [2, 4096]; 128 by default.
     samples : int
-        Independent heads (fresh weights and tokens) averaged, in [1, 4096].
+        Independent heads (fresh weights and tokens) averaged, in [2, 4096]: a standard error needs at
+        least two (one sample has no spread to measure; a ValueError says so).
     seed : int >= 0
 
     Returns
@@ -240,7 +241,7 @@ def head_at_init(
     qk_norm = _choice(qk_norm, "qk_norm", QK_NORMS)
     scale = _choice(scale, "scale", MODEL_SCALES)
     n = integer(n, "n", low=2, high=4096)
-    samples = integer(samples, "samples", low=1, high=4096)
+    samples = _samples(samples)
     seed = integer(seed, "seed", low=0)
     if samples * n * n * (n + d_k) > MAX_WORK:
         raise ValueError(f"too much work: samples * n * n * (n + d_k) must be <= {MAX_WORK}; lower samples or n")
@@ -344,6 +345,7 @@ def logit_std_at_init(
 
 def preset_at_init(name, *, n=128, samples=8, seed=0) -> dict:
     """:func:`head_at_init` for one of :data:`PRESETS` by name, with ``preset`` (the :class:`Preset`) added.
+    ``n`` in [2, 4096] and ``samples`` in [2, 4096], as there.
 
     >>> round(preset_at_init("t5-base", n=16, samples=2)["theory"]["model"], 12)  # T5's init does the scaling
     1.0
@@ -367,6 +369,17 @@ def preset_at_init(name, *, n=128, samples=8, seed=0) -> dict:
         seed=seed,
     )
     return {**out, "preset": p}
+
+
+def _samples(samples) -> int:
+    """samples in [2, 4096], or a ValueError a learner can act on (1 would give every ``*_se`` as NaN)."""
+    samples = integer(samples, "samples", high=4096)
+    if samples < 2:
+        raise ValueError(
+            f"samples must be >= 2, got {samples}: the results include standard errors over the samples (the "
+            f"*_se keys), and fewer than two samples have no spread to measure; use samples=2 or more"
+        )
+    return samples
 
 
 def _choice(x, name: str, options: tuple) -> str:
@@ -436,7 +449,6 @@ def _softmax_stats(z: np.ndarray) -> dict:
 
 
 def _summary(key: str, per_sample: np.ndarray) -> dict:
-    """``key``: the mean over samples; ``key_se``: its standard error (NaN for one sample)."""
+    """``key``: the mean over samples; ``key_se``: its standard error (callers have >= 2 samples)."""
     m = len(per_sample)
-    se = float(per_sample.std(ddof=1) / math.sqrt(m)) if m > 1 else float("nan")
-    return {key: float(per_sample.mean()), key + "_se": se}
+    return {key: float(per_sample.mean()), key + "_se": float(per_sample.std(ddof=1) / math.sqrt(m))}

@@ -360,7 +360,10 @@ def qk_normalize_backward(x, grad, eps: float = 1e-12):
 
     Computed in float64 with the norm taken as ``max|x| * |x / max|x||`` (like :func:`qk_normalize`),
     so a float16 row longer than 256 does not come back as a zero gradient; the result has the
-    dtype of ``x`` and ``grad`` combined (past 65504 a float16 gradient is inf)."""
+    dtype of ``x`` and ``grad`` combined (past 65504 a float16 gradient is inf). As in the forward
+    pass, ``eps`` only guards rows of zeros (their gradient is ``grad / eps``): a row of length 1e-300
+    is a direction like any other, with the gradient ``1e300 (grad - xhat (xhat . grad))``, inf where
+    that exceeds float64 (a subnormal row), without a numpy warning."""
     x, grad = np.asarray(x), np.asarray(grad)
     x64, g64 = x.astype(np.float64, copy=False), grad.astype(np.float64, copy=False)
     peak = np.abs(x64).max(axis=-1, keepdims=True)
@@ -369,5 +372,6 @@ def qk_normalize_backward(x, grad, eps: float = 1e-12):
     xhat = y / np.maximum(rel, eps)  # as qk_normalize computes it
     with np.errstate(over="ignore", invalid="ignore"):  # an inf upstream gradient stays non-finite
         out = g64 - xhat * np.einsum("...i,...i->...", xhat, g64)[..., None]
-        out /= np.maximum(peak * rel, eps)
+        out /= np.where(peak > 0, rel, eps)  # rel >= 1: divided by |x| in two steps, no underflow of peak * rel
+        out /= np.where(peak > 0, peak, 1.0)
         return out.astype(np.result_type(x, grad), copy=False)
