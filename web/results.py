@@ -54,7 +54,7 @@ def _real_model(s) -> dict:
                                         f"d_k = d_model / heads must be a whole number."}}
     d_k, n = s.d_model // s.heads, MODEL_N
     samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
-    while samples < 1:   # a very wide head: fewer tokens keep the work bounded
+    while samples < 2:   # a very wide head: fewer tokens keep the work bounded (standard errors need 2)
         n //= 2
         samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
     if s.preset != "custom":

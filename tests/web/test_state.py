@@ -256,3 +256,17 @@ def test_page_builds_every_view_without_a_server():
         if earlier is not None:
             sys.modules["nh3"] = earlier
     assert math.isfinite(page.lab.timings["playground"])
+
+
+def test_the_widest_one_head_model_gets_standard_errors():
+    """d_model 16257-16384 with one head bounded the work down to one sample, which sdpa_core refuses (its
+    standard errors need two): the calculator takes fewer tokens instead, at every width up to the widest."""
+    from types import SimpleNamespace
+
+    from web.options import MAX_D_MODEL
+    from web.results import _real_model
+    lab = LabState()
+    for d_model in (16257, MAX_D_MODEL):
+        got = _real_model(SimpleNamespace(d_model=d_model, heads=1, preset="custom", init_std=0.02, layernorm=lab.layernorm,
+                                          qk_norm=lab.qk_norm, model_scale=lab.model_scale, seed=0))["real_model"]
+        assert "error" not in got and got["d_k"] == d_model
