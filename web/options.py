@@ -19,6 +19,7 @@ VIEW_REGISTRY = {
     "saturation": ("Saturation & gradients", "Saturation"),
     "alignment": ("As q and k align", "Alignment"),
     "training": ("Train it", "Training"),
+    "real": ("Real transformer", "Real"),
     "precision": ("Half precision", "Precision"),
     "models": ("Real models", "Models"),
     "questions": ("Questions", "Questions"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import real_training
 from .options import D_K_OPTIONS, LR_OPTIONS, SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, VIEWS
 
 
@@ -82,6 +83,9 @@ SETTINGS = (
     Setting("train_d_k", "d_k", owner="train", steps=tuple(TRAIN_D_K_OPTIONS)),
     Setting("train_seed", "seed", owner="train"),
     Setting("optimizer", "optimizer", owner="train"),
+    Setting("real_d_k", "real_d_k", owner="train", steps=real_training.D_KS),
+    Setting("real_lr", "real_lr", owner="train", steps=real_training.LRS),
+    Setting("real_init", "real_init", owner="train"),
 )
 BY_KEY = {s.key: s for s in SETTINGS}
 #: The shared settings, in the drawer's order.

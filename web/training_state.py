@@ -14,7 +14,10 @@ import sdpa_core as sc
 
 from .claims import (batch_gradient_sentence, fold_sentence, logit_growth_sentence, sharp_gradient_sentence,
                      sharpness_conditions, sharpness_headline, sharpness_sentence)
+from . import real_training
 from .options import FOLD, LR_OPTIONS, MAX_TRAIN_STEPS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES
+
+REAL_D_KS, REAL_LRS, REAL_LR_DEFAULT = real_training.D_KS, real_training.LRS, real_training.LR_DEFAULT
 
 if TYPE_CHECKING:
     from .state import LabState
@@ -48,6 +51,13 @@ class TrainingState(param.Parameterized):
                         doc="Key/query width of the trained head (both runs).")
     seed = param.Integer(default=TRAIN_SEED, bounds=(0, 99999),
                          doc="Seed of both runs' data, initial weights and example (the same for both).")
+    # the real transformer's grid (web/real_training.py), measured offline: which of its cells are shown
+    real_d_k = param.Integer(default=max(REAL_D_KS), bounds=(min(REAL_D_KS), max(REAL_D_KS)),
+                             doc="Key/query width of the real transformer's runs shown (a width of its grid).")
+    real_lr = param.Number(default=REAL_LR_DEFAULT, bounds=(min(REAL_LRS), max(REAL_LRS)),
+                           doc="Learning rate of the real transformer's runs whose logits are shown over training.")
+    real_init = param.Selector(default="gpt2", objects=list(real_training.INIT_LABELS),
+                               doc="Initialisation of the real transformer's runs shown.")
     running = param.Boolean(default=False, doc="True while the animation advances the runs.")
     status = param.String(default="", doc="Plain-words status of both runs.")
     version = param.Integer(default=0, doc="Bumped on reset, so views clear their curves.")

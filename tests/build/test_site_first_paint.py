@@ -25,6 +25,7 @@ HEADINGS = {
     "saturation": "Saturation and gradients: which rules keep the softmax from saturating as d_k grows?",
     "alignment": "As q and k align, does 1/√d_k still keep attention spread?",
     "training": "Train it: does the same model learn slower without scaling?",
+    "real": "What the scale does in a real transformer",
     "precision": "Half precision: at which d_k do inf and NaN appear?",
     "models": "Real models: how peaked is a real head's attention at initialisation?",
     "questions": "Questions",

@@ -1,7 +1,7 @@
 """Every sentence the page builds from numbers, one module per idea: ``claim`` (a sentence with the facts
 it states), ``numbers`` (the formats),
 ``playground`` (the verdict, readouts, references), ``sweeps`` (the variance, saturation and
-sequence-length views), ``dial``, ``alignment``, ``precision``, ``models`` and ``training``.
+sequence-length views), ``dial``, ``alignment``, ``precision``, ``models``, ``training`` and ``real`` (the real transformer's grid).
 
 Pure functions of results computed by ``sdpa_core`` (no Panel, no state objects), so the tests can
 check each sentence against an independent computation. Each sentence names the conditions it holds
@@ -51,6 +51,7 @@ from .sweeps import (
 from .dial import dial_summary, settings_sentence, dial_headline
 from .alignment import alignment_endpoints, alignment_summary, alignment_headline, FLAT_MAP, flat_maps
 from .precision import ORDER_WORDS, broken_span, first_broken, precision_headline
+from .real import best_sentence, growth_sentence, real_headline, small_width_sentence
 from .models import VARIANT_LABELS, head_words, bug_sentence, model_summary, model_headline
 from .training import (
     FOLD_WINDOW,

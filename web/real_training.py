@@ -1,0 +1,75 @@
+"""The real transformer's training grid: measured offline by experiments/real_transformer (PyTorch; the
+page never imports it) and shipped as data/real_training.json, a copy of that experiment's results file.
+
+Plain data access (no Panel, no torch): each cell of the grid, averaged over its seeds, for the view
+"What the scale does in a real transformer" (views/real.py) and its sentences (claims/real.py).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The shipped file (tests/web/test_real_training.py: byte-equal to the experiment's results/cpu.json).
+DATA = Path(__file__).resolve().parent / "data" / "real_training.json"
+#: The experiment's rules, as this view names them (its QK-norm is LayerNorm on q and k, then 1/√d_k,
+#: unlike the toy views' unit-vector QK-norm with a temperature).
+RULE_LABELS = {"none": "no scaling", "sqrt": "1/√d_k", "linear": "1/d_k", "qknorm": "QK-norm"}
+INIT_LABELS = {"gpt2": "GPT-2 init (std 0.02)", "fanin": "fan-in init (std 1/√fan_in)"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (init, d_k, rule, lr) of the grid over its seeds: the final validation loss (nats per character,
+    the seeds' mean), the share of attention rows saturated at the end (top weight above the spec's
+    threshold; the most saturated layer, the seeds' mean), how many seeds diverged, and the logits' std
+    over training (the layer with the largest, the seeds' mean) at ``steps``."""
+
+    loss: float
+    saturated: float
+    diverged: int
+    seeds: int
+    steps: tuple[int, ...]
+    logit_std: tuple[float, ...]
+
+
+@functools.cache
+def grid() -> dict:
+    """The shipped JSON: ``size``, ``provenance``, ``text``, ``spec`` and ``runs``."""
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+def spec() -> dict:
+    return grid()["spec"]
+
+
+def cell(init: str, d_k: int, rule: str, lr: float) -> Cell:
+    return _cells()[(init, int(d_k), rule, float(lr))]
+
+
+@functools.cache
+def _cells() -> dict:
+    groups: dict = {}
+    for run in grid()["runs"]:
+        groups.setdefault((run["init"], int(run["d_k"]), run["rule"], float(run["lr"])), []).append(run)
+    steps = tuple(int(s) for s in spec()["eval_steps"])
+    out = {}
+    for key, runs in groups.items():
+        finite = [r["final_val_loss"] for r in runs if r["final_val_loss"] is not None
+                  and math.isfinite(r["final_val_loss"])]
+        stds = [[max(layer["std"][i] for layer in r["layers"]) for i in range(len(steps))] for r in runs]
+        out[key] = Cell(loss=sum(finite) / len(finite) if finite else math.nan,
+                        saturated=sum(max(layer["sat"][-1] for layer in r["layers"]) for r in runs) / len(runs),
+                        diverged=sum(bool(r["diverged"]) for r in runs), seeds=len(runs), steps=steps,
+                        logit_std=tuple(sum(s[i] for s in stds) / len(stds) for i in range(len(steps))))
+    return out
+
+
+#: The grid's widths, learning rates and inits, in its order: the view's choices.
+D_KS = tuple(int(d) for d in spec()["d_ks"])
+LRS = tuple(float(x) for x in spec()["lrs"])
+#: The learning rate whose logits the view first shows over training: 1e-3 (AdamW's usual rate for a model
+#: this small), or the grid's middle rate if it has none.
+LR_DEFAULT = 1e-3 if 1e-3 in LRS else LRS[len(LRS) // 2]

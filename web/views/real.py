@@ -1,0 +1,153 @@
+"""What the scale does in a real transformer: final loss against learning rate per rule, and the attention
+logits' spread over training, drawn from a grid measured offline (web/real_training.py), not in the tab."""
+from __future__ import annotations
+
+import math
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, FixedTicker, Range1d
+
+from .. import real_training as rt
+from ..claims import best_sentence, growth_sentence, real_headline, small_width_sentence
+from ..claims.real import failed
+from ..theme import CSS, RULE_COLORS, RULE_DASH, VERDICT_STYLES, WRAP_BUTTONS, make_figure, style_legend
+from ..training_state import OVER_SEEDS, SEEDS, TrainingState
+from .common import ANSWER, beside, caption, heading, headline_html, held, set_html
+
+RULES = tuple(r for r in rt.RULE_LABELS if r in rt.spec()["rules"])
+
+
+def _span(values, pad: float, log: bool = False) -> tuple[float, float]:
+    """Ends of a fixed axis holding every value of the whole grid (so no control moves them)."""
+    vals = [v for v in values if math.isfinite(v) and (v > 0 or not log)]
+    lo, hi = min(vals), max(vals)
+    return (lo / pad, hi * pad) if log else (lo - pad, hi + pad)
+
+
+class Real(pn.viewable.Viewer):
+    """Final validation loss against learning rate, one line per rule (saturated runs ringed), and the
+    logits' std over training per rule, for the reader's d_k, init and learning rate."""
+
+    #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
+    MAIN_CONTROL = ("train", "real_d_k", (min(rt.D_KS), max(rt.D_KS)))
+    CLAIM = ("Pick a wider d_k: on fixed axes the unscaled runs' losses rise and their points are ringed as saturated "
+             "at more learning rates, while QK-norm's stay low.")
+
+    train = param.ClassSelector(class_=TrainingState, doc="Holds which cells of the grid are shown.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        tr = self.train
+        cells = [rt.cell(i, d, r, lr) for i in rt.INIT_LABELS for d in rt.D_KS for r in RULES for lr in rt.LRS]
+        lo, hi = _span([c.loss for c in cells], 0.1)
+        p = make_figure(title="Final loss vs learning rate", x_label="learning rate (AdamW peak)",
+                        y_label="loss (nats per character)", height=340, x_axis_type="log",
+                        x_range=Range1d(min(rt.LRS) / 1.6, max(rt.LRS) * 1.6), y_range=Range1d(lo, hi),
+                        hover=[("rule", "@rule"), ("lr", "@lr{0.0000}"), ("loss", "@loss{0.000}"),
+                               ("rows saturated at the end", "@saturated{0%}")])
+        p.xaxis.ticker = FixedTicker(ticks=list(rt.LRS))
+        p.xaxis.major_label_overrides = {lr: f"{lr:g}" for lr in rt.LRS}
+        self.loss_sources, self.sat_sources = {}, {}
+        for rule in RULES:
+            src = ColumnDataSource({"lr": [], "loss": [], "saturated": [], "rule": []})
+            sat = ColumnDataSource({"lr": [], "loss": [], "saturated": [], "rule": []})
+            color, label = RULE_COLORS[rule], rt.RULE_LABELS[rule]
+            p.line("lr", "loss", source=src, color=color, line_dash=RULE_DASH[rule], line_width=2.5, legend_label=label)
+            p.scatter("lr", "loss", source=src, color=color, size=7, legend_label=label)
+            p.scatter("lr", "loss", source=sat, color=color, size=17, fill_alpha=0, line_width=2.5,
+                      legend_label="ringed: > half the rows saturated")
+            self.loss_sources[rule], self.sat_sources[rule] = src, sat
+        style_legend(p, below=True, ncols=2)
+        self.loss_fig = p
+        stds = [s for c in cells for s in c.logit_std]
+        steps = rt.spec()["eval_steps"]
+        q = make_figure(title="Logits' std over training", x_label="training step",
+                        y_label="logit std (log)", height=340, y_axis_type="log",
+                        x_range=Range1d(0, steps[-1]), y_range=Range1d(*_span(stds, 1.5, log=True)),
+                        hover=[("rule", "@rule"), ("step", "@step"), ("std", "@std{0.000}")])
+        self.std_sources = {}
+        for rule in RULES:
+            src = ColumnDataSource({"step": [], "std": [], "rule": []})
+            q.line("step", "std", source=src, color=RULE_COLORS[rule], line_dash=RULE_DASH[rule], line_width=2.5,
+                   legend_label=rt.RULE_LABELS[rule])
+            q.scatter("step", "std", source=src, color=RULE_COLORS[rule], size=6, legend_label=rt.RULE_LABELS[rule])
+            self.std_sources[rule] = src
+        style_legend(q, below=True, ncols=2)
+        self.std_fig = q
+        self.d_k = pn.widgets.RadioButtonGroup(label="d_k", options={str(d): d for d in rt.D_KS}, value=tr.real_d_k,
+                                               color="primary", variant="outline", stylesheets=[WRAP_BUTTONS])
+        self.lr = pn.widgets.RadioButtonGroup(label="learning rate", options={f"{x:g}": x for x in rt.LRS},
+                                              value=tr.real_lr, color="primary", variant="outline",
+                                              stylesheets=[WRAP_BUTTONS])
+        self.init = pn.widgets.RadioButtonGroup(label="init", options={v: k for k, v in rt.INIT_LABELS.items()},
+                                                value=tr.real_init, color="primary", variant="outline",
+                                                stylesheets=[WRAP_BUTTONS])
+        for widget, name in ((self.d_k, "real_d_k"), (self.lr, "real_lr"), (self.init, "real_init")):
+            widget.link(tr, value=name)
+            tr.param.watch(lambda e, w=widget: setattr(w, "value", e.new), [name])
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width",
+                                    margin=(4, 10), stylesheets=[CSS])
+        tr.param.watch(self._update, ["real_d_k", "real_lr", "real_init"])
+        self._update()
+
+    def rows(self, d_k: int | None = None) -> dict:
+        """rule -> its cells at the grid's learning rates, at the reader's init and ``d_k``."""
+        tr = self.train
+        return {r: [rt.cell(tr.real_init, d_k or tr.real_d_k, r, lr) for lr in rt.LRS] for r in RULES}
+
+    @held
+    def _update(self, *_):
+        tr = self.train
+        rows = self.rows()
+        for rule, row in rows.items():
+            label = rt.RULE_LABELS[rule]
+            data = {"lr": list(rt.LRS), "loss": [c.loss for c in row], "saturated": [c.saturated for c in row],
+                    "rule": [label] * len(row)}
+            self.loss_sources[rule].data = data
+            keep = [i for i, c in enumerate(row) if failed(c)]
+            self.sat_sources[rule].data = {k: [v[i] for i in keep] for k, v in data.items()}
+            c = rt.cell(tr.real_init, tr.real_d_k, rule, tr.real_lr)
+            self.std_sources[rule].data = {"step": list(c.steps), "std": list(c.logit_std), "rule": [label] * len(c.steps)}
+        spec, small = rt.spec(), min(rt.D_KS)
+        at_lr = {r: rt.cell(tr.real_init, tr.real_d_k, r, tr.real_lr).logit_std for r in RULES}
+        details = [best_sentence(rows, list(rt.LRS), labels=rt.RULE_LABELS),
+                   growth_sentence(at_lr, tuple(spec["eval_steps"]), lr=tr.real_lr, labels=rt.RULE_LABELS)]
+        if "none" in rows and "sqrt" in rows:
+            low = self.rows(small)
+            details.append(small_width_sentence(low["none"], low["sqrt"], d_k=small))
+        width = "d_k" if spec["n_heads"] == 1 else f"{spec['n_heads']}·d_k"
+        where = (f"Saturate: more than half the rows' top weight > {spec['saturated_above']:g} at the end. "
+                 f"{spec['n_layers']}-layer, {spec['n_heads']}-head transformer (d_model = {width}), "
+                 f"{spec['steps']} AdamW steps of {spec['batch']} × {spec['seq_len']} characters of Python source, "
+                 f"{rt.INIT_LABELS[tr.real_init]}, mean of {len(spec['seeds'])} seeds; measured offline")
+        set_html(self.summary, headline_html(real_headline(rows, d_k=tr.real_d_k, labels=rt.RULE_LABELS), where,
+                                             details))
+
+    def _toy_caption(self) -> str:
+        """Where the toy of Train it and this grid differ at the smallest width, with both start spreads."""
+        small, toy = min(rt.D_KS), OVER_SEEDS[16]
+        start = rt.cell("gpt2", small, "none", rt.LR_DEFAULT).logit_std[0]
+        return (f"The toy of Train it is worse unscaled even at d_k = 16 (higher loss in {toy['at_least']} of {SEEDS} "
+                "seeds). It has one head, no LayerNorm and no depth, and its init gives q and k entries of variance "
+                "about 1 at every width, so its unscaled logits start with std about √d_k = 4 there. A real head "
+                f"with GPT-2's init starts far smaller: {start:.2g} here, unscaled at d_k = {small} (the logits' plot at d_k = {small}, "
+                "step 0).")
+
+    def __panel__(self):
+        prov = rt.grid()["provenance"]
+        controls = [caption("d_k, the width of each head"), self.d_k,
+                    caption("Learning rate of the logits' plot"), self.lr,
+                    caption("Initialisation"), self.init]
+        return pn.Column(
+            heading("What the scale does in a real transformer"),
+            self.summary,
+            beside([self.loss_fig, self.std_fig], controls, basis=300),
+            caption("Measured offline, not in this tab: a small decoder-only transformer in PyTorch (pre-LayerNorm, "
+                    "causal, AdamW with warm-up then cosine decay) trained on CPython's standard-library source by "
+                    f"`{prov['command'].split(' -m ')[-1].split(' --out')[0]}` on {prov['hardware']['cpu']} "
+                    f"({prov['hardware']['cpu_count']} cores, no GPU), {prov['date_utc'][:10]}. "
+                    "experiments/real_transformer/README.md has the script, the grid and a larger GPU table from an "
+                    "outside run. QK-norm here is LayerNorm on q and k, then 1/√d_k."),
+            caption(self._toy_caption()),
+            sizing_mode="stretch_width")
