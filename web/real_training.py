@@ -73,3 +73,17 @@ LRS = tuple(float(x) for x in spec()["lrs"])
 #: The learning rate whose logits the view first shows over training: 1e-3 (AdamW's usual rate for a model
 #: this small), or the grid's middle rate if it has none.
 LR_DEFAULT = 1e-3 if 1e-3 in LRS else LRS[len(LRS) // 2]
+
+
+def rows(init: str, d_k: int) -> dict:
+    """rule -> its cells at the grid's learning rates, at ``init`` and ``d_k``."""
+    return {r: [cell(init, d_k, r, lr) for lr in LRS] for r in RULE_LABELS if r in spec()["rules"]}
+
+
+def answer(init: str = "gpt2"):
+    """The Questions' answer from this grid (claims/real.py real_answer), at ``init``."""
+    from .claims import real_answer
+    small, large = min(D_KS), max(D_KS)
+    std = cell(init, large, "sqrt", LR_DEFAULT).logit_std
+    return real_answer(rows(init, small), rows(init, large), list(LRS), small=small, large=large, lr=LR_DEFAULT,
+                       growth=(std[0], std[-1]), steps=int(spec()["eval_steps"][-1]))

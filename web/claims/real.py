@@ -55,3 +55,45 @@ def growth_sentence(std_rows: dict, steps: tuple, *, lr: float, labels: dict) ->
         s.add(("" if i == 0 else "; ") + "{rule_" + rule + "} {a_" + rule + "} → {b_" + rule + "}",
               **{f"rule_{rule}": as_word(rule, labels[rule]), f"a_{rule}": as_fmt(std[0]), f"b_{rule}": as_fmt(std[-1])})
     return s.add(".").claim()
+
+
+#: Within this many nats of a rule's own lowest final loss, a learning rate "trains" (its working range).
+NEAR_BEST = 0.1
+
+
+def working_rates(row: list) -> int:
+    """How many of a rule's learning rates end within NEAR_BEST nats of its lowest final loss, unsaturated."""
+    best = min(c.loss for c in row)
+    return sum(c.loss <= best + NEAR_BEST and not failed(c) for c in row)
+
+
+def real_answer(rows_small: dict, rows_large: dict, lrs: list, *, small: int, large: int, lr: float,
+                growth: tuple[float, float], steps: int) -> Claim:
+    """The Questions' answer from the real transformer's grid at one init: what dropping the scale costs at the
+    smallest and the largest width, 1/√d_k's logit growth at ``lr`` (``growth``: its std at step 0 and at
+    ``steps``), its working range at both widths where it shrinks, and where 1/d_k's best rate lies against
+    1/√d_k's. A finding the grid does not show is not stated. ``rows_*``: rule -> [Cell per learning rate]."""
+    gap = max(a.loss - b.loss for a, b in zip(rows_small["none"], rows_small["sqrt"]))
+    sat = {r: sum(failed(c) for c in rows_large[r]) for r in ("none", "sqrt", "qknorm")}
+    best = {r: lrs[min(range(len(lrs)), key=lambda j: rows_large[r][j].loss)] for r in ("sqrt", "linear")}
+    s = Sentence().add(
+        "At d_k = {small}, dropping the scale costs at most {gap} nats at any learning rate; at d_k = {large}, no "
+        "scaling's rows saturate at {sat_none} of {n_lrs} rates, 1/√d_k's at {sat_sqrt} and QK-norm's at "
+        "{sat_qknorm}.", small=as_int(small), large=as_int(large), gap=as_2f(max(gap, 0.0)), n_lrs=as_int(len(lrs)),
+        sat_none=as_int(sat["none"]), sat_sqrt=as_int(sat["sqrt"]), sat_qknorm=as_int(sat["qknorm"]))
+    if growth[1] > 2 * growth[0]:
+        s.add(" 1/√d_k fixes the start, not the growth: at d_k = {large} and lr {lr} its logits' std goes from "
+              "{std_a} to {std_b} in {steps} steps.", large=as_int(large), lr=as_g(lr), std_a=as_fmt(growth[0]),
+              std_b=as_fmt(growth[1]), steps=as_int(steps))
+    near_small, near_large = working_rates(rows_small["sqrt"]), working_rates(rows_large["sqrt"])
+    if near_large < near_small:
+        s.add(" Its working range shrinks with width: within {near} nats of its best, unsaturated, at {range_small} "
+              "of {n_lrs} rates at d_k = {small}, {range_large} at d_k = {large}.", near=as_g(NEAR_BEST),
+              range_small=as_int(near_small), n_lrs=as_int(len(lrs)), small=as_int(small),
+              range_large=as_int(near_large), large=as_int(large))
+    if best["linear"] != best["sqrt"]:
+        s.add(" 1/d_k moves the best learning rate: {best_linear} there, against 1/√d_k's {best_sqrt}.",
+              best_linear=as_g(best["linear"]), best_sqrt=as_g(best["sqrt"]))
+    else:
+        s.add(" 1/d_k and 1/√d_k share their best learning rate there, {best_sqrt}.", best_sqrt=as_g(best["sqrt"]))
+    return s.claim()

@@ -7,10 +7,14 @@ from urllib.parse import urlencode
 import panel as pn
 import param
 
+from .. import real_training
 from ..state import LabState
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
 from ..urlstate import apply_query
 from .common import caption, heading
+
+
+_REAL = real_training.spec()
 
 
 def _at_least(d_k: int) -> str:
@@ -64,6 +68,20 @@ QUESTIONS = [
         "about 97% accurate. Press Play and compare the curves; the seed next to the plots picks another run.",
         None, VASWANI + "; the model and task are this page's own (sdpa_core/model.py).",
         "Train both", {"view": "training", "rule_a": "none", "rule_b": "sqrt", "train_d_k": 1024, "lr": 0.01}),
+    Question(
+        "Does that hold in a real transformer?",
+        "Measured in a small real transformer trained offline on CPython's own source "
+        f"({_REAL['n_layers']} pre-LayerNorm layers, AdamW with warm-up and cosine decay, GPT-2's init, "
+        f"{_REAL['steps']} steps, the mean of {len(_REAL['seeds'])} seeds; experiments/real_transformer). "
+        f"{real_training.answer()} The toy above has one head, no LayerNorm and an init that gives q and k "
+        "entries of variance about 1 at every width, so its unscaled logits start large even at d_k = 16; a real "
+        "head's logits start far smaller.",
+        None,
+        "Measured by experiments/real_transformer/run.py (its README has a larger GPU table from an outside run); "
+        "Dehghani et al. (2023), *Scaling Vision Transformers to 22 Billion Parameters*, and Wortsman et al. "
+        "(2023), *Small-scale proxies for large-scale Transformer training instabilities* (attention-logit growth, "
+        "QK-norm); Yang et al. (2022), *Tensor Programs V* (muP's 1/d_k and the learning rate).",
+        "Show the real transformer", {"view": "real"}),
     Question(
         "Can the factor be tuned?",
         "Yes: the factor is an inverse temperature. muP uses 1/d_k: once q and k become correlated during "
