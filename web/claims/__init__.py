@@ -153,4 +153,9 @@ __all__ = [
     "batch_gradient_sentence",
     "logit_growth_sentence",
     "LOGIT_GROWTH_SOURCES",
+    "real_headline",
+    "best_sentence",
+    "growth_sentence",
+    "small_width_sentence",
+    "real_answer",
 ]

@@ -57,14 +57,9 @@ def growth_sentence(std_rows: dict, steps: tuple, *, lr: float, labels: dict) ->
     return s.add(".").claim()
 
 
-#: Within this many nats of a rule's own lowest final loss, a learning rate "trains" (its working range).
-NEAR_BEST = 0.1
-
-
 def working_rates(row: list) -> int:
-    """How many of a rule's learning rates end within NEAR_BEST nats of its lowest final loss, unsaturated."""
-    best = min(c.loss for c in row)
-    return sum(c.loss <= best + NEAR_BEST and not failed(c) for c in row)
+    """How many of a rule's learning rates it trains at without saturating (nor diverging): its working range."""
+    return sum(not failed(c) for c in row)
 
 
 def real_answer(rows_small: dict, rows_large: dict, lrs: list, *, small: int, large: int, lr: float,
@@ -87,10 +82,9 @@ def real_answer(rows_small: dict, rows_large: dict, lrs: list, *, small: int, la
               std_b=as_fmt(growth[1]), steps=as_int(steps))
     near_small, near_large = working_rates(rows_small["sqrt"]), working_rates(rows_large["sqrt"])
     if near_large < near_small:
-        s.add(" Its working range shrinks with width: within {near} nats of its best, unsaturated, at {range_small} "
-              "of {n_lrs} rates at d_k = {small}, {range_large} at d_k = {large}.", near=as_g(NEAR_BEST),
-              range_small=as_int(near_small), n_lrs=as_int(len(lrs)), small=as_int(small),
-              range_large=as_int(near_large), large=as_int(large))
+        s.add(" Its working range shrinks with width: it trains unsaturated at {range_small} of {n_lrs} rates at "
+              "d_k = {small}, {range_large} at d_k = {large}.", range_small=as_int(near_small),
+              n_lrs=as_int(len(lrs)), small=as_int(small), range_large=as_int(near_large), large=as_int(large))
     if best["linear"] != best["sqrt"]:
         s.add(" 1/d_k moves the best learning rate: {best_linear} there, against 1/√d_k's {best_sqrt}.",
               best_linear=as_g(best["linear"]), best_sqrt=as_g(best["sqrt"]))

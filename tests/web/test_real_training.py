@@ -1,0 +1,146 @@
+"""The real transformer's view (web/views/real.py): the shipped grid is the experiment's own results file, and
+every sentence and plotted number is recomputed here from the raw runs, independently of web/real_training.py,
+at every width and init of the grid."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from web import real_training as rt
+from web.claims.real import SATURATED_SHARE
+from web.training_state import TrainingState
+from web.views.real import RULES, Real
+
+ROOT = Path(__file__).resolve().parents[2]
+RAW = json.loads((ROOT / "experiments" / "real_transformer" / "results" / "cpu.json").read_text())
+
+
+def test_the_page_ships_the_experiments_results_unchanged():
+    assert rt.DATA.read_bytes() == (ROOT / "experiments" / "real_transformer" / "results" / "cpu.json").read_bytes()
+    assert rt.DATA.stat().st_size <= 300_000
+    prov = RAW["provenance"]
+    for key in ("command", "git_head", "date_utc", "wall_seconds", "hardware", "versions"):
+        assert prov[key], key
+
+
+def runs(init, d_k, rule, lr):
+    out = [r for r in RAW["runs"] if r["init"] == init and r["d_k"] == d_k and r["rule"] == rule
+           and math.isclose(r["lr"], lr)]
+    assert len(out) == len(RAW["spec"]["seeds"])
+    return out
+
+
+def fails(init, d_k, rule, lr) -> bool:
+    rs = runs(init, d_k, rule, lr)
+    end = statistics.mean(max(layer["sat"][-1] for layer in r["layers"]) for r in rs)
+    return end > SATURATED_SHARE or any(r["diverged"] for r in rs)
+
+
+def loss(init, d_k, rule, lr) -> float:
+    return statistics.mean(r["final_val_loss"] for r in runs(init, d_k, rule, lr))
+
+
+CASES = [(i, d) for i in RAW["spec"]["inits"] for d in RAW["spec"]["d_ks"]]
+
+
+@pytest.fixture(scope="module")
+def view():
+    return Real(train=TrainingState())
+
+
+@pytest.mark.parametrize("init, d_k", CASES)
+def test_every_sentence_is_the_grids(view, init, d_k):
+    tr = view.train
+    tr.param.update(real_init=init, real_d_k=d_k, real_lr=RAW["spec"]["lrs"][-1])
+    lrs = RAW["spec"]["lrs"]
+    text = view.summary.object
+    # the headline: per rule, at how many rates its runs saturate or diverge
+    counts = {rule: sum(fails(init, d_k, rule, lr) for lr in lrs) for rule in RULES}
+    words = {"none": "no scaling", "sqrt": "1/√d_k", "linear": "1/d_k", "qknorm": "QK-norm"}
+    first, *rest = RULES
+    plain = text.replace("<b>", "").replace("</b>", "")
+    assert f"d_k = {d_k}: rows saturate at {counts[first]} of {len(lrs)} learning rates with {words[first]}" in plain
+    for rule in rest:
+        assert f"{counts[rule]} with {words[rule]}" in plain, (rule, plain)
+    # each rule's best rate and loss
+    for rule in RULES:
+        best = min(lrs, key=lambda lr: loss(init, d_k, rule, lr))
+        assert f"{words[rule]} {loss(init, d_k, rule, best):.2f} at lr {best:g}" in plain, (rule, plain)
+    # the logits' std at the start and the end, at the reader's rate (the layer with the largest, seeds' mean)
+    for rule in RULES:
+        rs = runs(init, d_k, rule, lrs[-1])
+        std = [statistics.mean(max(layer["std"][i] for layer in r["layers"]) for r in rs) for i in (0, -1)]
+        assert f"{words[rule]} {std[0]:.3g} → {std[1]:.3g}" in plain, (rule, plain)
+    # the smallest width: no scaling's largest excess over 1/√d_k
+    small = min(RAW["spec"]["d_ks"])
+    gap = max(loss(init, small, "none", lr) - loss(init, small, "sqrt", lr) for lr in lrs)
+    assert f"At d_k = {small}, no scaling's final loss is at most {max(gap, 0):.2f} nats above" in plain
+
+
+@pytest.mark.parametrize("init, d_k", CASES)
+def test_the_plots_are_the_grids(view, init, d_k):
+    view.train.param.update(real_init=init, real_d_k=d_k)
+    lrs = RAW["spec"]["lrs"]
+    for rule in RULES:
+        data = view.loss_sources[rule].data
+        assert data["lr"] == lrs
+        assert data["loss"] == pytest.approx([loss(init, d_k, rule, lr) for lr in lrs], rel=1e-12)
+        ringed = view.sat_sources[rule].data["lr"]
+        assert ringed == [lr for lr in lrs if fails(init, d_k, rule, lr)]
+
+
+def test_the_controls_move_the_state_and_back(view):
+    tr = view.train
+    view.d_k.value = min(rt.D_KS)
+    assert tr.real_d_k == min(rt.D_KS)
+    tr.real_lr = max(rt.LRS)
+    assert view.lr.value == max(rt.LRS)
+
+
+def test_a_link_snaps_to_the_grid():
+    from web.state import LabState
+    from web.urlstate import apply_query
+    lab, tr = LabState(), TrainingState()
+    notices = apply_query("?view=real&real_d_k=100&real_lr=0.002&real_init=nope", lab, tr)
+    assert tr.real_d_k in rt.D_KS and tr.real_lr in rt.LRS and tr.real_init == "gpt2"
+    assert len(notices) == 3, notices
+
+
+def std_at(init, d_k, rule, lr, i):
+    return statistics.mean(max(layer["std"][i] for layer in r["layers"]) for r in runs(init, d_k, rule, lr))
+
+
+@pytest.mark.parametrize("init", RAW["spec"]["inits"])
+def test_the_questions_answer_is_the_grids(init):
+    """Each fact of the answer, recomputed from the raw runs; a finding is stated exactly where the grid shows it."""
+    got = rt.answer(init)
+    f, lrs = got.facts, RAW["spec"]["lrs"]
+    small, large = min(RAW["spec"]["d_ks"]), max(RAW["spec"]["d_ks"])
+    assert (f["small"], f["large"], f["n_lrs"]) == (small, large, len(lrs))
+    assert f["gap"] == pytest.approx(max(0.0, max(loss(init, small, "none", lr) - loss(init, small, "sqrt", lr)
+                                                  for lr in lrs)), rel=1e-9)
+    for rule in ("none", "sqrt", "qknorm"):
+        assert f[f"sat_{rule}"] == sum(fails(init, large, rule, lr) for lr in lrs), rule
+    a, b = std_at(init, large, "sqrt", rt.LR_DEFAULT, 0), std_at(init, large, "sqrt", rt.LR_DEFAULT, -1)
+    assert ("std_a" in f) == (b > 2 * a)
+    if "std_a" in f:
+        assert (f["std_a"], f["std_b"]) == (pytest.approx(a), pytest.approx(b))
+
+    def near(d_k):
+        return sum(not fails(init, d_k, "sqrt", lr) for lr in lrs)
+    assert ("range_small" in f) == (near(large) < near(small))
+    if "range_small" in f:
+        assert (f["range_small"], f["range_large"]) == (near(small), near(large))
+    best = {r: min(lrs, key=lambda lr: loss(init, large, r, lr)) for r in ("sqrt", "linear")}
+    assert f["best_sqrt"] == best["sqrt"] and f.get("best_linear", best["sqrt"]) == best["linear"]
+    assert ("moves the best learning rate" in got) == (best["linear"] != best["sqrt"])
+
+
+def test_the_question_states_the_answer():
+    from web.views.questions import QUESTIONS
+    q = next(q for q in QUESTIONS if q.preset == {"view": "real"})
+    assert str(rt.answer()) in q.answer
