@@ -144,3 +144,38 @@ def test_the_question_states_the_answer():
     from web.views.questions import QUESTIONS
     q = next(q for q in QUESTIONS if q.preset == {"view": "real"})
     assert str(rt.answer()) in q.answer
+
+
+def test_the_toy_sweep_runs_point_by_point_and_says_how_it_compares():
+    """The live sweep: one point per finished run, in order; its sentence counts, in the toy and in the real
+    grid, the rates where no scaling ends above 1/√d_k (recomputed here); a new d_k starts it over."""
+    import numpy as np
+    import sdpa_core as sc
+    from web.claims.real import ABOVE
+    from web.toy_sweep import STEPS, WINDOW
+    from web.training_state import TRAIN_SEED
+    tr = TrainingState()
+    tr.real_d_k = min(rt.D_KS)
+    v = Real(train=tr)
+    lrs = RAW["spec"]["lrs"]
+    v.sweep.running = True
+    seen = []
+    while v.sweep.running:
+        if v.sweep.advance() is not None:
+            seen.append(sum(len(src.data["lr"]) for src in v.toy_sources.values()))
+    assert seen == list(range(1, len(seen) + 1)) and len(seen) == len(v.toy_sources) * len(lrs)
+    # one run against sdpa_core's trainer run by hand
+    t = sc.Trainer(sc.TrainConfig(d_k=tr.real_d_k, rule="sqrt", lr=lrs[2], seed=TRAIN_SEED))
+    with np.errstate(all="ignore"):
+        t.run(STEPS)
+    toy = v.sweep.losses
+    assert toy[("sqrt", lrs[2])] == pytest.approx(np.mean(t.history["loss"][-WINDOW:]), rel=1e-12)
+    d_k = tr.real_d_k
+    toy_n = sum(toy[("none", lr)] > toy[("sqrt", lr)] + ABOVE for lr in lrs)
+    real_n = sum(loss("gpt2", d_k, "none", lr) > loss("gpt2", d_k, "sqrt", lr) + ABOVE for lr in lrs)
+    assert (f"no scaling ends more than {ABOVE:g} nats above 1/√d_k at {toy_n} of {len(lrs)} learning rates in the "
+            f"toy, and at {real_n} in the real transformer") in v.toy_text.object
+    assert v.toy_button.disabled
+    tr.real_d_k = max(rt.D_KS)
+    assert v.sweep.losses == {} and all(len(s.data["lr"]) == 0 for s in v.toy_sources.values())
+    assert not v.toy_button.disabled and "Not run yet" in v.toy_text.object

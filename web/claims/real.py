@@ -2,6 +2,8 @@
 functions of its cells, each naming the conditions it holds under."""
 from __future__ import annotations
 
+import math
+
 from .claim import Claim, Sentence, as_2f, as_fmt, as_g, as_int, as_word
 
 #: More than this share of a run's attention rows saturated at the end (its most saturated layer): the run
@@ -91,3 +93,17 @@ def real_answer(rows_small: dict, rows_large: dict, lrs: list, *, small: int, la
     else:
         s.add(" 1/d_k and 1/√d_k share their best learning rate there, {best_sqrt}.", best_sqrt=as_g(best["sqrt"]))
     return s.claim()
+
+
+#: No scaling "ends above" 1/√d_k at a rate when its final loss is higher by more than this (nats).
+ABOVE = 0.01
+
+
+def toy_sentence(toy: dict, real_rows: dict, lrs: list, *, d_k: int) -> Claim:
+    """The toy against the real transformer at ``d_k``: at how many rates no scaling ends above 1/√d_k in each.
+    ``toy``: (rule, lr) -> loss, complete for "none" and "sqrt"; ``real_rows``: rule -> [Cell per rate]."""
+    toy_n = sum(toy[("none", lr)] > toy[("sqrt", lr)] + ABOVE or not math.isfinite(toy[("none", lr)]) for lr in lrs)
+    real_n = sum(a.loss > b.loss + ABOVE for a, b in zip(real_rows["none"], real_rows["sqrt"]))
+    return Claim("At d_k = {d_k}, no scaling ends more than {above} nats above 1/√d_k at {toy_n} of {n} learning "
+                 "rates in the toy, and at {real_n} in the real transformer.", d_k=as_int(d_k), above=as_g(ABOVE),
+                 toy_n=as_int(toy_n), n=as_int(len(lrs)), real_n=as_int(real_n))

@@ -8,14 +8,20 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, FixedTicker, Range1d
 
+import sdpa_core as sc
+
 from .. import real_training as rt
-from ..claims import best_sentence, growth_sentence, real_headline, small_width_sentence
+from ..claims import best_sentence, growth_sentence, real_headline, small_width_sentence, toy_sentence
 from ..claims.real import failed
 from ..theme import CSS, RULE_COLORS, RULE_DASH, VERDICT_STYLES, WRAP_BUTTONS, make_figure, style_legend
+from ..toy_sweep import CHUNK, STEPS, ToySweep
+from ..toy_sweep import RULES as TOY_RULES
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
 from .common import ANSWER, beside, caption, heading, headline_html, held, set_html
 
 RULES = tuple(r for r in rt.RULE_LABELS if r in rt.spec()["rules"])
+#: How often the toy's sweep trains its next CHUNK steps (each tick takes about 0.1 s of CPython).
+TICK_MS = 30
 
 
 def _span(values, pad: float, log: bool = False) -> tuple[float, float]:
@@ -88,8 +94,35 @@ class Real(pn.viewable.Viewer):
             tr.param.watch(lambda e, w=widget: setattr(w, "value", e.new), [name])
         self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width",
                                     margin=(4, 10), stylesheets=[CSS])
+        # the toy of Train it, swept live over the same rates at the reader's d_k
+        self.sweep = ToySweep(d_k=tr.real_d_k)
+        t = make_figure(title="Toy, live: loss vs learning rate", x_label="learning rate (Adam)",
+                        y_label="loss over its last 20 steps", height=300, x_axis_type="log",
+                        x_range=Range1d(min(rt.LRS) / 1.6, max(rt.LRS) * 1.6),
+                        y_range=Range1d(0, self.sweep.chance * 1.15),
+                        hover=[("rule", "@rule"), ("lr", "@lr{0.0000}"), ("loss", "@loss{0.000}")])
+        t.xaxis.ticker = FixedTicker(ticks=list(rt.LRS))
+        t.xaxis.major_label_overrides = {lr: f"{lr:g}" for lr in rt.LRS}
+        self.toy_sources = {}
+        for rule in TOY_RULES:
+            src = ColumnDataSource({"lr": [], "loss": [], "rule": []})
+            t.line("lr", "loss", source=src, color=RULE_COLORS[rule], line_dash=RULE_DASH[rule], line_width=2.5,
+                   legend_label=rt.RULE_LABELS[rule])
+            t.scatter("lr", "loss", source=src, color=RULE_COLORS[rule], size=7, legend_label=rt.RULE_LABELS[rule])
+            self.toy_sources[rule] = src
+        style_legend(t, below=True, ncols=2)
+        self.toy_fig = t
+        self.toy_button = pn.widgets.Button(label=f"▶ Train the toy here ({len(TOY_RULES) * len(rt.LRS)} runs)",
+                                            color="primary", variant="outline")
+        self.toy_button.on_click(lambda e: setattr(self.sweep, "running", not self.sweep.running))
+        self.toy_text = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10), stylesheets=[CSS])
+        self._callback, self._cleanup_registered = None, False
+        tr.param.watch(lambda e: setattr(self.sweep, "d_k", e.new), ["real_d_k"])
+        self.sweep.param.watch(self._on_toy, ["losses"])
+        self.sweep.param.watch(self._on_toy_running, ["running"])
         tr.param.watch(self._update, ["real_d_k", "real_lr", "real_init"])
         self._update()
+        self._on_toy()
 
     def rows(self, d_k: int | None = None) -> dict:
         """rule -> its cells at the grid's learning rates, at the reader's init and ``d_k``."""
@@ -124,6 +157,51 @@ class Real(pn.viewable.Viewer):
         set_html(self.summary, headline_html(real_headline(rows, d_k=tr.real_d_k, labels=rt.RULE_LABELS), where,
                                              details))
 
+    # ---- the toy's live sweep ---------------------------------------------------------------------------
+    @held
+    def _on_toy(self, *_):
+        sweep, losses = self.sweep, self.sweep.losses
+        for rule in TOY_RULES:
+            lrs = [lr for lr in rt.LRS if (rule, lr) in losses]
+            self.toy_sources[rule].data = {"lr": lrs, "loss": [losses[(rule, lr)] for lr in lrs],
+                                           "rule": [rt.RULE_LABELS[rule]] * len(lrs)}
+        total, done = len(TOY_RULES) * len(rt.LRS), len(losses)
+        if done == total:
+            text = str(toy_sentence(losses, self.rows(sweep.d_k), list(rt.LRS), d_k=sweep.d_k))
+        elif done:
+            text = f"{done} of {total} runs done at d_k = {sweep.d_k}; each point appears as its run ends."
+        else:
+            text = (f"Not run yet at d_k = {sweep.d_k}: {total} runs of the toy of Train it, {STEPS} Adam steps "
+                    f"each at the real grid's rates, in this tab. The toy's QK-norm is its own: cos(q, k) / "
+                    f"{sc.TrainConfig().temperature:g}.")
+        set_html(self.toy_text, f"<p class='sdpa-caption'>{text}</p>")
+        self._on_toy_running()
+
+    def _on_toy_running(self, *_):
+        sweep = self.sweep
+        done = not sweep.pending()
+        self.toy_button.label = ("❙❙ Pause the toy" if sweep.running else
+                                 "✓ Toy trained" if done else f"▶ Train the toy here ({len(sweep.pending())} runs)")
+        self.toy_button.disabled = done
+        if sweep.running and self._callback is None:
+            # a periodic callback works under `panel serve` and in Pyodide alike (no threads)
+            self._callback = pn.state.add_periodic_callback(self._tick, period=TICK_MS, start=True)
+            if not self._cleanup_registered and pn.state.curdoc is not None:
+                pn.state.on_session_destroyed(lambda _ctx: self._stop())
+                self._cleanup_registered = True
+        elif not sweep.running and self._callback is not None:
+            self._stop()
+
+    def _stop(self):
+        self.sweep.running = False
+        if self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+
+    def _tick(self):
+        if self.sweep.running:
+            self.sweep.advance(CHUNK)
+
     def _toy_caption(self) -> str:
         """Where the toy of Train it and this grid differ at the smallest width, with both start spreads."""
         small, toy = min(rt.D_KS), OVER_SEEDS[16]
@@ -143,6 +221,8 @@ class Real(pn.viewable.Viewer):
             heading("What the scale does in a real transformer"),
             self.summary,
             beside([self.loss_fig, self.std_fig], controls, basis=300),
+            heading("The same sweep on the toy, live in this tab", level=3),
+            beside([self.toy_fig], [self.toy_button, self.toy_text], basis=420),
             caption("Measured offline, not in this tab: a small decoder-only transformer in PyTorch (pre-LayerNorm, "
                     "causal, AdamW with warm-up then cosine decay) trained on CPython's standard-library source by "
                     f"`{prov['command'].split(' -m ')[-1].split(' --out')[0]}` on {prov['hardware']['cpu']} "
