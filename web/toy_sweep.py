@@ -6,6 +6,7 @@ Widget-free like ``training_state.py``: the view advances it one run per tick, t
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import param
@@ -19,8 +20,9 @@ from .training_state import TRAIN_SEED
 RULES = tuple(r for r in rt.RULE_LABELS if r in sc.RULE_NAMES)
 #: Steps per run and the window its loss is averaged over (the Questions' toy figures use steps 280-300).
 STEPS, WINDOW = 300, 20
-#: Steps trained per tick of the view: about 0.1 s of CPython at d_k = 256, so the page stays responsive.
-CHUNK = 100
+#: Seconds of training per tick of the view: the rest of the tick is left to the browser (as Train it does),
+#: so each finished run's point is sent and drawn while the next one trains.
+BUDGET = 0.08
 
 
 class ToySweep(param.Parameterized):
@@ -33,6 +35,7 @@ class ToySweep(param.Parameterized):
     def __init__(self, **params):
         super().__init__(**params)
         self._current = None      # (rule, lr, Trainer) of the run under way
+        self._per_step = 0.002    # seconds per training step, measured as it runs
 
     @param.depends("d_k", watch=True)
     def reset(self):
@@ -44,9 +47,10 @@ class ToySweep(param.Parameterized):
         """The runs not done yet, rule by rule, each at every rate."""
         return [(r, lr) for r in RULES for lr in rt.LRS if (r, lr) not in self.losses]
 
-    def advance(self, steps: int = CHUNK) -> tuple[str, float, float] | None:
-        """Train the run under way (or the next pending one) for up to ``steps`` steps. Returns
-        ``(rule, lr, loss)`` when that run ends (its loss recorded), else None; stops ``running`` when all are done."""
+    def advance(self, steps: int | None = None, budget: float = BUDGET) -> tuple[str, float, float] | None:
+        """Train the run under way (or the next pending one) for up to ``steps`` steps (None: as many as fit in
+        ``budget`` seconds). Returns ``(rule, lr, loss)`` when that run ends (its loss recorded), else None;
+        stops ``running`` when all are done."""
         if self._current is None:
             todo = self.pending()
             if not todo:
@@ -55,8 +59,13 @@ class ToySweep(param.Parameterized):
             rule, lr = todo[0]
             self._current = (rule, lr, sc.Trainer(sc.TrainConfig(d_k=self.d_k, rule=rule, lr=lr, seed=TRAIN_SEED)))
         rule, lr, trainer = self._current
+        if steps is None:
+            steps = int(max(1, budget / max(self._per_step, 1e-5)))
+        steps = min(steps, STEPS - len(trainer.history["loss"]))
+        t0 = time.perf_counter()
         with np.errstate(all="ignore"):   # an unscaled run may overflow: its loss is then not finite
-            trainer.run(min(steps, STEPS - len(trainer.history["loss"])))
+            trainer.run(steps)
+        self._per_step = (time.perf_counter() - t0) / steps
         if len(trainer.history["loss"]) < STEPS:
             return None
         tail = [x for x in trainer.history["loss"][-WINDOW:] if math.isfinite(x)]

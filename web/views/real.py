@@ -14,14 +14,16 @@ from .. import real_training as rt
 from ..claims import best_sentence, growth_sentence, real_headline, small_width_sentence, toy_sentence
 from ..claims.real import failed
 from ..theme import CSS, RULE_COLORS, RULE_DASH, VERDICT_STYLES, WRAP_BUTTONS, make_figure, style_legend
-from ..toy_sweep import CHUNK, STEPS, ToySweep
+from ..toy_sweep import STEPS, ToySweep
 from ..toy_sweep import RULES as TOY_RULES
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
 from .common import ANSWER, beside, caption, heading, headline_html, held, set_html
 
 RULES = tuple(r for r in rt.RULE_LABELS if r in rt.spec()["rules"])
-#: How often the toy's sweep trains its next CHUNK steps (each tick takes about 0.1 s of CPython).
-TICK_MS = 30
+#: How often the toy's sweep trains for its time budget (toy_sweep.BUDGET), as Train it ticks.
+TICK_MS = 100
+#: The toy plot's loss axis ends at this multiple of its chance loss (a run that ends above it is drawn at the top).
+TOY_TOP = 1.6
 
 
 def _span(values, pad: float, log: bool = False) -> tuple[float, float]:
@@ -99,16 +101,16 @@ class Real(pn.viewable.Viewer):
         t = make_figure(title="Toy, live: loss vs learning rate", x_label="learning rate (Adam)",
                         y_label="loss over its last 20 steps", height=300, x_axis_type="log",
                         x_range=Range1d(min(rt.LRS) / 1.6, max(rt.LRS) * 1.6),
-                        y_range=Range1d(0, self.sweep.chance * 1.15),
+                        y_range=Range1d(0, self.sweep.chance * TOY_TOP),
                         hover=[("rule", "@rule"), ("lr", "@lr{0.0000}"), ("loss", "@loss{0.000}")])
         t.xaxis.ticker = FixedTicker(ticks=list(rt.LRS))
         t.xaxis.major_label_overrides = {lr: f"{lr:g}" for lr in rt.LRS}
         self.toy_sources = {}
         for rule in TOY_RULES:
-            src = ColumnDataSource({"lr": [], "loss": [], "rule": []})
-            t.line("lr", "loss", source=src, color=RULE_COLORS[rule], line_dash=RULE_DASH[rule], line_width=2.5,
+            src = ColumnDataSource({"lr": [], "loss": [], "shown": [], "rule": []})
+            t.line("lr", "shown", source=src, color=RULE_COLORS[rule], line_dash=RULE_DASH[rule], line_width=2.5,
                    legend_label=rt.RULE_LABELS[rule])
-            t.scatter("lr", "loss", source=src, color=RULE_COLORS[rule], size=7, legend_label=rt.RULE_LABELS[rule])
+            t.scatter("lr", "shown", source=src, color=RULE_COLORS[rule], size=7, legend_label=rt.RULE_LABELS[rule])
             self.toy_sources[rule] = src
         style_legend(t, below=True, ncols=2)
         self.toy_fig = t
@@ -163,8 +165,10 @@ class Real(pn.viewable.Viewer):
         sweep, losses = self.sweep, self.sweep.losses
         for rule in TOY_RULES:
             lrs = [lr for lr in rt.LRS if (rule, lr) in losses]
-            self.toy_sources[rule].data = {"lr": lrs, "loss": [losses[(rule, lr)] for lr in lrs],
-                                           "rule": [rt.RULE_LABELS[rule]] * len(lrs)}
+            loss = [losses[(rule, lr)] for lr in lrs]
+            top = sweep.chance * TOY_TOP * 0.98     # a loss above the axis (or not finite) is drawn at its top
+            self.toy_sources[rule].data = {"lr": lrs, "loss": loss, "rule": [rt.RULE_LABELS[rule]] * len(lrs),
+                                           "shown": [x if math.isfinite(x) and x < top else top for x in loss]}
         total, done = len(TOY_RULES) * len(rt.LRS), len(losses)
         if done == total:
             text = str(toy_sentence(losses, self.rows(sweep.d_k), list(rt.LRS), d_k=sweep.d_k))
@@ -200,7 +204,7 @@ class Real(pn.viewable.Viewer):
 
     def _tick(self):
         if self.sweep.running:
-            self.sweep.advance(CHUNK)
+            self.sweep.advance()
 
     def _toy_caption(self) -> str:
         """Where the toy of Train it and this grid differ at the smallest width, with both start spreads."""
