@@ -11,8 +11,7 @@ from bokeh.models import ColumnDataSource, FixedTicker, Range1d
 import sdpa_core as sc
 
 from .. import real_training as rt
-from ..claims import best_sentence, growth_sentence, real_headline, small_width_sentence, toy_sentence
-from ..claims.real import failed
+from ..claims import best_sentence, failed, growth_sentence, real_headline, small_width_sentence, toy_sentence
 from ..theme import CSS, RULE_COLORS, RULE_DASH, VERDICT_STYLES, WRAP_BUTTONS, make_figure, style_legend
 from ..toy_sweep import STEPS, ToySweep
 from ..toy_sweep import RULES as TOY_RULES
@@ -50,7 +49,7 @@ class Real(pn.viewable.Viewer):
         cells = [rt.cell(i, d, r, lr) for i in rt.INIT_LABELS for d in rt.D_KS for r in RULES for lr in rt.LRS]
         lo, hi = _span([c.loss for c in cells], 0.1)
         p = make_figure(title="Final loss vs learning rate", x_label="learning rate (AdamW peak)",
-                        y_label="loss (nats per character)", height=340, x_axis_type="log",
+                        y_label="loss (nats per character)", height=300, x_axis_type="log",
                         x_range=Range1d(min(rt.LRS) / 1.6, max(rt.LRS) * 1.6), y_range=Range1d(lo, hi),
                         hover=[("rule", "@rule"), ("lr", "@lr{0.0000}"), ("loss", "@loss{0.000}"),
                                ("rows saturated at the end", "@saturated{0%}")])
@@ -152,10 +151,11 @@ class Real(pn.viewable.Viewer):
             low = self.rows(small)
             details.append(small_width_sentence(low["none"], low["sqrt"], d_k=small))
         width = "d_k" if spec["n_heads"] == 1 else f"{spec['n_heads']}·d_k"
-        where = (f"Saturate: more than half the rows' top weight > {spec['saturated_above']:g} at the end. "
-                 f"{spec['n_layers']}-layer, {spec['n_heads']}-head transformer (d_model = {width}), "
-                 f"{spec['steps']} AdamW steps of {spec['batch']} × {spec['seq_len']} characters of Python source, "
-                 f"{rt.INIT_LABELS[tr.real_init]}, mean of {len(spec['seeds'])} seeds; measured offline")
+        details.insert(0, f"Saturate: more than half the rows' top weight > {spec['saturated_above']:g} at the end of "
+                          f"training. The model: {spec['n_layers']} pre-LayerNorm layers, {spec['n_heads']} head(s), "
+                          f"d_model = {width}; {spec['steps']} AdamW steps of {spec['batch']} × {spec['seq_len']} "
+                          f"characters of CPython's standard-library source; the mean of {len(spec['seeds'])} seeds.")
+        where = f"A {spec['n_layers']}-layer transformer, {rt.INIT_LABELS[tr.real_init]}; measured offline"
         set_html(self.summary, headline_html(real_headline(rows, d_k=tr.real_d_k, labels=rt.RULE_LABELS), where,
                                              details))
 
