@@ -287,3 +287,16 @@ def test_qk_norms_own_key_mean_is_qualified_below_d_k_32(d_k, rho):
     k = rho * q + math.sqrt(1 - rho * rho) * rng.standard_normal((20000, d_k))
     cos = (q * k).sum(axis=1) / (np.linalg.norm(q, axis=1) * np.linalg.norm(k, axis=1))
     assert cos.mean() <= rho + 3 * cos.std() / math.sqrt(len(cos))
+
+
+@pytest.mark.parametrize("rho, said", [(0.34, True), (0.35, False), (0.0, False), (1.0, False)])
+def test_the_alignment_sentences_state_the_states_rho(rho, said):
+    """A link's ρ off the sweep's 0.05 grid (0.34) is not written as the grid point's (0.35): the sentences say
+    their numbers are the nearest point's, and name the reader's ρ."""
+    lab = LabState(view="alignment", d_k=1024, rho=rho)
+    path = lab.alignment
+    for claim in (claims.alignment_headline(path, rho=rho, n=lab.n),
+                  claims.alignment_summary(path, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=rho,
+                                           temperature=lab.temperature, alpha=lab.alpha)):
+        assert ("the sweep's point nearest your 0.34" in claim) == said, claim
+        assert claim.facts["rho"] == pytest.approx(round(rho / 0.05) * 0.05)

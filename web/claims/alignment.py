@@ -57,7 +57,17 @@ def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float,
              else "No rule saturates half the rows up to ρ = 1. ")
     if holding:
         text += "With " + " and ".join(holding) + ", fewer than half the rows saturate up to ρ = 1. "
-    return Claim(text + "Now, at ρ = {rho}: tokens attended " + ", ".join(now) + " (of {n}).", **facts)
+    return Claim(text + "Now, at ρ = {rho}" + _nearest(rhos[i], rho, facts) + ": tokens attended " + ", ".join(now)
+                 + " (of {n}).", **facts)
+
+
+def _nearest(swept: float, rho: float, facts: dict) -> str:
+    """Where the state's ρ (a link's 0.34) is not a point of the sweep (0.05 apart), the sentence says that its
+    numbers are the nearest point's; adds the fact ``asked``."""
+    if abs(float(swept) - rho) < 1e-9:
+        return ""
+    facts["asked"] = as_g(rho)
+    return " (the sweep's point nearest your {asked})"
 
 def alignment_headline(path: dict, *, rho: float, n: int) -> Claim:
     """The alignment view's point: how many tokens 1/√d_k attends to at the current ρ and at ρ = 0 (at ρ = 0:
@@ -68,7 +78,7 @@ def alignment_headline(path: dict, *, rho: float, n: int) -> Claim:
     tokens = path["effective_support"]["sqrt"]
     facts = dict(rho=as_g(rhos[i]), tokens=as_tokens(tokens[i]), n=as_int(n), other_rho=as_g(rhos[j]),
                  other_tokens=as_tokens(tokens[j]))
-    text = "At ρ = {rho}, 1/√d_k attends to about {tokens} of {n} tokens"
+    text = "At ρ = {rho}" + _nearest(rhos[i], rho, facts) + ", 1/√d_k attends to about {tokens} of {n} tokens"
     if i == 0:
         return Claim(text + "; at ρ = {other_rho}, {other_tokens} of {n}.", **facts)
     return Claim(text + ", against {other_tokens} of {n} at ρ = {other_rho}.", **facts)

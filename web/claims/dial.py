@@ -56,9 +56,12 @@ def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule
     if none["row_spread"] > 0.1:
         text += (f" (At d_k = {d_k} one query's logits spread {pct(none['row_spread'])} more or less than s, "
                  f"query to query, since |q| varies; the dial draws every row at s.)")
+    # a normalising rule's m is rho/tau, the large-d_k limit of its mean cosine: "about" (7.14 at d_k = 32,
+    # rho = 0.5, tau = 0.07, where the mean over queries is 7.06)
+    about = "about " if sc.RULES[rule].normalizes else ""
     if rho > 0:
         text += (f" At ρ = {rho:g} they also move a second number: each query's own key gets a mean logit "
-                 f"m = {fmt(none['m'])} unscaled" + (f", {fmt(chosen['m'])} with {RULE_LABELS[rule]}"
+                 f"m = {fmt(none['m'])} unscaled" + (f", {about}{fmt(chosen['m'])} with {RULE_LABELS[rule]}"
                                                     if rule != "none" else "")
                  + ", which this dial (drawn at ρ = 0) leaves out; As q and k align shows what it does.")
         if sc.RULES[rule].normalizes and not chosen["gaussian"]:

@@ -92,12 +92,14 @@ class Length(pn.viewable.Viewer):
                     caption("The dashed vertical line marks n, the sequence length the rest of the page uses. The "
                             "curves follow the rule, d_k and ρ set above; the chosen rule is drawn thicker.")]
         return pn.Column(
-            heading("Longer sequences: attention fades, whatever the d_k scaling", level=3),
+            heading("Longer sequences: does attention fade as n grows, whatever the d_k scaling?", level=3),
             self.summary,
             beside([self.figs[m] for m in PLOTS], controls, basis=300),
             caption("A query compared with more keys spreads itself thinner: with the logits' spread fixed, as "
                     "1/√d_k fixes it, the top weight falls as n grows and the entropy approaches log n, its value "
-                    "for uniform attention. This is \"attention fading\". Dividing by √d_k cannot prevent it, "
+                    "for uniform attention, unless the logits are so spread (σ ≳ 2) or one key so aligned (ρ near "
+                    "1) that it still wins at n = 4096: the sentence above says which at these settings. This is "
+                    "\"attention fading\". Dividing by √d_k cannot prevent it, "
                     "because √d_k does not change with n. SSMax (Nakanishi 2025, \"Scalable-Softmax Is Superior for "
                     "Attention\") multiplies the logits by s·ln n, with s learnt per head (fixed here); Chiang & "
                     "Cholak (2022, \"Overcoming a Theoretical Limitation of Self-Attention\") scale them by log n. "
