@@ -11,7 +11,7 @@ from web.options import MAX_D_K
 from web.state import LabState
 from web.tour import STEPS
 from web.training_state import TrainingState
-from web.views.training import TICK_MS
+from web.views.training import AHEAD, TICK_MS
 
 pytestmark = pytest.mark.ui
 
@@ -149,9 +149,12 @@ def test_a_hostile_link_shows_the_notice(page: Page, app_url):
 def test_play_grows_the_loss_curve_and_pause_stops_it(page: Page, app_url):
     """Play streams loss points into both curves; Pause stops the stream."""
     open_page(page, f"{app_url}?view=training&train_d_k=64")
-    assert column_len(page, "loss") == 0
+    # the view opens with its first AHEAD steps of both runs already drawn
+    page.wait_for_function(f"() => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) >= {2 * AHEAD}")
+    ahead = column_len(page, "loss")
+    assert ahead == 2 * AHEAD, ahead
     page.get_by_role("button", name="▶ Play").click()
-    page.wait_for_function(f"() => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) >= 40")
+    page.wait_for_function(f"() => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) >= {ahead + 40}")
     page.get_by_role("button", name="❙❙ Pause").click()
     expect(page.get_by_role("button", name="▶ Play")).to_be_visible()
     stopped = column_len(page, "loss")

@@ -17,6 +17,8 @@ from .sharpness import Sharpness
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
 TICK_MS = 120
+#: Steps of both runs computed ahead when the view is first built outside the tour.
+AHEAD = 50
 
 
 class Training(pn.viewable.Viewer):
@@ -91,7 +93,7 @@ class Training(pn.viewable.Viewer):
                                                 color="primary", variant="outline", embed=False, width=220)
         self.status = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.play.on_click(self._toggle)
-        self.step_btn.on_click(lambda e: self._advance(10))
+        self.step_btn.on_click(lambda e: (setattr(self, "_played", True), self._advance(10)))
         self.reset_btn.on_click(lambda e: tr.reset())
         tr.param.watch(self._on_reset, ["version"])
         tr.param.watch(self._on_running, ["running"])
@@ -99,10 +101,12 @@ class Training(pn.viewable.Viewer):
         self._callback = None
         self._cleanup_registered = False
         self.sharpness = Sharpness(train=tr)
+        self._played = False       # the reader has pressed Play or Step (from then on a reset starts empty)
         self._on_reset()
 
     # ---- animation ---------------------------------------------------------------------------
     def _toggle(self, *_):
+        self._played = True
         self.train.running = not self.train.running
 
     def _on_running(self, *_):
@@ -178,6 +182,16 @@ class Training(pn.viewable.Viewer):
         self._update_example()
         self._on_status()
         self._on_running()
+        self._run_ahead()
+
+    def _run_ahead(self):
+        """Train it opens on a run under way, not on empty plots: until the reader first presses Play or Step,
+        the first AHEAD steps of both runs are computed as the view is built or a link's settings reset it
+        (about 0.4 s of CPython at the defaults), and Play goes on from there. Not inside the tour, whose
+        training step asks for a prediction before any curve is shown."""
+        tr = self.train
+        if not self._played and tr.steps_done == 0 and (tr.lab is None or tr.lab.view == "training"):
+            self._advance(AHEAD)
 
     def _update_example(self):
         ex = self.train.example()
@@ -194,7 +208,8 @@ class Training(pn.viewable.Viewer):
         # Play first: on a phone the controls come right under the loss plot, and Play is what moves it
         controls = [pn.FlexBox(self.play, self.step_btn, self.reset_btn, sizing_mode="stretch_width"),
                     self.rule_a, self.rule_b, self.d_k, self.optimizer, self.lr, self.seed,
-                    caption("Press Play: both runs start from the same weights and batches; only the rule differs. "
+                    caption(f"The view opens with the first {AHEAD} steps run; press Play to go on. Both runs start "
+                            "from the same weights and batches; only the rule differs. "
                             "Changing a setting resets them. Scale or initialisation? Pick “none, W_q init ÷ √d_k "
                             "(T5)” for one run and 1/√d_k for the other, then switch the optimizer.")]
         figs = [self.loss_fig, self.acc_fig]
