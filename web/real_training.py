@@ -87,3 +87,16 @@ def answer(init: str = "gpt2"):
     std = cell(init, large, "sqrt", LR_DEFAULT).logit_std
     return real_answer(rows(init, small), rows(init, large), list(LRS), small=small, large=large, lr=LR_DEFAULT,
                        growth=(std[0], std[-1]), steps=int(spec()["eval_steps"][-1]))
+
+
+def necessary(init: str = "gpt2"):
+    """The sentence "Is it always necessary?" takes from this grid (claims/real.py necessary_sentence)."""
+    from .claims import necessary_sentence
+    small, large = min(D_KS), max(D_KS)
+    return necessary_sentence(rows(init, small), rows(init, large), small=small, large=large)
+
+
+def tuned(init: str = "gpt2"):
+    """The sentence "Can the factor be tuned?" takes from this grid (claims/real.py tuned_sentence)."""
+    from .claims import tuned_sentence
+    return tuned_sentence({d: rows(init, d) for d in D_KS})

@@ -179,3 +179,22 @@ def test_the_toy_sweep_runs_point_by_point_and_says_how_it_compares():
     tr.real_d_k = max(rt.D_KS)
     assert v.sweep.losses == {} and all(len(s.data["lr"]) == 0 for s in v.toy_sources.values())
     assert not v.toy_button.disabled and "Not run yet" in v.toy_text.object
+
+
+def test_the_tuned_and_necessary_answers_are_the_grids():
+    """The sentences "Can the factor be tuned?" and "Is it always necessary?" take from the grid, recomputed from
+    the raw runs, and the answers carry them."""
+    from web.views.questions import QUESTIONS
+    lrs, d_ks = RAW["spec"]["lrs"], RAW["spec"]["d_ks"]
+    tuned, necessary = rt.tuned(), rt.necessary()
+    assert tuned.facts["cells"] == len(lrs) * len(d_ks)
+    assert tuned.facts["qk"] == sum(fails("gpt2", d, "qknorm", lr) for d in d_ks for lr in lrs)
+    assert tuned.facts["sq"] == sum(fails("gpt2", d, "sqrt", lr) for d in d_ks for lr in lrs)
+    small, large = min(d_ks), max(d_ks)
+    gap = max(loss("gpt2", small, "none", lr) - loss("gpt2", small, "sqrt", lr) for lr in lrs)
+    assert necessary.facts["gap"] == pytest.approx(max(gap, 0.0))
+    assert necessary.facts["sat"] == sum(fails("gpt2", large, "none", lr) for lr in lrs)
+    answers = {q.question: q.answer for q in QUESTIONS}
+    assert str(tuned) in answers["Can the factor be tuned?"]
+    assert str(necessary) in answers["Is it always necessary?"]
+    assert "Does that hold in a real transformer?" in answers     # the question both sentences name

@@ -52,7 +52,7 @@ from .dial import dial_summary, settings_sentence, dial_headline
 from .alignment import alignment_endpoints, alignment_summary, alignment_headline, FLAT_MAP, flat_maps
 from .precision import ORDER_WORDS, broken_span, first_broken, precision_headline
 from .real import (ABOVE, SATURATED_SHARE, best_sentence, failed, growth_sentence, real_answer, real_headline,
-                   small_width_sentence, toy_sentence, working_rates)
+                   small_width_sentence, toy_sentence, working_rates, necessary_sentence, tuned_sentence)
 from .models import VARIANT_LABELS, head_words, bug_sentence, model_summary, model_headline
 from .training import (
     FOLD_WINDOW,
@@ -164,4 +164,6 @@ __all__ = [
     "SATURATED_SHARE",
     "failed",
     "working_rates",
+    "necessary_sentence",
+    "tuned_sentence",
 ]

@@ -107,3 +107,26 @@ def toy_sentence(toy: dict, real_rows: dict, lrs: list, *, d_k: int) -> Claim:
     return Claim("At d_k = {d_k}, no scaling ends more than {above} nats above 1/√d_k at {toy_n} of {n} learning "
                  "rates in the toy, and at {real_n} in the real transformer.", d_k=as_int(d_k), above=as_g(ABOVE),
                  toy_n=as_int(toy_n), n=as_int(len(lrs)), real_n=as_int(real_n))
+
+
+def necessary_sentence(rows_small: dict, rows_large: dict, *, small: int, large: int) -> Claim:
+    """For "Is it always necessary?": what dropping the scale cost in the real grid at its smallest width (the
+    largest excess of no scaling's final loss over 1/√d_k's, over the rates) and at how many rates no scaling
+    saturates at its largest."""
+    gap = max(a.loss - b.loss for a, b in zip(rows_small["none"], rows_small["sqrt"]))
+    return Claim("In the small real transformer of \"Does that hold in a real transformer?\" (GPT-2's init), "
+                 "dropping the scale cost at most {gap} nats at "
+                 "d_k = {small}, at any learning rate; at d_k = {large} no scaling's rows saturated at {sat} of {n} "
+                 "rates.", gap=as_2f(max(gap, 0.0)), small=as_int(small), large=as_int(large),
+                 sat=as_int(sum(failed(c) for c in rows_large["none"])), n=as_int(len(rows_large["none"])))
+
+
+def tuned_sentence(by_width: dict) -> Claim:
+    """For "Can the factor be tuned?": at how many (width, rate) cells of the real grid QK-norm's and 1/√d_k's
+    rows saturate. ``by_width``: d_k -> rule -> [Cell per rate]."""
+    cells = sum(len(rows["sqrt"]) for rows in by_width.values())
+    qk = sum(failed(c) for rows in by_width.values() for c in rows["qknorm"])
+    sq = sum(failed(c) for rows in by_width.values() for c in rows["sqrt"])
+    return Claim("In the small real transformer of \"Does that hold in a real transformer?\" (GPT-2's init), "
+                 "QK-norm's rows (LayerNorm on q and k, then 1/√d_k) saturated at {qk} of its {cells} pairs of width and learning rate, 1/√d_k's at {sq}.",
+                 qk=as_int(qk), cells=as_int(cells), sq=as_int(sq))

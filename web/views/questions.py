@@ -91,7 +91,8 @@ QUESTIONS = [
         "1/τ whatever d_k is. With a fixed τ, the cosines of independent random vectors (ρ = 0) shrink like "
         "1/√d_k, so attention flattens as d_k grows; once q and k align (ρ > 0) a query's cosine with its own key "
         "stays near ρ while the others shrink, so QK-norm concentrates on that key instead. τ is learned or tuned. "
-        "The button opens every rule at ρ = 0.5, where 1/√d_k saturates at large d_k and 1/d_k does not.",
+        f"{real_training.tuned()} The button opens every rule at ρ = 0.5, where 1/√d_k saturates at large d_k and "
+        "1/d_k does not.",
         r"\text{scale} = d_k^{-1/2}\ (\text{Vaswani}),\quad d_k^{-1}\ (\mu\text{P}),\quad d_k^{-\alpha},\quad "
         r"\text{QK-norm: } \frac{\cos(q, k)}{\tau}",
         "Yang et al. (2022), *Tensor Programs V* (muP, 1/d_k attention); Henry et al. (2020), *Query-Key "
@@ -107,7 +108,7 @@ QUESTIONS = [
         "only: training then moves them at another rate. Adam's steps do not depend on the gradient's scale, so at "
         "the same learning rate the folded W_q moves the logits about √d_k times faster per step than an explicit "
         "1/√d_k would (under SGD the two differ by d_k), and the learning rate has to absorb that. What matters at "
-        "initialisation is the spread of the logits the softmax sees, not the factor itself.",
+        f"initialisation is the spread of the logits the softmax sees, not the factor itself. {real_training.necessary()}",
         None,
         "Raffel et al. (2020), *Exploring the Limits of Transfer Learning* (T5). The folding is stated in Hugging "
         "Face transformers, src/transformers/models/t5/modeling_t5.py: T5PreTrainedModel._init_weights draws W_q "
