@@ -125,16 +125,22 @@ def test_first_visit_downloads_each_file_once(offline_site, browser):
     assert total <= FIRST_VISIT_BYTES, f"first visit transfers {total / 1e6:.1f} MB"
 
 
-def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, browser):
-    """Clearing Cache Storage shows in the page's offline state; a file fetched from the network is stored
-    again; a reload online refills the cache in the background, and then the page boots offline."""
-    total = len(offline_site.assets)
+def booted_offline_ready(browser, served):
+    """A new context whose requests stay on the site, its page booted and its offline copy complete."""
     context = browser.new_context()
     context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(served) else r.abort())
     page = context.new_page()
     page.goto(served)
     wait_ready(page)
     page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
+    return context, page
+
+
+def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, browser):
+    """Clearing Cache Storage shows in the page's offline state; a file fetched from the network is stored
+    again; a reload online refills the cache in the background, and then the page boots offline."""
+    total = len(offline_site.assets)
+    context, page = booted_offline_ready(browser, served)
     assert page.evaluate("window.sdpaLab.offline") == {"total": total, "missing": 0}
 
     page.evaluate("caches.keys().then((keys) => Promise.all(keys.map((k) => caches.delete(k))))")
@@ -183,12 +189,7 @@ def test_a_damaged_file_in_the_offline_copy_is_never_served_and_heals(offline_si
     could): the service worker serves the network's intact bytes, not the cut ones; the page's offline
     check counts the file as missing; a reload heals the copy, and the page then boots offline."""
     total = len(offline_site.assets)
-    context = browser.new_context()
-    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(served) else r.abort())
-    page = context.new_page()
-    page.goto(served)
-    wait_ready(page)
-    page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)
+    context, page = booted_offline_ready(browser, served)
     cache, size = offline.CACHE, (offline_site.root / "index.html").stat().st_size
     before, after = page.evaluate(DAMAGE_JS, [cache, "index.html"])
     assert before == size and after == size // 2

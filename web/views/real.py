@@ -32,6 +32,25 @@ def _span(values, pad: float, log: bool = False) -> tuple[float, float]:
     return (lo / pad, hi * pad) if log else (lo - pad, hi + pad)
 
 
+def _rule_lines(fig, x: str, y: str, rules, columns: tuple[str, ...], size: int) -> dict:
+    """One line with markers per rule on ``fig`` (the rule's colour and dash), each from its own empty source
+    with ``columns``: rule -> its ColumnDataSource."""
+    sources = {}
+    for rule in rules:
+        src = ColumnDataSource({c: [] for c in columns})
+        fig.line(x, y, source=src, color=RULE_COLORS[rule], line_dash=RULE_DASH[rule], line_width=2.5,
+                 legend_label=rt.RULE_LABELS[rule])
+        fig.scatter(x, y, source=src, color=RULE_COLORS[rule], size=size, legend_label=rt.RULE_LABELS[rule])
+        sources[rule] = src
+    return sources
+
+
+def _lr_axis(fig) -> None:
+    """The learning-rate axis: a tick at each rate of the grid, written as the link writes it."""
+    fig.xaxis.ticker = FixedTicker(ticks=list(rt.LRS))
+    fig.xaxis.major_label_overrides = {lr: f"{lr:g}" for lr in rt.LRS}
+
+
 class Real(pn.viewable.Viewer):
     """Final validation loss against learning rate, one line per rule (saturated runs ringed), and the
     logits' std over training per rule, for the reader's d_k, init and learning rate."""
@@ -53,8 +72,7 @@ class Real(pn.viewable.Viewer):
                         x_range=Range1d(min(rt.LRS) / 1.6, max(rt.LRS) * 1.6), y_range=Range1d(lo, hi),
                         hover=[("rule", "@rule"), ("lr", "@lr{0.0000}"), ("loss", "@loss{0.000}"),
                                ("rows saturated at the end", "@saturated{0%}")])
-        p.xaxis.ticker = FixedTicker(ticks=list(rt.LRS))
-        p.xaxis.major_label_overrides = {lr: f"{lr:g}" for lr in rt.LRS}
+        _lr_axis(p)
         self.loss_sources, self.sat_sources = {}, {}
         for rule in RULES:
             src = ColumnDataSource({"lr": [], "loss": [], "saturated": [], "rule": []})
@@ -73,13 +91,7 @@ class Real(pn.viewable.Viewer):
                         y_label="logit std (log)", height=340, y_axis_type="log",
                         x_range=Range1d(0, steps[-1]), y_range=Range1d(*_span(stds, 1.5, log=True)),
                         hover=[("rule", "@rule"), ("step", "@step"), ("std", "@std{0.000}")])
-        self.std_sources = {}
-        for rule in RULES:
-            src = ColumnDataSource({"step": [], "std": [], "rule": []})
-            q.line("step", "std", source=src, color=RULE_COLORS[rule], line_dash=RULE_DASH[rule], line_width=2.5,
-                   legend_label=rt.RULE_LABELS[rule])
-            q.scatter("step", "std", source=src, color=RULE_COLORS[rule], size=6, legend_label=rt.RULE_LABELS[rule])
-            self.std_sources[rule] = src
+        self.std_sources = _rule_lines(q, "step", "std", RULES, ("step", "std", "rule"), 6)
         style_legend(q, below=True, ncols=2)
         self.std_fig = q
         self.d_k = pn.widgets.RadioButtonGroup(label="d_k", options={str(d): d for d in rt.D_KS}, value=tr.real_d_k,
@@ -102,15 +114,8 @@ class Real(pn.viewable.Viewer):
                         x_range=Range1d(min(rt.LRS) / 1.6, max(rt.LRS) * 1.6),
                         y_range=Range1d(0, self.sweep.chance * TOY_TOP),
                         hover=[("rule", "@rule"), ("lr", "@lr{0.0000}"), ("loss", "@loss{0.000}")])
-        t.xaxis.ticker = FixedTicker(ticks=list(rt.LRS))
-        t.xaxis.major_label_overrides = {lr: f"{lr:g}" for lr in rt.LRS}
-        self.toy_sources = {}
-        for rule in TOY_RULES:
-            src = ColumnDataSource({"lr": [], "loss": [], "shown": [], "rule": []})
-            t.line("lr", "shown", source=src, color=RULE_COLORS[rule], line_dash=RULE_DASH[rule], line_width=2.5,
-                   legend_label=rt.RULE_LABELS[rule])
-            t.scatter("lr", "shown", source=src, color=RULE_COLORS[rule], size=7, legend_label=rt.RULE_LABELS[rule])
-            self.toy_sources[rule] = src
+        _lr_axis(t)
+        self.toy_sources = _rule_lines(t, "lr", "shown", TOY_RULES, ("lr", "loss", "shown", "rule"), 7)
         style_legend(t, below=True, ncols=2)
         self.toy_fig = t
         self.toy_button = pn.widgets.Button(label=f"▶ Train the toy here ({len(TOY_RULES) * len(rt.LRS)} runs)",
