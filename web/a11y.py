@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from bokeh.models import CustomJS
 
+from .theme import FOCUS_CSS
+
 A11Y_JS = r"""
 // A skip link, first in the tab order: past the header bar and the settings drawer to the view.
 if (!document.querySelector('a.sdpa-skip')) {
@@ -75,10 +77,27 @@ function labelRoot(root) {
     const text = box.parentNode.querySelector('.bk-label');
     if (!box.getAttribute('aria-label') && text) box.setAttribute('aria-label', text.textContent.trim());
   }
+  // a visible focus ring on every control: the page's :focus-visible rule (web/theme.py's CSS) reaches only the
+  // shadow roots of panes that carry it; Bokeh's buttons and the plots' Save button set "outline: none"
+  if (root.host && root.adoptedStyleSheets && !root.adoptedStyleSheets.includes(focusSheet())) {
+    root.adoptedStyleSheets = [...root.adoptedStyleSheets, focusSheet()];
+  }
+  // a plot's event layer is a Tab stop with no name and nothing to do by keyboard (the page's plots have no
+  // keyboard tools): out of the tab order. The plot itself is named (web/figure_labels.py).
+  for (const layer of root.querySelectorAll('.bk-events[tabindex="0"]')) layer.setAttribute('tabindex', '-1');
   // formulas wider than a phone scroll sideways: make them reachable by keyboard
   for (const m of root.querySelectorAll('.bk-panel-models-katex-KaTeX')) {
     if (!m.hasAttribute('tabindex')) { m.setAttribute('tabindex', '0'); m.setAttribute('role', 'math'); }
   }
+}
+// One constructed stylesheet with the focus ring, shared by every shadow root.
+function focusSheet() {
+  if (!window.__sdpaFocusSheet) {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(FOCUS_CSS);
+    window.__sdpaFocusSheet = sheet;
+  }
+  return window.__sdpaFocusSheet;
 }
 // The element whose text names the slider hosted by `host` (a DiscreteSlider's Div), if any.
 function labelSource(host) {
@@ -150,4 +169,4 @@ if (!window.__sdpaA11y) {
 def install(doc) -> None:
     """Attach the labelling script to a Bokeh document (no-op when there is none)."""
     if doc is not None:
-        doc.js_on_event("document_ready", CustomJS(code=A11Y_JS))
+        doc.js_on_event("document_ready", CustomJS(code=A11Y_JS, args={"FOCUS_CSS": FOCUS_CSS}))

@@ -9,6 +9,8 @@ from bokeh.models import HoverTool, Legend, LegendItem
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
+from .figure_labels import name_figure
+
 # Okabe & Ito (2008), "Color Universal Design".
 OKABE_ITO = {
     "black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73",
@@ -113,6 +115,7 @@ def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, to
     p.border_fill_color = None
     if hover:
         p.add_tools(HoverTool(tooltips=hover, visible=False))
+    name_figure(p)   # role and label for screen readers, from its title, axes and (views say) its claim
     return p
 
 
@@ -173,6 +176,10 @@ def legends_below(p, *groups, ncols=None):
     return out
 
 
+#: The focus ring on every control: in the panes that carry CSS, and put into every other shadow root by
+#: web/a11y.py (Bokeh's buttons and the plots' Save button set "outline: none").
+FOCUS_CSS = ":focus-visible { outline: 3px solid var(--sdpa-focus) !important; outline-offset: 2px; }"
+
 CSS = """
 body { font-size: 16px; line-height: 1.5; }
 .sdpa-intro { max-width: 70em; }
@@ -207,8 +214,7 @@ a { color: var(--sdpa-link); }
 .sdpa-h1 { font-size: 1.15rem; font-weight: 700; margin: 2px 0; line-height: 1.3; }
 .sdpa-about summary { cursor: pointer; font-size: 14px; color: var(--sdpa-link); }
 .sdpa-about p { margin: 0.3em 0; font-size: 15px; max-width: 70em; }
-:focus-visible { outline: 3px solid var(--sdpa-focus) !important; outline-offset: 2px; }
-"""
+""" + FOCUS_CSS
 
 
 def _declarations(colours: dict) -> str:

@@ -126,3 +126,52 @@ def test_a_link_too_long_for_any_parser_still_applies_what_it_can(page: Page, ru
     lab, train = state_of("?d_k=128&rho=0.5")
     page.wait_for_function("(want) => location.search === want", arg=to_query(lab, train), timeout=30_000)
     assert_page_shows(page, lab)
+
+
+#: The element focused now, through the shadow roots; its name, as a screen reader would read it (an explicit
+#: label, a <label>, its text or value), and whether a focus ring is drawn around it.
+FOCUSED_JS = r"""() => {
+  let el = document.activeElement;
+  while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+  if (!el || el === document.body) return null;
+  const cs = getComputedStyle(el);
+  const labelled = el.getAttribute('aria-labelledby');
+  const name = (el.getAttribute('aria-label') || (labelled && el.getRootNode().getElementById(labelled)?.textContent)
+                || el.getAttribute('title') || (el.labels && el.labels[0] && el.labels[0].textContent)
+                || el.textContent || el.value || '').trim();
+  return {tag: el.tagName, cls: String(el.className).slice(0, 60), name: name.slice(0, 60),
+          ring: cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 1};
+}"""
+#: Every element with role="figure", through the shadow roots: its label.
+FIGURES_JS = r"""() => {
+  const out = [];
+  (function walk(root) { for (const el of root.querySelectorAll('*')) {
+    if (el.shadowRoot) walk(el.shadowRoot);
+    if (el.getAttribute('role') === 'figure') out.push(el.getAttribute('aria-label') || '');
+  } })(document);
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("view", ["training", "playground"])
+def test_every_tab_stop_has_a_name_and_a_ring_and_every_plot_is_a_named_figure(page: Page, runtime, view):
+    """Tab through the whole view (Train it had unnamed Tab stops, the plots' event layers, and buttons that drew
+    no focus ring): each stop is named and shows a ring. Each plot is a figure whose label says its title."""
+    runtime.open(page, f"?view={view}")
+    page.wait_for_function("() => window.__sdpaA11y === true", timeout=30_000)
+    page.wait_for_function(f"() => ({FIGURES_JS})().length >= 2", timeout=30_000)
+    labels = page.evaluate(FIGURES_JS)
+    assert all(len(label) > 10 for label in labels), labels
+    page.keyboard.press("Tab")
+    first = page.evaluate(FOCUSED_JS)
+    stops, problems = [first], []
+    for _ in range(120):          # until focus comes round to the first stop again
+        page.keyboard.press("Tab")
+        now = page.evaluate(FOCUSED_JS)
+        if now == first or now is None:
+            break
+        stops.append(now)
+    else:
+        problems.append("the tab order never came round")
+    problems += [s for s in stops if s and (not s["name"] or not s["ring"])]
+    assert len(stops) > 10 and problems == [], problems

@@ -15,8 +15,8 @@ from ..claims import alignment_headline, alignment_summary, flat_maps
 from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import (ANSWER, beside, caption, control, figure_row, heading, headline_html, held, rule_color, rule_dash,
-                     set_html)
+from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color, rule_dash,
+                     set_html, show_headline)
 from .playground import heatmap_data
 
 TICK_MS = 400
@@ -138,11 +138,11 @@ class Alignment(pn.viewable.Viewer):
                 self.maps[rule].y_range.start = n
             set_html(self.flat, html.escape(flat_maps(maps, n=n), quote=False))
         if lab.alignment is not None:
-            set_html(self.summary, headline_html(
+            show_headline(self.summary, [*self.figs.values(), *self.maps.values()],
                 alignment_headline(lab.alignment, rho=lab.rho, n=lab.n),
                 f"At d_k = {lab.d_k}, σ = {lab.sigma:g}, n = {lab.n}, {ALIGN_SAMPLES} draws per ρ",
                 [alignment_summary(lab.alignment, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho,
-                                   temperature=lab.temperature, alpha=lab.alpha)]))
+                                   temperature=lab.temperature, alpha=lab.alpha)])
 
     def __panel__(self):
         return pn.Column(

@@ -11,6 +11,7 @@ import panel as pn
 import param
 from bokeh.models import CustomJSTickFormatter
 
+from ..figure_labels import describe
 from ..options import RULE_LABELS, STATIC_SITE_ENV
 from ..settings import BY_KEY, SHARED_SETTINGS
 from ..state import LabState
@@ -172,6 +173,13 @@ def headline_html(headline: str, conditions: str, details: list[str]) -> str:
     more = "".join(f"<p>{html.escape(d, quote=False)}</p>" for d in details if d)
     return (f"<p class='sdpa-headline'>{head}</p><details class='sdpa-details'><summary>{html.escape(conditions)}"
             f"{' · details' if more else ''}</summary>{more}</details>")
+
+
+def show_headline(pane: pn.pane.HTML, figs, headline: str, conditions: str, details: list[str]) -> None:
+    """Show a section's headline (:func:`headline_html`) and name its figures with it for screen readers
+    (web/figure_labels.py): each figure's label is its title, its axes and this sentence."""
+    set_html(pane, headline_html(headline, conditions, details))
+    describe(figs, headline)
 
 
 def rule_color(rule: str) -> str:

@@ -16,7 +16,7 @@ from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, make_figure,
                      style_legend)
-from .common import ANSWER, beside, caption, figure_row, heading, headline_html, held, rule_color, set_html
+from .common import ANSWER, beside, caption, figure_row, heading, held, rule_color, set_html, show_headline
 from .playground import heatmap_data
 
 X_MAX = 12.0
@@ -113,9 +113,9 @@ class Dial(pn.viewable.Viewer):
         self.grad_source.data = {"query": np.arange(n), "norm": np.clip(norms, *GRADIENT_AXIS)}
         self.reference.location = d["grad_reference"]
         self.starved.location = 1e-3 * d["grad_reference"]
-        set_html(self.summary, headline_html(dial_headline(d, s=lab.dial_s, n=n),
+        show_headline(self.summary, [self.curve_fig, self.map_fig, self.grad_fig], dial_headline(d, s=lab.dial_s, n=n),
                                              f"n = {n} keys, logits s × one fixed random matrix",
-                                             [dial_summary(d, s=lab.dial_s, n=n)]))
+                                             [dial_summary(d, s=lab.dial_s, n=n)])
 
     @held
     def _update_settings(self, *_):

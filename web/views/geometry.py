@@ -12,7 +12,7 @@ import sdpa_core as sc
 from ..claims import geometry_headline
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, OKABE_ITO, VERDICT_STYLES, make_figure, style_legend
-from .common import ANSWER, caption, figure_row, heading, headline_html, held, set_html
+from .common import ANSWER, caption, figure_row, heading, held, show_headline
 
 #: Pairs drawn per d_k (exactly, O(1) each): each std within about 2% of its theory.
 SAMPLES = 4000
@@ -58,10 +58,10 @@ class Geometry(pn.viewable.Viewer):
                                         "theory": self._geo[theory]}
         self.mark.location = lab.d_k
         d = int(self._geo["d_k"][int(np.argmin(np.abs(np.log(self._geo["d_k"] / lab.d_k))))])
-        set_html(self.summary, headline_html(
+        show_headline(self.summary, [self.fig],
             geometry_headline(self._geo, d_k=d, sigma=lab.sigma),
             f"Independent q and k (ρ = 0), σ = {lab.sigma:g}, {SAMPLES} pairs per d_k"
-            + ("" if d == lab.d_k else f", the power of two nearest d_k = {lab.d_k}"), []))
+            + ("" if d == lab.d_k else f", the power of two nearest d_k = {lab.d_k}"), [])
 
     def __panel__(self):
         return pn.Column(

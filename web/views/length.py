@@ -13,7 +13,7 @@ from ..claims import length_details, length_headline
 from ..options import LENGTH_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import ANSWER, beside, caption, control, heading, headline_html, held, rule_color, rule_dash, set_html
+from .common import ANSWER, beside, caption, control, heading, held, rule_color, rule_dash, show_headline
 
 #: What the two figures draw: metric -> (title, y label, y axis type).
 PLOTS = {"top_weight": ("Top weight of a row", "top weight (log)", "log"),
@@ -73,13 +73,13 @@ class Length(pn.viewable.Viewer):
             self.uniform[metric].data = {"n": n, "y": 1 / n if metric == "top_weight" else np.ones_like(n)}
             for item in self.figs[metric].legend[0].items:   # no entry for a rule that is not drawn
                 item.visible = all(r.visible for r in item.renderers)
-        set_html(self.summary, headline_html(
+        show_headline(self.summary, list(self.figs.values()),
             length_headline(path),
             f"d_k = {path['d_k']}, σ = {lab.sigma:g}, ρ = {lab.rho:g}; every query sees all n keys (no mask)",
             [*length_details(path, rho=lab.rho),
              f"{LENGTH_SAMPLES} queries compared with the first n of the same {int(n[-1])} keys (exact draws), "
              f"seed {lab.seed}; SSMax's s = {sc.scaling.SSMAX_S:g}, so at n = 16 its factor is "
-             f"{sc.scaling.SSMAX_S * np.log(16):.2f}× 1/√d_k."]))
+             f"{sc.scaling.SSMAX_S * np.log(16):.2f}× 1/√d_k."])
 
     @held
     def _update_mark(self, *_):

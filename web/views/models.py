@@ -15,7 +15,7 @@ from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_headline, model_su
 from ..options import MAX_D_MODEL
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, VERDICT_STYLES, make_figure, style_legend
-from .common import ANSWER, beside, caption, heading, headline_html, held, set_html
+from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
 
 QK_NORM_LABELS = {"none": "none", "head": "per head (ViT-22B)", "all": "over all heads (OLMo 2)"}
 SCALE_LABELS = {"sqrt": "1/√d_k", "none": "none (T5)"}
@@ -104,8 +104,8 @@ class Models(pn.viewable.Viewer):
             f": d_k = {m['d_k']}, over {m['n']} tokens, mean of {m['samples']} random heads</caption>"
             f"<tr><th scope='col'>scaling</th><th scope='col'>logit std (theory)</th><th scope='col'>top weight</th>"
             f"<th scope='col'>tokens attended</th><th scope='col'>saturated rows</th></tr>{rows}</table></div>")
-        set_html(self.summary, headline_html(model_headline(m), f"d_k = {m['d_k']}, {m['n']} tokens, mean of "
-                                             f"{m['samples']} random heads", [model_summary(m)]))
+        show_headline(self.summary, [self.width_fig], model_headline(m), f"d_k = {m['d_k']}, {m['n']} tokens, mean of "
+                                             f"{m['samples']} random heads", [model_summary(m)])
         set_html(self.bug, html.escape(bug_sentence(m), quote=False))
         self.source.object = ("Source: " + m["preset"].source) if "preset" in m else (
             "Custom head: W_q and W_k entries ~ N(0, init std²), tokens LayerNorm'd (rms 1 per feature) or with "

@@ -12,8 +12,8 @@ from ..claims import conditions, fmt, fmt_sci, headline, pct, readout_rows, spli
 from ..options import RULE_LABELS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
-from .common import (ANSWER, beside, caption, control, figure_row, heading, headline_html, held, rule_color,
-                     set_html, swatch)
+from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color,
+                     set_html, show_headline, swatch)
 
 
 def heatmap_data(weights: np.ndarray) -> dict:
@@ -108,8 +108,8 @@ class Playground(pn.viewable.Viewer):
         set_html(self.readouts, self._table(res))  # text only: no re-sent stylesheets, no model-graph walk
         weights, gradient = split_verdict(lab.verdict)
         where = conditions(d_k=lab.d_k, rho=lab.rho, causal=lab.causal, dtype=lab.dtype, sigma=lab.sigma)
-        set_html(self.verdict, headline_html(headline(res, n=n, dtype=lab.dtype), f"At {where}, n = {n}",
-                                             [weights, gradient]))
+        show_headline(self.verdict, [*self.maps.values(), self.bars], headline(res, n=n, dtype=lab.dtype), f"At {where}, n = {n}",
+                                             [weights, gradient])
 
     @held
     def _update_bars(self, *_):

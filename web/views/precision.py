@@ -12,7 +12,7 @@ from ..claims import broken_span, first_broken, precision_headline
 from ..options import ORDER_LABELS, PRECISION_N
 from ..state import LabState
 from ..theme import CSS, WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
-from .common import ANSWER, beside, caption, control, heading, headline_html, held, set_html
+from .common import ANSWER, beside, caption, control, heading, held, show_headline
 
 DTYPE_NAMES = ("float16", "float32", "float64")
 KIND_DASH = {"naive": "dashed", "stable": "solid"}
@@ -118,10 +118,10 @@ class Precision(pn.viewable.Viewer):
                 part = f"{t}: naive softmax breaks {nw}" if nb else f"{t}: naive softmax survives"
                 part += f", stable softmax {sw}" if sb else ", stable softmax does not break up to d_k = 4096"
                 msgs.append(part)
-        set_html(self.summary, headline_html(
+        show_headline(self.summary, [self.logit_fig, self.row_fig],
             precision_headline(ps, order=order),
             f"At σ = {lab.sigma:g}, ρ = {lab.rho:g}, n = {min(lab.n, PRECISION_N)}",
-            [f"With {ORDER_LABELS[order]}: " + "; ".join(msgs) + "."]))
+            [f"With {ORDER_LABELS[order]}: " + "; ".join(msgs) + "."])
 
     @held
     def _update_mark(self, *_):

@@ -16,7 +16,7 @@ from ..theme import CSS, RULE_COLORS, RULE_DASH, VERDICT_STYLES, WRAP_BUTTONS, m
 from ..toy_sweep import STEPS, ToySweep
 from ..toy_sweep import RULES as TOY_RULES
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
-from .common import ANSWER, beside, caption, heading, headline_html, held, set_html
+from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
 
 RULES = tuple(r for r in rt.RULE_LABELS if r in rt.spec()["rules"])
 #: How often the toy's sweep trains for its time budget (toy_sweep.BUDGET), as Train it ticks.
@@ -161,8 +161,8 @@ class Real(pn.viewable.Viewer):
                           f"d_model = {width}; {spec['steps']} AdamW steps of {spec['batch']} × {spec['seq_len']} "
                           f"characters of CPython's standard-library source; the mean of {len(spec['seeds'])} seeds.")
         where = f"A {spec['n_layers']}-layer transformer, {rt.INIT_LABELS[tr.real_init]}; measured offline"
-        set_html(self.summary, headline_html(real_headline(rows, d_k=tr.real_d_k, labels=rt.RULE_LABELS), where,
-                                             details))
+        show_headline(self.summary, [self.loss_fig, self.std_fig], real_headline(rows, d_k=tr.real_d_k, labels=rt.RULE_LABELS), where,
+                                             details)
 
     # ---- the toy's live sweep ---------------------------------------------------------------------------
     @held

@@ -16,8 +16,8 @@ from ..claims import coincident_rules, gradient_summary, saturation_headline, sa
 from ..options import RULE_LABELS, SAMPLES_OPTIONS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import (ANSWER, beside, caption, choice_slider, control, figure_row, heading, headline_html, held, rule_color,
-                     rule_dash, set_html)
+from .common import (ANSWER, beside, caption, choice_slider, control, figure_row, heading, held, rule_color,
+                     rule_dash, show_headline)
 from .length import Length
 
 PLOTS = {
@@ -122,13 +122,13 @@ class Saturation(pn.viewable.Viewer):
         capped = (f" (capped from {lab.samples} to keep n² × samples bounded)"
                   if lab.sweep_samples < lab.samples else "")
         same = coincident_rules(d, sc.RULE_NAMES, alpha=lab.alpha, temperature=lab.temperature, n=lab.n)
-        set_html(self.note, headline_html(
+        show_headline(self.note, list(self.figs.values()),
             saturation_headline(s, rule=lab.rule),
             f"At σ = {lab.sigma:g}, ρ = {lab.rho:g}, n = {lab.n}",
             [saturation_summary(s, n=lab.n, sigma=lab.sigma, rho=lab.rho),
              f"At α = {lab.alpha:g}, {same[0].lower() + same[1:]}" if same else "",
              f"{lab.sweep_samples} random {lab.n}×{lab.n} attention matrices per d_k{capped}; "
-             f"α = {lab.alpha:g}, QK-norm temperature {lab.temperature:g}, seed {lab.seed}."]))
+             f"α = {lab.alpha:g}, QK-norm temperature {lab.temperature:g}, seed {lab.seed}."])
 
     @held
     def _update_gradients(self, *_):

@@ -12,7 +12,7 @@ from bokeh.transform import dodge
 from ..claims import LOGIT_GROWTH_SOURCES, LOW_ENTROPY, entropy_share, fmt_grad
 from ..training_state import TrainingState
 from ..theme import CSS, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, WRAP_BUTTONS, legend_key, legends_below, make_figure
-from .common import ANSWER, beside, caption, heading, headline_html, held, rule_color, set_html
+from .common import ANSWER, beside, caption, heading, held, rule_color, show_headline
 
 #: While the runs play, the "now" bars follow every this many steps (each measure is about one training
 #: step's work per run); a pause, a Step or a reset measures at once.
@@ -126,7 +126,7 @@ class Sharpness(pn.viewable.Viewer):
         self.entropy_fig.yaxis.axis_label = f"share (entropy: of log {n})"
         self.gradient_fig.title.text = ("Median example's" if self.gradient == "example"
                                         else "Whole batch's") + f" gradient; now = step {steps}"
-        set_html(self.summary, headline_html(*tr.sharpness_summary()))
+        show_headline(self.summary, [self.entropy_fig, self.gradient_fig], *tr.sharpness_summary())
 
     def _gradients(self, m: dict) -> tuple[float, float]:
         if self.gradient == "example":

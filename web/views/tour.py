@@ -9,6 +9,7 @@ import param
 from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, PHONE, VERDICT_STYLES
+from ..figure_labels import veil
 from ..grading import grade, recap, step_state
 from ..tour import SELF_CHECK, STEPS, shown_choices
 from ..training_state import TrainingState
@@ -205,6 +206,7 @@ def show_parts(layout, *, heading: bool, answers: bool) -> None:
     for pane, shown in parts:
         if pane.visible != shown:
             pane.visible = shown
+    veil([pane.object for pane in layout.select(pn.pane.Bokeh)], hidden=not answers)   # the labels say it too
 
 
 #: Scrolls the page to the step card's top: Panel's header bar is not sticky, so the card's own top is

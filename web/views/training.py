@@ -12,6 +12,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 from ..options import LR_OPTIONS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES
 from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
+from ..figure_labels import describe
 from .common import ANSWER, beside, caption, choice_slider, figure_row, heading, held, rule_color
 from .sharpness import Sharpness
 
@@ -203,6 +204,7 @@ class Training(pn.viewable.Viewer):
 
     def _on_status(self, *_):
         self.status.object = self.train.status
+        describe([self.loss_fig, self.acc_fig], self.train.status)   # the runs' figures say where the runs are
 
     def __panel__(self):
         # Play first: on a phone the controls come right under the loss plot, and Play is what moves it

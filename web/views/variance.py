@@ -14,8 +14,9 @@ from ..claims import loglog_summary, variance_headline, variance_summary
 from ..options import D_K_OPTIONS, HIST_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
+from ..figure_labels import describe
 from .geometry import Geometry
-from .common import ANSWER, beside, caption, control, figure_row, heading, headline_html, held, rule_color, set_html
+from .common import ANSWER, beside, caption, control, figure_row, heading, held, rule_color, show_headline
 
 
 class Variance(pn.viewable.Viewer):
@@ -112,10 +113,10 @@ class Variance(pn.viewable.Viewer):
         self.hists["scaled"][0].title.text = f"After {RULE_LABELS[rule]}"
         self.hists["scaled"][3].glyph.fill_color = rule_color(rule)
         pooled = sc.theory_logit_std(lab.d_k, sigma=lab.sigma, rho=lab.rho, n=lab.n)
-        set_html(self.summary, headline_html(
+        show_headline(self.summary, [self.hists['unscaled'][0], self.hists['scaled'][0]],
             variance_headline(d, d_k=lab.d_k, rule=rule),
             f"One query with its own key, σ = {lab.sigma:g}, ρ = {lab.rho:g}, {HIST_SAMPLES} samples",
-            [variance_summary(d, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho, rule=rule, pooled=pooled)]))
+            [variance_summary(d, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho, rule=rule, pooled=pooled)])
 
     @held
     def _update_sweep(self, *_):
@@ -136,6 +137,7 @@ class Variance(pn.viewable.Viewer):
                 "d_k": d, "std": sc.RULES["none"].theory_logit_std(s.d_k, sigma=lab.sigma, rho=rho, n=lab.n)}
         self.rule_item.label = {"value": RULE_LABELS[lab.rule]}
         self.slopes.object = loglog_summary(s, rule=lab.rule, rho=lab.rho)
+        describe([self.loglog], self.slopes.object)
 
     @held
     def _update_mark(self, *_):
