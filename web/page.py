@@ -70,7 +70,7 @@ class Page(param.Parameterized):
             self.lab.param.view, name="View", options={VIEW_LABELS[v]: v for v in VIEWS}, width=210,
             margin=(0, 10, 4, 10), description=None)
         self.content = pn.Column(sizing_mode="stretch_width", min_height=600)
-        self.open_full = pn.pane.HTML("", margin=(4, 10), sizing_mode="stretch_width", stylesheets=[CSS])  # embed mode's link out
+        self.open_full = pn.pane.HTML("", height=24, margin=(0, 10), sizing_mode="stretch_width", stylesheets=[CSS])  # embed mode's link out
         self.lab.param.watch(self._show_view, ["view"])
         if search:
             self.apply_search(search)
@@ -174,7 +174,7 @@ class Page(param.Parameterized):
     def template(self):
         """The page's template. ``?embed=1`` (``lab.embed``, which in Pyodide arrives after the template is
         built) hides the intro, the navigation and the footer here, and EMBED_JS hides the template's header
-        bar and sidebar; a line under the view then links to the full page and shares the embed code."""
+        bar and sidebar; a line above the view links to the full page, one under it shares the embed code."""
         controls = shared_controls(self.lab, self.train)
         # one compact row: the page's one-line intro, the view menu and Share (the view comes right after)
         self.header = pn.FlexBox(
@@ -187,13 +187,15 @@ class Page(param.Parameterized):
                               "for weights." + (" [Third-party software and licences](./notices.html)."
                                                 if static_site() else ""))
         self.footer = pn.Column(self.footer, sizing_mode="stretch_width", css_classes=["sdpa-chrome"])
-        self.embed_bar = pn.Column(self.open_full, self.share_controls(), sizing_mode="stretch_width",
-                                   css_classes=["sdpa-embed-only"])
+        # embedded: the link out first, on the frame's first line (a reader of a course page sees where the view
+        # comes from before any scroll); Share after the view
+        self.embed_top = pn.Column(self.open_full, sizing_mode="stretch_width", css_classes=["sdpa-embed-only"])
+        self.embed_bar = pn.Column(self.share_controls(), sizing_mode="stretch_width", css_classes=["sdpa-embed-only"])
         self.lab.param.watch(self._follow_embed, ["embed"])
         self._follow_embed()
         tmpl = pn.template.BootstrapTemplate(
             title=TITLE, sidebar=[controls],
-            main=[self.header, self.notice, self.dismiss, self.content, self.footer, self.embed_bar],
+            main=[self.header, self.embed_top, self.notice, self.dismiss, self.content, self.footer, self.embed_bar],
             header_background=HEADER_BG, sidebar_width=330, collapsed_sidebar=True,
             # the static site has no busy spinner: Panel's bookkeeping for it ran on every change in
             # the worker (each one a message to the page), for a spinner that flickered on every step
@@ -204,7 +206,7 @@ class Page(param.Parameterized):
     def _follow_embed(self, *_):
         embed = self.lab.embed
         self.header.visible = self.footer.visible = not embed
-        self.embed_bar.visible = embed
+        self.embed_bar.visible = self.embed_top.visible = embed
         if embed:
             self._update_open_full()
 

@@ -248,6 +248,7 @@ TEMPLATE_CSS = COLOUR_CSS + """
 /* ?embed=1 (web/page.py EMBED_JS): the view alone, for an <iframe> */
 html.sdpa-embed #header, html.sdpa-embed #sidebar, html.sdpa-embed #sidebar-toggle { display: none !important; }
 html.sdpa-embed #main { padding: 4px !important; }
+html.sdpa-embed { --sdpa-h2-size: 1.05rem; }   /* the view's heading (web/views/common.py) */
 @media %(phone)s {
   html, body { height: auto !important; overflow: auto !important; }
   /* the template's #container is .vh-100.overflow-hidden: without this nothing below the fold scrolls */

@@ -112,6 +112,45 @@ def test_embed_mode_shows_one_view_without_the_page_chrome(page: Page, runtime, 
     shots.take(page, f"embed-{size[0]}x{size[1]}-{runtime.name}.png")
 
 
+#: Rectangles of the first screen's figures (canvases) and of the boot panel, through the shadow roots.
+RECTS_JS = r"""() => {
+  const canvases = [];
+  (function walk(root) { for (const el of root.querySelectorAll('*')) {
+    if (el.shadowRoot) walk(el.shadowRoot);
+    if (el.tagName === 'CANVAS') { const r = el.getBoundingClientRect(); if (r.width > 50) canvases.push([r.top, r.bottom, r.left, r.right]); }
+  } })(document);
+  const boot = document.getElementById('sdpa-boot');
+  const b = boot && getComputedStyle(boot).display !== 'none' ? boot.getBoundingClientRect() : null;
+  return {canvases, boot: b && [b.top, b.bottom, b.left, b.right]};
+}"""
+
+
+def test_an_embed_of_700_by_450_shows_the_link_out_the_figure_and_its_control(page: Page, runtime):
+    """A course page's 700 x 450 frame: the link to the full page on the first line, the view's first figure and
+    the d_k slider that moves it whole inside the frame without scrolling; while the built site boots, its
+    notice is one line along the bottom edge that covers no figure."""
+    page.set_viewport_size({"width": 700, "height": 450})
+    page.goto(runtime.url + "?view=playground&embed=1")
+    if runtime.name == "site":
+        page.wait_for_function(f"() => {{ const r = ({RECTS_JS})(); return r.boot && r.canvases.length >= 2; }}",
+                               timeout=120_000)
+        rects = page.evaluate(RECTS_JS)
+        top, bottom = rects["boot"][0], rects["boot"][1]
+        assert bottom - top < 40 and bottom >= 449, rects["boot"]
+        assert all(c[1] <= top or c[0] >= bottom for c in rects["canvases"] if c[0] < 450), rects
+    runtime.open(page, "?view=playground&embed=1")
+    link = page.get_by_role("link", name="Open in SDPA Lab ↗")
+    expect(link).to_be_visible(timeout=30_000)
+    assert link.bounding_box()["y"] < 30
+    handle = page.locator('#main .noUi-handle[aria-label="d_k (key/query dimension)"]').first
+    expect(handle).to_be_visible(timeout=30_000)
+    box = handle.bounding_box()
+    assert box["y"] + box["height"] <= 450, box
+    first = min(page.evaluate(RECTS_JS)["canvases"])
+    assert first[0] < 120 and first[1] <= 450, first
+    assert page.evaluate("() => scrollY") == 0
+
+
 def test_play_sweeps_rho_as_q_and_k_align(page: Page, runtime):
     """The alignment view's Play moves ρ up step by step (the address follows) and its sentence with it;
     Pause stops it."""

@@ -87,7 +87,9 @@ def caption(text: str, **kw) -> pn.pane.Markdown:
 
 # Headings carry their own size and weight: in Pyodide, panes created after the first render get
 # Bootstrap's full stylesheet in their shadow root (h2 at 32px/500) where `panel serve` gives 18px/700.
-HEADING_STYLE = {2: "font-size:1.3rem;font-weight:700;line-height:1.3", 3: "font-size:1.1rem;font-weight:700;line-height:1.3"}
+# A view's heading is smaller embedded (--sdpa-h2-size, web/theme.py's TEMPLATE_CSS): one line in a 700 px frame,
+# so the first figure and its control fit a 450 px one.
+HEADING_STYLE = {2: "font-size:var(--sdpa-h2-size, 1.3rem);font-weight:700;line-height:1.3", 3: "font-size:1.1rem;font-weight:700;line-height:1.3"}
 
 
 #: What a view with figures declares on its class, read by tests/web/test_figure_axes.py:
