@@ -6,6 +6,7 @@ import the steps, so it lives here, above them.
 """
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 from .state import LabState
@@ -80,3 +81,40 @@ def recap(picks: dict, lab, train) -> list[str]:
             said = f"you predicted “{step.choices[picked]}”" + {True: " ✓.", False: " ✗.", None: "."}[right]
         lines.append(f"{i}. {step.title}: {said} {sentence}".strip())
     return lines
+
+
+#: The feedback a phone shows at once: about 3 lines of a 412 px phone at the card's 15 px (about 50
+#: characters a line); the rest of the sentence sits behind "details".
+FEEDBACK_CHARS = 150
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z“(])")
+
+
+def split_feedback(text: str, limit: int = FEEDBACK_CHARS) -> tuple[str, str]:
+    """``(what is shown, what waits behind "details")``: the verdict with the measured sentence after it, then
+    whole sentences while they fit ``limit``. A measured sentence that makes the whole longer is cut at least
+    40 characters into it, outside any parenthesis, where the rest still reads on its own: before its first
+    parenthesis, else at a "; ", else at a ", " (the last within ``limit``, or the first after it). A sentence
+    with none of these is shown whole: a fourth line is better than a number cut off its subject."""
+    parts = _SENTENCE_END.split(text.strip())
+    head, i, start = parts[0], 1, 0
+    if len(head) <= 60 and len(parts) > 1:      # a verdict ("Right.", "Not quite: ...") takes its number with it
+        head, i, start = f"{head} {parts[1]}", 2, len(head) + 1
+    while i < len(parts) and len(head) + 1 + len(parts[i]) <= limit:
+        head, i = f"{head} {parts[i]}", i + 1
+    rest = " ".join(parts[i:])
+    if len(head) <= limit:
+        return head, rest
+    depth, outside = 0, []
+    for k, c in enumerate(head):
+        outside.append(depth == 0)
+        depth += (c == "(") - (c == ")")
+    for mark in (" (", "; ", ", "):
+        at = [k for k in range(start + 40, len(head) - len(mark)) if head.startswith(mark, k) and outside[k]]
+        if not at:
+            continue
+        within = [k for k in at if k <= limit]
+        cut = at[0] if mark == " (" else (within[-1] if within else at[0])
+        tail = head[cut + len(mark):] if mark != " (" else head[cut + 1:]
+        tail = "…" + tail if mark == ", " else (tail[0].upper() + tail[1:] if mark == "; " else tail)
+        return head[:cut].rstrip(",:") + ".", f"{tail} {rest}".strip()
+    return head, rest

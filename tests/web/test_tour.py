@@ -2,6 +2,7 @@
 with a computation made here (torch / numpy), also at states other than the step's own."""
 from __future__ import annotations
 
+import re
 import math
 
 import numpy as np
@@ -330,3 +331,32 @@ def test_the_recap_lists_every_step_with_the_learners_predictions():
             assert "no prediction." in line
         if step.measure.__name__ != "_training":
             assert answer(step, *step_state(step))[1] in line
+
+
+def test_the_feedback_a_phone_shows_at_once_is_the_verdict_and_its_number_and_the_rest_is_behind_details():
+    """Every step's feedback, for every pick, at the step's own settings: what is shown at once starts with the
+    verdict and carries the measured number; it is at most FEEDBACK_CHARS (about 3 phone lines) unless no
+    clean cut exists, and then at most 210; shown and hidden together are the whole text, in order."""
+    from web.grading import FEEDBACK_CHARS, grade, split_feedback, step_state
+    for i, step in enumerate(STEPS, 1):
+        lab, train = step_state(step)
+        for pick in range(len(step.choices)):
+            right, text = grade(step, pick, lab, train)
+            shown, more = split_feedback(text)
+            assert len(shown) <= 210, (i, pick, shown)
+            words = lambda t: re.sub(r"[.…]", "", t).split()   # noqa: E731 (a cut adds a full stop or an ellipsis)
+            assert words(shown) + words(more) == words(text), (i, pick, shown, more)
+            if right is not None:
+                assert shown.startswith(("Right.", "Not quite")) and re.search(r"\d", shown[12:]), (i, pick, shown)
+            if len(shown) > FEEDBACK_CHARS:
+                assert not re.search(r"[(;,] ", shown[len(shown) - 10:]), shown
+
+
+def test_split_feedback_cuts_only_where_the_rest_reads_on_its_own():
+    from web.grading import split_feedback
+    short = "Right. At d_k = 64 the top key takes 87%."
+    assert split_feedback(short) == (short, "")
+    long = "Right. " + "At d_k = 64 the top key takes 87% of a query's weight on average" + " (uniform 6%, and more words)" * 5 + "."
+    shown, more = split_feedback(long)
+    assert shown == "Right. At d_k = 64 the top key takes 87% of a query's weight on average." and more.startswith("(uniform")
+    assert split_feedback("x" * 400) == ("x" * 400, "")      # no clean cut: shown whole

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from web.state import LabState
+from web.grading import split_feedback
 from web.tour import STEPS, answer
 from web.training_state import TrainingState
 from web.urlstate import apply_query, step_query
@@ -57,7 +58,10 @@ def every_step(page: Page, runtime, shots, width: int):
             expect(page.get_by_text(re.compile(re.escape(step.waiting)))).to_be_visible(timeout=30_000)
         else:
             page.get_by_label(step.choices[right]).check()
-            expect(page.get_by_text("✓ Right. " + sentence, exact=True)).to_be_visible(timeout=60_000)
+            shown, more = split_feedback("✓ Right. " + sentence)   # the rest behind "details"
+            expect(page.get_by_text(shown, exact=True)).to_be_visible(timeout=60_000)
+            if more:
+                expect(page.get_by_text(more, exact=True)).to_be_attached()
             # a pick is final (the wrong pick's feedback: tests/web/test_ui_tour_predict.py)
             expect(page.get_by_label(step.choices[(right + 1) % len(step.choices)])).to_be_disabled()
         # the step's view inside the tour lays its plots out as on its own (a bare figure next to a row of

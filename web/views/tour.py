@@ -10,7 +10,7 @@ from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, PHONE, VERDICT_STYLES
 from ..figure_labels import veil
-from ..grading import grade, recap, step_state
+from ..grading import grade, recap, split_feedback, step_state
 from ..tour import SELF_CHECK, STEPS, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
@@ -58,7 +58,7 @@ class Tour(pn.viewable.Viewer):
         self.choices.param.watch(self._lock, ["value"])
         self.choices.param.watch(self._update_feedback, ["value"])
         self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
-                                     visible=False)
+                                     visible=False, stylesheets=[CSS])
         self.now_try = caption("", visible=False)
         self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", sizing_mode="stretch_width",
                                        max_width=330, styles={"flex": "1 1 240px"},
@@ -177,7 +177,11 @@ class Tour(pn.viewable.Viewer):
             self.now_try.visible = answered
         right, text = grade(step, picked, self.lab, self.train)
         mark = {True: "✓ ", False: "✗ ", None: ""}[right]
-        out = f"<div role='status' aria-live='polite'>{html.escape(mark + text, quote=False)}</div>"
+        shown, more = split_feedback(mark + text)   # about 3 phone lines; the rest behind "details"
+        out = f"<div role='status' aria-live='polite'>{html.escape(shown, quote=False)}</div>"
+        if more:
+            out += (f"<details class='sdpa-details'><summary>details</summary><p>{html.escape(more, quote=False)}</p>"
+                    "</details>")
         set_html(self.feedback, out)
 
     def __panel__(self):
