@@ -146,6 +146,17 @@ def test_precision_headline_names_the_first_d_k_with_inf_or_nan(sigma, rho, orde
     first = claims.first_broken(ps, "float16", order)
     if first is None:
         assert "first" not in h.facts and h.facts["largest"] == int(ps.d_k[-1]), h
+        naive = claims.first_broken(ps, "float16", order, "naive")
+        assert h.facts.get("naive") == naive, h      # the naive softmax's break, said when there is one
+        if naive is not None:     # recomputed: exp in float16 without the row's maximum subtracted overflows
+            q, k, _ = sc.draw_qkv(min(lab.n, 16), naive, sigma=sigma, rho=rho, seed=2)
+            z = (q.astype(np.float16) @ k.astype(np.float16).swapaxes(-1, -2)).astype(np.float16)
+            if order != "none":
+                z = (q.astype(np.float16) / np.float16(np.sqrt(naive)) @ k.astype(np.float16).swapaxes(-1, -2)
+                     if order == "before" else z / np.float16(np.sqrt(naive)))
+            with np.errstate(over="ignore", invalid="ignore"):
+                e = np.exp(z.astype(np.float16))
+                assert not np.isfinite(e / e.sum(axis=-1, keepdims=True)).all(), (naive, float(np.abs(z).max()))
     else:
         assert h.facts["first"] == first, h
         # "from d_k = N" only when every larger d_k breaks too; else how many of them do

@@ -36,11 +36,16 @@ def broken_span(ps, dtype: str, order: str, kind: str = "stable") -> Claim | Non
 
 def precision_headline(ps, *, order: str) -> Claim:
     """The half-precision view's point: from which d_k float16's stable softmax has rows with inf or NaN,
-    with the scale where ``order`` puts it."""
+    with the scale where ``order`` puts it; where it never does, from which d_k the naive softmax does."""
     span = broken_span(ps, "float16", order)
     where = {"none": "with no scaling", "after": "scaling after the matmul",
              "before": "scaling before the matmul"}[order]
     if span is None:
+        naive = first_broken(ps, "float16", order, "naive")
+        if naive is not None:   # what the default opens on (σ = 1): the naive softmax's overflow, the stable's hold
+            return Claim("In float16, {where}, the stable softmax holds up to d_k = {largest}; the naive one first "
+                         "breaks at d_k = {naive}.",
+                         where=as_word(order, where), largest=as_int(ps.d_k[-1]), naive=as_int(naive))
         return Claim("In float16, {where}, no row of the stable softmax breaks up to d_k = {largest}.",
                      where=as_word(order, where), largest=as_int(ps.d_k[-1]))
     return Claim("In float16, {where}, rows of the stable softmax hold inf or NaN " + span.template + ".",
