@@ -198,6 +198,23 @@ table.sdpa-readouts th { font-weight: 600; }
 table.sdpa-readouts th[scope=col] { white-space: nowrap; }
 /* a 320 px phone: the table fits inside the tour's step card too (8 px each side took it 9 px past the screen) */
 @media (max-width: 360px) { table.sdpa-readouts th, table.sdpa-readouts td { padding: 4px 4px; } }
+/* a phone: column headings wrap between words and the figures take 14 px, so the dial's and the models' tables
+   fit the screen's width instead of hiding columns behind a sideways scroll */
+@media (max-width: 600px) {
+  table.sdpa-readouts { font-size: 14px; }
+  table.sdpa-readouts th[scope=col] { white-space: normal; }
+  table.sdpa-readouts th, table.sdpa-readouts td { padding: 4px 5px; }
+}
+/* a table of more columns than a phone holds (sdpa-stack): each row a block, each figure on a line with its
+   column's name (the cell's data-label), the heading row hidden (its names are on every cell) */
+@media (max-width: 480px) {
+  table.sdpa-stack tr:first-of-type:has(th[scope=col]) { display: none; }
+  table.sdpa-stack tr, table.sdpa-stack th[scope=row], table.sdpa-stack td { display: block; width: auto; }
+  table.sdpa-stack th[scope=row] { border-bottom: 0; padding-top: 8px; }
+  table.sdpa-stack td { text-align: right; border-bottom: 0; padding: 1px 5px; }
+  table.sdpa-stack td::before { content: attr(data-label); float: left; color: var(--sdpa-soft); }
+  table.sdpa-stack tr { border-bottom: 1px solid var(--sdpa-rule-line); }
+}
 .sdpa-meaning { font-weight: normal; font-size: 13px; color: var(--sdpa-soft); }
 .sdpa-swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 2px; vertical-align: -0.1em; margin-right: 4px; }
 .sdpa-status { font-size: 15px; }

@@ -222,3 +222,22 @@ def test_settings_a_view_ignores_are_disabled_with_the_reason(page: Page, app_ur
     handle.focus()
     handle.press("ArrowRight")
     page.wait_for_function("() => location.search.includes('d_k=96')")
+
+
+#: Every readouts table on the page, through the shadow roots: its width against its box's.
+TABLE_WIDTHS_JS = r"""() => { const out = [];
+  (function walk(root) { for (const el of root.querySelectorAll('*')) { if (el.shadowRoot) walk(el.shadowRoot);
+    if (el.tagName === 'TABLE' && el.getBoundingClientRect().width > 0) out.push([el.scrollWidth, el.parentElement.clientWidth]); } })(document);
+  return out; }"""
+
+
+@pytest.mark.parametrize("width", [412, 320])
+def test_no_readouts_table_is_wider_than_a_phone(page: Page, app_url, width):
+    """The dial's settings table and the models' five-column table were cut at 412 px (a sideways scroll inside
+    the table); on a phone each fits: headings wrap, and the models' rows stack with each cell named."""
+    page.set_viewport_size({"width": width, "height": 823})
+    for view in ("dial", "models", "playground"):
+        open_page(page, f"{app_url}?view={view}")
+        page.wait_for_function(f"() => ({TABLE_WIDTHS_JS})().length > 0", timeout=60_000)
+        widths = page.evaluate(TABLE_WIDTHS_JS)
+        assert all(w <= box + 1 for w, box in widths), (view, width, widths)

@@ -17,6 +17,9 @@ from ..state import LabState
 from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, VERDICT_STYLES, make_figure, style_legend
 from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
 
+#: The readouts table's columns after the scaling's name.
+COLUMNS = ("logit std (theory)", "top weight", "tokens attended", "saturated rows")
+
 QK_NORM_LABELS = {"none": "none", "head": "per head (ViT-22B)", "all": "over all heads (OLMo 2)"}
 SCALE_LABELS = {"sqrt": "1/√d_k", "none": "none (T5)"}
 #: The width figure's lines: each scaling's colour and dash (no scaling and 1/√d_k as in every other view).
@@ -96,14 +99,15 @@ class Models(pn.viewable.Viewer):
         rows = "".join(
             f"<tr><th scope='row'>{html.escape(VARIANT_LABELS[v])}"
             f"<div class='sdpa-meaning'>× {m['factors'][v]:.3g} on q·k</div></th>"
-            f"<td>{fmt(m['theory'][v])}</td><td>{pct(m['mc'][v]['top_weight'])}</td>"
-            f"<td>{m['mc'][v]['tokens_attended']:.1f}</td><td>{pct(m['mc'][v]['saturated'])}</td></tr>"
+            + "".join(f"<td data-label='{label}'>{value}</td>" for label, value in zip(COLUMNS, (
+                fmt(m['theory'][v]), pct(m['mc'][v]['top_weight']), f"{m['mc'][v]['tokens_attended']:.1f}",
+                pct(m['mc'][v]['saturated'])))) + "</tr>"
             for v in real_models.VARIANTS)
-        self.table.object = (   # a phone scrolls the five columns sideways inside the table, not the page
-            f"<div style='overflow-x:auto'><table class='sdpa-readouts'><caption>{html.escape(m.get('preset').label if 'preset' in m else 'Custom head')}"
+        self.table.object = (   # a narrow phone stacks each row's cells, each with its column's name (theme.py)
+            f"<div style='overflow-x:auto'><table class='sdpa-readouts sdpa-stack'><caption>{html.escape(m.get('preset').label if 'preset' in m else 'Custom head')}"
             f": d_k = {m['d_k']}, over {m['n']} tokens, mean of {m['samples']} random heads</caption>"
-            f"<tr><th scope='col'>scaling</th><th scope='col'>logit std (theory)</th><th scope='col'>top weight</th>"
-            f"<th scope='col'>tokens attended</th><th scope='col'>saturated rows</th></tr>{rows}</table></div>")
+            "<tr><th scope='col'>scaling</th>" + "".join(f"<th scope='col'>{c}</th>" for c in COLUMNS)
+            + f"</tr>{rows}</table></div>")
         show_headline(self.summary, [self.width_fig], model_headline(m), f"d_k = {m['d_k']}, {m['n']} tokens, mean of "
                                              f"{m['samples']} random heads", [model_summary(m)])
         set_html(self.bug, html.escape(bug_sentence(m), quote=False))
