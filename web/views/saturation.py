@@ -77,7 +77,8 @@ class Saturation(pn.viewable.Viewer):
             self.renderers[rule].append(self.grad_lines[rule])
         style_legend(p, below=True, ncols=2)
         self.grad_fig = p
-        self.grad_note = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
+        self.grad_note = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES,
+                                     stylesheets=[CSS])
         self.samples = choice_slider(self.lab, "samples", SAMPLES_OPTIONS, "Monte-Carlo samples per d_k",
                                      sizing_mode="stretch_width")
         self.download = pn.widgets.FileDownload(callback=self._csv, filename="sdpa_sweep.csv",
@@ -140,8 +141,7 @@ class Saturation(pn.viewable.Viewer):
             # one log axis at every setting: rows below its floor (exact zeros among them) sit on the floor
             self.grad_sources[rule].data = {"rank": (np.arange(len(y)) + 0.5) / len(y), "norm": np.clip(y, *GRADIENT_AXIS),
                                             "rule": [RULE_LABELS[rule]] * len(y)}
-        self.grad_note.object = html.escape(gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho),
-                                            quote=False)   # "<1%" is text
+        self.grad_note.object = gradient_note(gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho))
 
     @held
     def _update_marks(self, *_):
@@ -191,3 +191,15 @@ class Saturation(pn.viewable.Viewer):
                        sizing_mode="stretch_width"),
             self.length,
             sizing_mode="stretch_width")
+
+
+def gradient_note(text: str) -> str:
+    """The gradient sentence in two parts: what is starved, at once; the medians and totals (the numbers the
+    share is measured against) behind "details", each said once. Escaped: "<1%" is text."""
+    head, sep, rest = text.partition("; ")
+    if not sep:
+        return html.escape(text, quote=False)
+    head = html.escape(head.rstrip(".") + ".", quote=False)
+    rest = html.escape(rest[0].upper() + rest[1:], quote=False)
+    return (f"<p style='margin:0'>{head}</p><details class='sdpa-details'><summary>medians and totals</summary>"
+            f"<p>{rest}</p></details>")
