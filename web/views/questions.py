@@ -59,13 +59,16 @@ QUESTIONS = [
         "Show the variance", {"view": "variance", "d_k": 256}),
     Question(
         "How does it affect training?",
-        "An unscaled head at large d_k starts saturated: most queries get almost no gradient, so it learns much "
-        "more slowly than the same model with 1/√d_k, with the same data and initial weights. In this tiny model "
+        "In this page's tiny model, whose q and k entries have variance about 1 at every width, an unscaled head at "
+        "large d_k starts saturated: most queries get almost no gradient, so it learns much more slowly than the "
+        "same model with 1/√d_k, with the same data and initial weights. Here "
         f"(Adam, learning rate 0.01, loss averaged over steps 280–300), at d_k = 1024 the unscaled run's loss is "
         f"more than twice 1/√d_k's in {_at_least(1024)} seeds (median ratio {OVER_SEEDS[1024]['median_words']}: a "
         "saturated run amplifies round-off, so one seed's curve differs a little between CPUs); at d_k = 16 it is "
         f"still higher in {_at_least(16)} (median ratio {OVER_SEEDS[16]['median_words']}), though both runs are then "
-        "about 97% accurate. Press Play and compare the curves; the seed next to the plots picks another run.",
+        "about 97% accurate. Press Play and compare the curves; the seed next to the plots picks another run. A "
+        "real transformer starts with far smaller logits, and there the cost of no scaling depends on the width "
+        "and the learning rate: the next question.",
         None, VASWANI + "; the model and task are this page's own (sdpa_core/model.py).",
         "Train both", {"view": "training", "rule_a": "none", "rule_b": "sqrt", "train_d_k": 1024, "lr": 0.01}),
     Question(
