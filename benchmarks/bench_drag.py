@@ -3,11 +3,16 @@ more builds side by side in the same run (interleaved, so machine load hits them
 
     python benchmarks/bench_drag.py --site before=/tmp/site-before --site after=_site [--rounds 3]
 
+`--query` picks the view (default ?view=playground) and `--handle LABEL` the slider dragged there, by
+its handle's aria-label (web/a11y.py copies each slider's visible title into it; default: d_k's
+"d_k (key/query dimension)"), e.g.
+    python benchmarks/bench_drag.py --site now=_site --query '?view=dial' --handle 'Logit std s'
+
 Build a "before" site from an older commit with a worktree, e.g.
     git worktree add /tmp/wt-before HEAD~3 && (cd /tmp/wt-before && python -m build.make_site --out /tmp/site-before)
 
 Per build, each round boots the page in a fresh browser profile and then:
-- step drag: 8 arrow-key presses up then 8 down on the d_k slider, each once the previous step has
+- step drag: 8 arrow-key presses up then 8 down on the slider (d_k unless --handle), each once the previous step has
   settled. Per step: the worker's busy time (its message handlers and timers, measured inside the
   worker), key press to redrawn plot (the first patch with new plot data applied, plus a frame),
   and the messages each way.
@@ -32,7 +37,8 @@ from build import serve  # noqa: E402
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-quic"]
 BOOT_MS = 120_000
-HANDLE = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'   # beside the figure (the drawer has one too)
+HANDLE_LABEL = "d_k (key/query dimension)"   # the slider dragged unless --handle names another
+HANDLE = '#main .noUi-handle[aria-label="%s"]'   # beside the figure (the drawer has one too)
 
 # Runs in the worker before worker.js: times every message handler and timer callback (the worker's
 # busy time) on the page's clock (timeOrigin + now), and answers {type: "bench-busy"} with them.
@@ -219,7 +225,7 @@ def fast_drag(page, key: str, steps: int) -> float:
     return max(ends, default=last) - last
 
 
-def run_site(browser, url: str, steps: int, profile: int = 0) -> dict:
+def run_site(browser, url: str, steps: int, profile: int = 0, label: str = HANDLE_LABEL) -> dict:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
     context.add_init_script(PAGE_INIT % json.dumps(WORKER_PREFIX))
     page = context.new_page()
@@ -227,7 +233,7 @@ def run_site(browser, url: str, steps: int, profile: int = 0) -> dict:
     page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=BOOT_MS)
     if page.evaluate("window.sdpaLab.error"):
         raise SystemExit(f"bench_drag: {url} failed to boot: {page.evaluate('window.sdpaLab.error')}")
-    handle = page.locator(HANDLE)
+    handle = page.locator(HANDLE % label)
     handle.wait_for(timeout=30_000)
     page.wait_for_timeout(1500)
     handle.focus()
@@ -255,6 +261,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--query", default="?view=playground", help="the page's address query (the view dragged in)")
+    ap.add_argument("--handle", default=HANDLE_LABEL, metavar="LABEL",
+                    help="the aria-label of the slider handle dragged, beside the figure in #main "
+                         f"(default: {HANDLE_LABEL!r})")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="instead: print the N top lines of a cProfile of the worker during one step drag, per build")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
@@ -268,7 +277,7 @@ def main() -> int:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
                 print(f"== {name}: cProfile of the worker over {args.steps} d_k steps (Python inside Pyodide)")
-                run_site(browser, url + args.query, args.steps, profile=args.profile)
+                run_site(browser, url + args.query, args.steps, profile=args.profile, label=args.handle)
                 browser.close()
             server.shutdown()
         return 0
@@ -279,7 +288,7 @@ def main() -> int:
         browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
         for r in range(args.rounds):
             for name, _ in sites:
-                got = run_site(browser, servers[name][1] + args.query, args.steps)
+                got = run_site(browser, servers[name][1] + args.query, args.steps, label=args.handle)
                 results[name]["steps"] += got["steps"]
                 results[name]["settled"] += got["settled"]
                 print(f"round {r + 1} {name}: busy/step {med([s['busy'] for s in got['steps']]):.0f} ms, "
