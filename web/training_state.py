@@ -102,7 +102,7 @@ class TrainingState(param.Parameterized):
         """Advance both runs by ``steps`` (or as many as fit in ``budget`` seconds); returns the new
         history points per run: ``{"a": {"step": [...], "loss": [...], "accuracy": [...]}, "b": ...}``."""
         if steps is None:
-            steps = int(max(1, min(25, budget / max(self._per_step, 1e-5))))
+            steps = self.steps_within(budget)
         steps = max(0, min(int(steps), MAX_TRAIN_STEPS - self.steps_done))
         t0 = time.perf_counter()
         new = {}
@@ -117,6 +117,10 @@ class TrainingState(param.Parameterized):
             self.running = False
         self._update_status()
         return new
+
+    def steps_within(self, budget: float) -> int:
+        """How many steps of both runs fit ``budget`` seconds, from the last advance's pace (1 to 25)."""
+        return int(max(1, min(25, budget / max(self._per_step, 1e-5))))
 
     def example(self) -> dict:
         """The fixed example's attention weights under each run's current parameters, and its target key."""

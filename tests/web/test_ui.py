@@ -153,6 +153,15 @@ def test_play_grows_the_loss_curve_and_pause_stops_it(page: Page, app_url):
     page.wait_for_function(f"() => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) >= {2 * AHEAD}")
     ahead = column_len(page, "loss")
     assert ahead == 2 * AHEAD, ahead
+    # a moved setting resets both runs, and the first AHEAD steps fill in again a tick at a time (the slider's
+    # redraw does not wait for them): first fewer points than before, then exactly as many
+    handle = page.locator('#main .noUi-handle[aria-label="d_k of the trained head"]')
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('train_d_k=128')", timeout=30_000)
+    page.wait_for_function(f"() => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) >= {2 * AHEAD}",
+                           timeout=60_000)
+    assert column_len(page, "loss") == 2 * AHEAD
     page.get_by_role("button", name="▶ Play").click()
     page.wait_for_function(f"() => ({COLUMN_JS})('loss').reduce((a, v) => a + v.length, 0) >= {ahead + 40}")
     page.get_by_role("button", name="❙❙ Pause").click()

@@ -103,7 +103,10 @@ class Training(pn.viewable.Viewer):
         self._cleanup_registered = False
         self.sharpness = Sharpness(train=tr)
         self._played = False       # the reader has pressed Play or Step (from then on a reset starts empty)
+        self._ahead_cb = None      # computes the first steps after a moved setting, a tick at a time
+        self._built = False
         self._on_reset()
+        self._built = True
 
     # ---- animation ---------------------------------------------------------------------------
     def _toggle(self, *_):
@@ -187,12 +190,27 @@ class Training(pn.viewable.Viewer):
 
     def _run_ahead(self):
         """Train it opens on a run under way, not on empty plots: until the reader first presses Play or Step,
-        the first AHEAD steps of both runs are computed as the view is built or a link's settings reset it
-        (about 0.4 s of CPython at the defaults), and Play goes on from there. Not inside the tour, whose
-        training step asks for a prediction before any curve is shown."""
+        the first AHEAD steps of both runs are computed, and Play goes on from there. When the view is built
+        (its first paint too) they are computed at once (about 0.4 s of CPython at the defaults); after a moved
+        setting, a tick at a time, so that the slider's own redraw is not held up (at d_k = 1024 the 50 steps
+        took 2.4 s of the built site's worker, measured by benchmarks/bench_drag.py). Not inside the tour,
+        whose training step asks for a prediction before any curve is shown."""
         tr = self.train
-        if not self._played and tr.steps_done == 0 and (tr.lab is None or tr.lab.view == "training"):
+        if self._played or tr.steps_done != 0 or (tr.lab is not None and tr.lab.view != "training"):
+            return
+        if not self._built:
             self._advance(AHEAD)
+        elif self._ahead_cb is None:
+            self._ahead_cb = pn.state.add_periodic_callback(self._ahead_tick, period=TICK_MS, start=True)
+
+    def _ahead_tick(self):
+        tr = self.train
+        if self._played or tr.running or tr.steps_done >= AHEAD:
+            if self._ahead_cb is not None:
+                self._ahead_cb.stop()
+                self._ahead_cb = None
+            return
+        self._advance(min(AHEAD - tr.steps_done, tr.steps_within(0.04)))   # what fits a tick, up to AHEAD
 
     def _update_example(self):
         ex = self.train.example()
