@@ -168,6 +168,12 @@ EMPHASIS = re.compile(r"(&lt;1%|&gt;99%|\d+(?:\.\d+)?%|\d+(?:\.\d+)? of \d+|(?<=
                       r"|(?<=from d_k = )\d+|(?<=up to d_k = )\d+)")
 
 
+def details_html(summary: str, text: str) -> str:
+    """Text behind an expander, as the headlines' details look (escaped: "<1%" stays text)."""
+    return (f"<details class='sdpa-details'><summary>{html.escape(summary, quote=False)}</summary>"
+            f"<p>{html.escape(text, quote=False)}</p></details>")
+
+
 def headline_html(headline: str, conditions: str, details: list[str]) -> str:
     """A view's point in one sentence, its numbers emphasised, then the conditions it holds under and
     the rest of what was measured behind an expander (escaped text: "<1%" stays text)."""

@@ -16,7 +16,7 @@ from ..claims import coincident_rules, gradient_summary, saturation_headline, sa
 from ..options import RULE_LABELS, SAMPLES_OPTIONS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import (ANSWER, beside, caption, choice_slider, control, figure_row, heading, held, rule_color,
+from .common import (ANSWER, beside, caption, choice_slider, control, details_html, figure_row, heading, held, rule_color,
                      rule_dash, show_headline)
 from .length import Length
 
@@ -200,6 +200,4 @@ def gradient_note(text: str) -> str:
     if not sep:
         return html.escape(text, quote=False)
     head = html.escape(head.rstrip(".") + ".", quote=False)
-    rest = html.escape(rest[0].upper() + rest[1:], quote=False)
-    return (f"<p style='margin:0'>{head}</p><details class='sdpa-details'><summary>medians and totals</summary>"
-            f"<p>{rest}</p></details>")
+    return f"<p style='margin:0'>{head}</p>" + details_html("medians and totals", rest[0].upper() + rest[1:])

@@ -14,7 +14,7 @@ from ..grading import grade, recap, split_feedback, step_state
 from ..tour import SELF_CHECK, STEPS, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import ANSWER, HEADING, caption, heading, held, set_html
+from .common import ANSWER, HEADING, caption, details_html, heading, held, set_html
 
 END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
@@ -180,8 +180,7 @@ class Tour(pn.viewable.Viewer):
         shown, more = split_feedback(mark + text)   # about 3 phone lines; the rest behind "details"
         out = f"<div role='status' aria-live='polite'>{html.escape(shown, quote=False)}</div>"
         if more:
-            out += (f"<details class='sdpa-details'><summary>details</summary><p>{html.escape(more, quote=False)}</p>"
-                    "</details>")
+            out += details_html("details", more)
         set_html(self.feedback, out)
 
     def __panel__(self):
