@@ -5,7 +5,7 @@ with a new set of plots. One or more builds side by side in the same run, interl
     python benchmarks/bench_tour.py --site before=/tmp/site-before --site after=_site [--rounds 2]
 
 Each round boots `?view=tour&step=1` in a fresh browser profile, waits until the page is live, then presses
-"Next step" seven times, each once the previous step is drawn. Timings are printed, never asserted.
+"Next step" seven times, each ``--read-ms`` after the previous step is drawn (a reader reads it first). Timings are printed, never asserted.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ DRAWN_JS = f"""([predict, before]) => {{
   return now !== null && now !== before; }}"""
 
 
-def walk(browser, url: str) -> list[float]:
+def walk(browser, url: str, read_ms: int) -> list[float]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(url + "?view=tour&step=1")
@@ -52,6 +52,7 @@ def walk(browser, url: str) -> list[float]:
     page.wait_for_function(f"({PLOTS_JS})() !== null", timeout=60_000)
     times = []
     for i in range(2, len(STEPS) + 1):
+        page.wait_for_timeout(read_ms)   # the reader reads the step (the page lays out the next one meanwhile)
         before = page.evaluate(PLOTS_JS)
         predict = STEPS[i - 1].predict
         start = time.perf_counter()
@@ -66,6 +67,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--site", action="append", required=True, metavar="NAME=DIR")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--read-ms", type=int, default=4000,
+                    help="time on each step before Next, as a reader reading it (0: click as soon as it is drawn)")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     args = ap.parse_args()
     sites = dict(s.split("=", 1) for s in args.site)
@@ -76,7 +79,7 @@ def main() -> int:
             browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
             for _ in range(args.rounds):
                 for name, (_, url) in servers.items():
-                    results[name].append(walk(browser, url))
+                    results[name].append(walk(browser, url, args.read_ms))
             browser.close()
     finally:
         for server, _ in servers.values():

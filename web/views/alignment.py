@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d, Span
 import sdpa_core as sc
 
 from ..claims import alignment_headline, alignment_summary, flat_maps
-from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, RULE_LABELS
+from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, MAP_TITLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color, rule_dash,
@@ -54,12 +54,13 @@ class Alignment(pn.viewable.Viewer):
         self.map_sources, self.maps = {}, {}
         for rule in ALIGN_MAP_RULES:
             src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
-            m = make_figure(title=RULE_LABELS[rule], x_label="key j", y_label="query i", height=280,
+            m = make_figure(title=MAP_TITLES[rule], x_label="key j", y_label="query i", height=240, min_width=80,
                             hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
                             x_range=Range1d(0, 2), y_range=Range1d(2, 0))
             m.rect("x", "y", width=1, height=1, source=src, line_color=None,
                    fill_color={"field": "w", "transform": self.mapper})
             m.grid.visible = False
+            m.xaxis.ticker.desired_num_ticks = 4   # labels that do not collide in a 100 px wide map
             self.map_sources[rule], self.maps[rule] = src, m
         self.play = pn.widgets.Toggle(name="▶ Play: sweep ρ from 0 to 1", button_type="primary", width=260)
         self.play.param.watch(self._toggle, ["value"])
@@ -147,7 +148,9 @@ class Alignment(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Column(
             heading("As q and k align, does 1/√d_k still keep attention spread?"),
-            beside([self.maps[r] for r in ALIGN_MAP_RULES],
+            # the three maps in one row at equal widths, even on a phone: they are compared with each other
+            # (stacked, with Play and ρ between them, the phone reader never saw two at once)
+            beside(figure_row(*(self.maps[r] for r in ALIGN_MAP_RULES), basis=100, min_width=80),
                    [self.play, self.rho, control(self.lab, "d_k"),
                     caption("Press Play, or drag ρ: the maps sharpen as each key lines up with its query.")],
                    basis=200, min_width=200),

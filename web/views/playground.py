@@ -9,7 +9,7 @@ import param
 from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
 from ..claims import conditions, fmt, fmt_sci, headline, pct, readout_rows, split_verdict
-from ..options import RULE_LABELS
+from ..options import MAP_TITLES, RULE_LABELS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
 from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color,
@@ -96,8 +96,9 @@ class Playground(pn.viewable.Viewer):
             p.x_range.end = n  # Bokeh sends nothing when a property is set to the value it has
             p.y_range.start = n
             # a title that changes re-lays out its figure on the page's main thread (~15-25 ms a step in
-            # the built site): the scale, which follows d_k, is shown in the readouts' column heads instead
-            title = f"{RULE_LABELS[r['rule']]}: weights"
+            # the built site): the scale, which follows d_k, is shown in the readouts' column heads instead.
+            # The rule's name alone: "no scaling: weights" was cut to "no scaling: weig" at 320 px
+            title = MAP_TITLES[r['rule']]
             if p.title.text != title:
                 p.title.text = title
         if self.query_slider.end != n - 1:
