@@ -5,7 +5,8 @@ with a new set of plots. One or more builds side by side in the same run, interl
     python benchmarks/bench_tour.py --site before=/tmp/site-before --site after=_site [--rounds 2]
 
 Each round boots `?view=tour&step=1` in a fresh browser profile, waits until the page is live, then presses
-"Next step" seven times, each ``--read-ms`` after the previous step is drawn (a reader reads it first). Timings are printed, never asserted.
+"Next step" seven times, each ``--read-ms`` after the previous step is drawn (a reader reads it first).
+Timings are printed, never asserted.
 """
 from __future__ import annotations
 

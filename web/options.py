@@ -62,8 +62,9 @@ MAX_D_MODEL = 16384                              # the real-models calculator's 
 MODEL_N = 128                                    # tokens per sequence in its Monte-Carlo (fewer for very wide heads)
 MODEL_SAMPLES = 8                                # independent heads averaged there
 ALIGN_MAP_RULES = ("sqrt", "linear", "qknorm")   # its heatmaps: Vaswani's rule and the two alternatives
-#: A heatmap's title: its rule's name, short enough for a map 100 px wide at a 320 px phone's width (14 px bold).
-MAP_TITLES = {**RULE_LABELS, "ssmax": "SSMax"}
+#: A heatmap's title: its rule's name, short enough for a map 100 px wide on a 320 px phone (14 px bold;
+#: muP is named in the captions).
+MAP_TITLES = {**RULE_LABELS, "linear": "1/d_k", "ssmax": "SSMax"}
 LENGTH_SAMPLES = 64                              # queries per sequence length in the length section (~0.1 s)
 LENGTH_RULES = ("none", "sqrt", "ssmax")         # always drawn there, with the chosen rule
 GRADIENT_ROWS = 128                              # query rows pooled for the per-query gradient plot (~30 ms at d_k = 1024)

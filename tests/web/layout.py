@@ -82,4 +82,29 @@ def layout_problems(page: Page, view: str, size: tuple[int, int]) -> list[str]:
         tall = page.evaluate("() => document.scrollingElement.scrollHeight")
         if tall < max(1500, 1.5 * height):
             problems.append(f"{view}: the page does not scroll at {width} px (document {tall} px tall)")
+    problems += heatmap_problems(page, view)
     return problems
+
+
+# the heatmaps (figures whose y axis is "query i") shown: the top and width of each one's box, and whether its
+# title's text, in its own font, fits in the figure (less 30 px for the Save button beside it)
+HEATMAPS_JS = """() => { const views = [];
+  const visit = (v) => { views.push(v); for (const c of (v.child_views || [])) visit(c); };
+  for (const r of Bokeh.index.roots || []) visit(r);
+  const ctx = document.createElement('canvas').getContext('2d');
+  return views.filter((v) => v.model.type === 'Figure' && v.el.isConnected && v.el.offsetParent !== null
+                       && (v.model.left || []).some((a) => a.axis_label === 'query i'))
+    .map((v) => { const r = v.el.getBoundingClientRect(), t = v.model.title;
+      ctx.font = `${t.text_font_style} ${t.text_font_size} ${t.text_font}`;
+      return {title: t.text, top: Math.round(r.top), width: Math.round(r.width),
+              fits: ctx.measureText(t.text).width <= r.width - 30}; }); }"""
+
+
+def heatmap_problems(page: Page, view: str) -> list[str]:
+    """Heatmaps are compared with each other: those of a view share one row at equal widths (on a phone too),
+    and no map's title is cut."""
+    maps = page.evaluate(HEATMAPS_JS)
+    out = [f"{view}: the map titled {m['title']!r} is cut ({m['width']} px wide)" for m in maps if not m["fits"]]
+    if len({m["top"] for m in maps}) > 1 or (maps and max(m["width"] for m in maps) > 1.1 * min(m["width"] for m in maps)):
+        out.append(f"{view}: its heatmaps are not side by side at equal widths: {maps}")
+    return out
