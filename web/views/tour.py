@@ -2,7 +2,10 @@
 what the numbers say, and one control to try (the steps are in web/tour.py)."""
 from __future__ import annotations
 
+import asyncio
 import html
+import sys
+
 import panel as pn
 import param
 
@@ -14,7 +17,7 @@ from ..grading import grade, recap, split_feedback, step_state
 from ..tour import SELF_CHECK, STEPS, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import ANSWER, HEADING, caption, details_html, heading, held, set_html
+from .common import ANSWER, HEADING, caption, details_html, heading, held, prerendering, set_html
 
 END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
@@ -157,7 +160,7 @@ class Tour(pn.viewable.Viewer):
         (0.3 of 0.6 s in CPython for the saturation view, step 4). Once, ``AHEAD_MS`` after the step is
         shown, and only if the reader is still on it; nothing when that view is built already."""
         if self._ahead is not None:
-            self._ahead.stop()
+            self._ahead()
             self._ahead = None
         i = self.lab.step
         if i >= len(STEPS):
@@ -167,7 +170,7 @@ class Tour(pn.viewable.Viewer):
             self._ahead = None
             if self.lab.view == "tour" and self.lab.step == i:
                 self.view_for(STEPS[i].view)
-        self._ahead = pn.state.add_periodic_callback(build, period=AHEAD_MS, count=1)
+        self._ahead = call_later(AHEAD_MS, build)
 
     def _lock(self, event):
         if self._switching or event.new is None:
@@ -240,7 +243,23 @@ if (view != null && view.el != null) {
   view.el.scrollIntoView({block: 'start', behavior: 'instant'});
 }
 """
-#: How long after a step is shown the next step's view is laid out (``Tour._lay_out_next``): after the step's
+def call_later(ms: int, fn):
+    """Run ``fn`` once, ``ms`` from now, in the page's own loop: the server session's timeout callback
+    under ``panel serve``, the event loop in Pyodide. Returns a function that cancels it, or ``None`` where
+    no loop runs or the build draws the first paint (a session callback takes a Bokeh id there, and the
+    live page's ids would no longer match the first paint's). Not a one-shot periodic callback: in Pyodide
+    Panel's runs its first call at once, before the link's document is written."""
+    doc = pn.state.curdoc
+    if sys.platform != "emscripten":
+        if doc is None or doc.session_context is None or prerendering():
+            return None
+        handle = doc.add_timeout_callback(fn, ms)
+        return lambda: doc.remove_timeout_callback(handle) if handle in doc.session_callbacks else None
+    timer = asyncio.get_event_loop().call_later(ms / 1000, fn)
+    return timer.cancel
+
+
+#: How long after a step is shown the next step's view is laid out (the tour's ``_lay_out_next``): after the step's
 #: own figures are drawn, while the reader reads its question (a view takes 0.2-1 s of the worker to build).
 AHEAD_MS = 1500
 #: Tighter spacing inside the step card on a phone: its question, its choices and Next fit above the figure.
