@@ -452,6 +452,8 @@ class Sweep:
     mean: dict = field(default_factory=dict)  # metric -> rule -> (D,)
     spread: dict = field(default_factory=dict)  # metric -> rule -> (D,)
     theory_logit_std: dict = field(default_factory=dict)  # rule -> (D,)
+    samples: int = 0  # random matrices behind each mean (a standard error is spread / sqrt(samples))
+    n: int = 0  # their size (n x n: n rows each)
 
     def to_csv(self) -> str:
         """One row per (rule, d_k): every metric's mean and spread, and the theory logit std."""
@@ -533,7 +535,8 @@ def sweep(
         logit_std[i] = np.abs(factors[r])[:, None] * base_std
     stats = {"logit_std": logit_std, **_matrix_stats(z)}  # metric -> (R, D, samples)
 
-    out = Sweep(d_k=d_ks, rules=rules, mean={m: {} for m in METRICS}, spread={m: {} for m in METRICS})
+    out = Sweep(d_k=d_ks, rules=rules, samples=samples, n=n, mean={m: {} for m in METRICS},
+                spread={m: {} for m in METRICS})
     for m, vals in stats.items():
         mean, spread = vals.mean(axis=-1), vals.std(axis=-1)
         for r in rules:

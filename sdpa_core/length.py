@@ -73,7 +73,9 @@ def length_path(
         ``n`` (int array, N,), ``rules``, and for each of ``top_weight`` (the largest weight of a row),
         ``own_weight`` (the weight on the query's own key, key 0), ``entropy`` (nats) and
         ``entropy_ratio`` (entropy / log n, 1 for uniform attention): ``{rule: (N,) mean over queries}``;
-        ``spread`` holds the std over queries the same way.
+        ``spread`` holds the std over queries the same way, and ``samples`` their number (a mean's
+        standard error is its spread / sqrt(samples)); ``top_weights``: ``{rule: (samples, N)}``, each
+        query's top weight at each n (the same queries at every n, for paired comparisons).
 
     Examples
     --------
@@ -97,7 +99,8 @@ def length_path(
         raise ValueError(f"too much work: samples * max(ns) * len(rules) must be <= {MAX_WORK}")
     dots, cosines = _pairs(np.random.default_rng(seed), samples, int(n[-1]), d_k, sigma, rho)
     metrics = ("top_weight", "own_weight", "entropy", "entropy_ratio")
-    out: dict = {"n": n, "rules": rules, "d_k": d_k, "spread": {m: {} for m in metrics}}
+    out: dict = {"n": n, "rules": rules, "d_k": d_k, "samples": samples, "spread": {m: {} for m in metrics},
+                 "top_weights": {}}
     for m in metrics:
         out[m] = {}
     for r in rules:
@@ -112,6 +115,7 @@ def length_path(
         for m in metrics:
             out[m][r] = np.array([v.mean() for v in rows[m]])
             out["spread"][m][r] = np.array([v.std() for v in rows[m]])
+        out["top_weights"][r] = np.stack(rows["top_weight"], axis=1)
     return out
 
 

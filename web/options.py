@@ -25,6 +25,19 @@ VIEW_REGISTRY = {
     "questions": ("Questions", "Questions"),
 }
 VIEWS = tuple(VIEW_REGISTRY)
+#: Each view's question, its <h2> (a tour step shows its own title above the view's).
+VIEW_HEADINGS = {
+    "playground": "Playground: what happens to one head's attention as d_k grows?",
+    "dial": "The logit dial: how does the logits' spread decide how peaked attention is?",
+    "variance": "Why does the spread of q·k grow with d_k?",
+    "saturation": "Saturation and gradients: which rules keep the softmax from saturating as d_k grows?",
+    "alignment": "As q and k align, does 1/√d_k still keep attention spread?",
+    "training": "Train it: does this tiny model learn slower without scaling?",
+    "real": "What the scale does in a real transformer",
+    "precision": "Half precision: at which d_k do inf and NaN appear?",
+    "models": "Real models: how peaked is a real head's attention at initialisation?",
+    "questions": "Questions",
+}
 VIEW_LABELS = {view: label for view, (label, _) in VIEW_REGISTRY.items()}
 #: The views a tour step can show (every view but the tour itself and the questions).
 TOUR_VIEWS = tuple(v for v in VIEWS if v not in ("tour", "questions"))
@@ -65,7 +78,8 @@ ALIGN_MAP_RULES = ("sqrt", "linear", "qknorm")   # its heatmaps: Vaswani's rule 
 #: A heatmap's title: its rule's name, short enough for a map 100 px wide on a 320 px phone (14 px bold;
 #: muP is named in the captions).
 MAP_TITLES = {**RULE_LABELS, "linear": "1/d_k", "ssmax": "SSMax"}
-LENGTH_SAMPLES = 64                              # queries per sequence length in the length section (~0.1 s)
+LENGTH_SAMPLES = 256                             # queries per sequence length in the length section (~0.2 s): the
+#                                                 fewest at which the default state's words clear their interval
 LENGTH_RULES = ("none", "sqrt", "ssmax")         # always drawn there, with the chosen rule
 GRADIENT_ROWS = 128                              # query rows pooled for the per-query gradient plot (~30 ms at d_k = 1024)
 

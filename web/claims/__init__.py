@@ -47,9 +47,12 @@ from .sweeps import (
     length_trend,
     length_headline,
     length_details,
+    length_margin,
 )
+from .montecarlo import Z, as_points, log_ratio_margin, mean_margin, share_margin
 from .dial import dial_summary, settings_sentence, dial_headline
-from .alignment import alignment_endpoints, alignment_summary, alignment_headline, FLAT_MAP, flat_maps
+from .alignment import (alignment_endpoints, alignment_summary, alignment_headline, FLAT_MAP, flat_maps,
+                        half_saturation_interval)
 from .precision import ORDER_WORDS, broken_span, first_broken, precision_headline
 from .real import (ABOVE, SATURATED_SHARE, best_sentence, failed, growth_sentence, real_answer, real_headline,
                    small_width_sentence, toy_sentence, working_rates, necessary_sentence, tuned_sentence)
@@ -123,6 +126,13 @@ __all__ = [
     "length_trend",
     "length_headline",
     "length_details",
+    "length_margin",
+    "Z",
+    "as_points",
+    "log_ratio_margin",
+    "mean_margin",
+    "share_margin",
+    "half_saturation_interval",
     "dial_summary",
     "settings_sentence",
     "dial_headline",

@@ -11,6 +11,7 @@ import numpy as np
 
 
 from .claim import Claim, as_g, as_int, as_pct, as_tokens, as_word
+from .montecarlo import Z, share_margin
 from .numbers import RULE_LABELS
 
 
@@ -31,12 +32,14 @@ def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float,
     """Which rules saturate as ρ grows, from where, and the readouts at the current ρ. Facts: the conditions
     (``d_k``, ``sigma``, ``n``, ``rho``, and ``temperature``/``alpha`` where a drawn rule reads them), and for
     the i-th rule drawn ``rule_i``, its tokens attended at ρ = 0 and 1 (``at0_i``, ``at1_i``) and now
-    (``now_i``), and ``half_i``, the ρ from which half its rows saturate (absent when none does up to 1)."""
+    (``now_i``); from ``half_saturation_interval``, ``half_i``, the ρ from which half its rows surely saturate,
+    with ``half_lo_i`` where they may from earlier, or ``maybe_i`` where they may but surely do not up to 1
+    (neither when they surely do not); ``z`` and ``samples``, the interval's terms."""
     rhos = np.asarray(path["rho"])
     i = int(np.argmin(np.abs(rhos - rho)))
     ends = alignment_endpoints(path)
     facts = dict(d_k=as_int(d_k), sigma=as_g(sigma), n=as_int(n), rho=as_g(rhos[i]), **ends.given())
-    parts, holding, now = [], [], []
+    parts, holding, unclear, now = [], [], [], []
     tokens = path["effective_support"]
     for k, rule in enumerate(tokens):
         label = f"{{rule_{k}}}"
@@ -44,21 +47,45 @@ def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float,
             label, facts["temperature"] = label + " (τ = {temperature})", as_g(temperature)
         elif rule == "alpha":
             label, facts["alpha"] = label + " (α = {alpha})", as_g(alpha)
-        first = path["half_saturated_rho"][rule]
-        if not math.isfinite(first):
+        maybe, surely = half_saturation_interval(path, rule)
+        if not math.isfinite(maybe):
             holding.append(label)
+        elif not math.isfinite(surely):
+            unclear.append(f"{label} from ρ = {{maybe_{k}}} on")
+            facts[f"maybe_{k}"] = as_g(maybe)
+        elif surely > maybe:
+            parts.append(f"{label} from ρ = {{half_lo_{k}}}–{{half_{k}}}")
+            facts.update({f"half_lo_{k}": as_g(maybe), f"half_{k}": as_g(surely)})
         else:
             parts.append(f"{label} from ρ = {{half_{k}}}")
-            facts[f"half_{k}"] = as_g(first)
+            facts[f"half_{k}"] = as_g(surely)
         now.append(f"{{rule_{k}}} {{now_{k}}}")
         facts[f"now_{k}"] = as_tokens(tokens[rule][i])
     text = "At d_k = {d_k}, σ = {sigma}, n = {n}, tokens attended from ρ = 0 to 1: " + ends.template + ". "
     text += ("At least half the rows saturate with " + ", ".join(parts) + ". " if parts
-             else "No rule saturates half the rows up to ρ = 1. ")
+             else "No rule surely saturates half the rows up to ρ = 1. ")
+    if unclear:
+        text += "Too close to call whether half the rows saturate with " + ", ".join(unclear) + ". "
     if holding:
         text += "With " + " and ".join(holding) + ", fewer than half the rows saturate up to ρ = 1. "
+    if parts or unclear or holding:
+        text += ("(Each call allows {z} standard errors of the {samples} draws per ρ: ρ = a–b means half the rows may "
+                 "saturate from a and surely do from b.) ")
+        facts.update(z=as_g(Z), samples=as_int(path["samples"]))
     return Claim(text + "Now, at ρ = {rho}" + _nearest(rhos[i], rho, facts) + ": tokens attended " + ", ".join(now)
                  + " (of {n}).", **facts)
+
+
+def half_saturation_interval(path: dict, rule: str) -> tuple[float, float]:
+    """The ρ from which at least half of ``rule``'s rows may saturate (the share's interval, ``share_margin``,
+    reaches 0.5) and the ρ from which they surely do (the interval is above 0.5); NaN for none up to ρ = 1.
+    The draw's own first ρ (``half_saturated_rho``) lies between the two."""
+    rhos, share, spread = np.asarray(path["rho"]), path["saturated"][rule], path["spread"]["saturated"][rule]
+    samples, rows = path["samples"], path["n"] * path["samples"]
+    margin = np.array([share_margin(p, s, samples, rows) for p, s in zip(share, spread)])
+    maybe, surely = share + margin >= 0.5, share - margin >= 0.5
+    return (float(rhos[maybe].min()) if maybe.any() else math.nan,
+            float(rhos[surely].min()) if surely.any() else math.nan)
 
 
 def _nearest(swept: float, rho: float, facts: dict) -> str:

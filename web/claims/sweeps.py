@@ -13,6 +13,7 @@ import numpy as np
 import sdpa_core as sc
 
 from .claim import Claim, Sentence, as_2f, as_fmt, as_g, as_int, as_pct, as_sci, as_word
+from .montecarlo import Z, as_points, log_ratio_margin, mean_margin, share_margin
 from .numbers import RULE_LABELS, fmt_sci
 from .playground import STARVED, gradient_figures, starved_countable
 
@@ -21,28 +22,40 @@ from .playground import STARVED, gradient_figures, starved_countable
 FLAT = 0.1
 
 # ---- captions that depend on the state ----------------------------------------------------------------
-def trend(first: float, last: float, span: float) -> str:
+def trend(first: float, last: float, span: float, margin: float = 0.0) -> str:
     """"flat", "falls" or "rises": how a curve over d_k moves. Flat means a change below ``FLAT`` of
-    ``span`` (its natural range) and below twice ``FLAT`` of the curve's own size."""
-    if abs(last - first) < FLAT * span and abs(last - first) < 2 * FLAT * max(abs(first), abs(last)):
+    ``span`` (its natural range) and below twice ``FLAT`` of the curve's own size. With a Monte-Carlo
+    ``margin`` on the change, a change within ``margin`` of that line is "unclear" (too close to call)."""
+    line = min(FLAT * span, 2 * FLAT * max(abs(first), abs(last)))
+    change = abs(last - first)
+    if change + margin < line or (margin == 0 and change < line):
         return "flat"
+    if change - margin < line:
+        return "unclear"
     return "falls" if last < first else "rises"
+
+
+def _trend_text(how: str, first: float, last: float) -> str:
+    if how == "unclear":
+        return f"{'falls' if last < first else 'rises'} or stays flat (too close to call)"
+    return {"flat": "stays flat", "falls": "falls", "rises": "rises"}[how]
 
 
 def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo: int = 16) -> Claim:
     """What each rule's entropy does from d_k = ``lo`` to the largest d_k of the sweep, at this ρ and σ. Facts:
     the conditions (``sigma``, ``rho``, ``n``, ``d_from``, ``d_to``, ``uniform`` = log n) and for the i-th rule
-    of the sweep ``rule_i``, its ``trend_i`` (``trend``: "flat", "falls", "rises") and entropies ``from_i``, ``to_i``."""
+    of the sweep ``rule_i``, its ``trend_i`` (``trend``: "flat", "falls", "rises", or "unclear" when the change
+    is within ``Z`` standard errors of the flat line) and entropies ``from_i``, ``to_i``."""
     d = list(sweep.d_k)
     i, j = d.index(lo) if lo in d else 0, len(d) - 1
     h = math.log(n)
     parts, facts = [], {}
     for k, rule in enumerate(sweep.rules):
-        e = sweep.mean["entropy"][rule]
-        how = trend(e[i], e[j], h)
+        e, sd = sweep.mean["entropy"][rule], sweep.spread["entropy"][rule]
+        how = trend(e[i], e[j], h, mean_margin(math.hypot(sd[i], sd[j]), sweep.samples))
         parts.append(f"{{rule_{k}}} {{trend_{k}}} ({{from_{k}}} → {{to_{k}}})")
         facts.update({f"rule_{k}": as_word(rule, RULE_LABELS[rule]),
-                      f"trend_{k}": as_word(how, {"flat": "stays flat", "falls": "falls", "rises": "rises"}[how]),
+                      f"trend_{k}": as_word(how, _trend_text(how, e[i], e[j])),
                       f"from_{k}": as_2f(e[i]), f"to_{k}": as_2f(e[j])})
     return Claim("At σ = {sigma}, ρ = {rho}, n = {n}, entropy from d_k = {d_from} to {d_to} (uniform: {uniform}): "
                  + "; ".join(parts) + ".", sigma=as_g(sigma), rho=as_g(rho), n=as_int(n), d_from=as_int(d[i]),
@@ -154,17 +167,19 @@ def variance_headline(dots: dict, *, d_k: int, rule: str) -> Claim:
 
 def saturation_headline(sweep: sc.Sweep, *, rule: str, lo: int = 16) -> Claim:
     """The sweep's point: the share of saturated rows at the smallest and largest d_k shown, without
-    scaling and with the rule."""
+    scaling and with the rule, and ``pm``: the widest of their Monte-Carlo intervals (``share_margin``)."""
     d = list(sweep.d_k)
     i, j = d.index(lo) if lo in d else 0, len(d) - 1
-    sat = sweep.mean["saturated"]
+    sat, spread = sweep.mean["saturated"], sweep.spread["saturated"]
+    shown = ("none",) if rule == "none" else ("none", rule)
+    pm = max(share_margin(sat[r][x], spread[r][x], sweep.samples, sweep.n * sweep.samples) for r in shown for x in (i, j))
     text = "From d_k = {lo} to {hi}, saturated rows go from {unscaled_lo} to {unscaled_hi} without scaling"
     facts = dict(lo=as_int(d[i]), hi=as_int(d[j]), unscaled_lo=as_pct(sat["none"][i]),
-                 unscaled_hi=as_pct(sat["none"][j]))
+                 unscaled_hi=as_pct(sat["none"][j]), pm=as_points(pm))
     if rule == "none":
-        return Claim(text + ".", **facts)
-    return Claim(text + "; with {rule}, {scaled_lo} to {scaled_hi}.", **facts, rule=as_word(rule, RULE_LABELS[rule]),
-                 scaled_lo=as_pct(sat[rule][i]), scaled_hi=as_pct(sat[rule][j]))
+        return Claim(text + " (±{pm} points).", **facts)
+    return Claim(text + "; with {rule}, {scaled_lo} to {scaled_hi} (each ±{pm} points).", **facts,
+                 rule=as_word(rule, RULE_LABELS[rule]), scaled_lo=as_pct(sat[rule][i]), scaled_hi=as_pct(sat[rule][j]))
 
 # ---- why √d_k, geometrically -----------------------------------------------------------------------
 def geometry_headline(geo: dict, *, d_k: int, sigma: float) -> Claim:
@@ -183,13 +198,17 @@ FADE = 1.25
 LENGTH_FROM = 16
 
 
-def length_trend(first: float, last: float) -> str:
-    """How a top weight moves from ``first`` to ``last``: "falls", "rises", or "stays" (within ``FADE``×)."""
-    if last * FADE < first:
-        return "falls"
-    if last > first * FADE:
-        return "rises"
-    return "stays"
+def length_trend(first: float, last: float, margin: float = 0.0) -> str:
+    """How a top weight moves from ``first`` to ``last``: "falls", "rises", or "stays" (within ``FADE``×);
+    "unclear" when log(first / last) is within ``margin`` (its Monte-Carlo interval) of ±log ``FADE``."""
+    change, line = math.log(first / last), math.log(FADE)
+    if margin == 0:
+        return "falls" if last * FADE < first else "rises" if last > first * FADE else "stays"
+    if abs(change) + margin < line:
+        return "stays"
+    if abs(change) - margin <= line:
+        return "unclear"
+    return "falls" if change > 0 else "rises"
 
 
 def _length_span(path: dict) -> tuple[int, int]:
@@ -198,15 +217,25 @@ def _length_span(path: dict) -> tuple[int, int]:
 
 
 def _length_move(path: dict, rule: str, key: str) -> tuple[str, dict]:
-    """"falls 26% → 1%" (or "stays within 1.25× (31% → 28%)") for one rule's top weight between the section's
-    two lengths: its template and facts (``key``_trend, _from, _to; ``fade`` when it stays)."""
+    """"falls 26% → 1%" (or "stays within 1.25× (31% → 28%)", or "moves 30% → 23% (unclear)" when the draw
+    cannot tell) for one rule's top weight between the section's two lengths: its template and facts
+    (``key``_trend, _from, _to; ``fade`` when it stays)."""
     i, j = _length_span(path)
     a, b = float(path["top_weight"][rule][i]), float(path["top_weight"][rule][j])
-    how = length_trend(a, b)
-    facts = {f"{key}_trend": as_word(how, how), f"{key}_from": as_pct(a), f"{key}_to": as_pct(b)}
+    draws = path["top_weights"][rule]
+    how = length_trend(a, b, log_ratio_margin(draws[:, i], draws[:, j]))
+    facts = {f"{key}_trend": as_word(how, "moves" if how == "unclear" else how), f"{key}_from": as_pct(a),
+             f"{key}_to": as_pct(b)}
     if how == "stays":
         return f"{{{key}_trend}} within {{fade}}× ({{{key}_from}} → {{{key}_to}})", {**facts, "fade": as_g(FADE)}
-    return f"{{{key}_trend}} {{{key}_from}} → {{{key}_to}}", facts
+    close = " (unclear)" if how == "unclear" else ""
+    return f"{{{key}_trend}} {{{key}_from}} → {{{key}_to}}{close}", facts
+
+
+def length_margin(path: dict) -> float:
+    """The widest Monte-Carlo interval (``mean_margin``) of the top weights the length sentences state."""
+    i, j = _length_span(path)
+    return max(mean_margin(path["spread"]["top_weight"][r][x], path["samples"]) for r in path["rules"] for x in (i, j))
 
 
 def length_headline(path: dict) -> Claim:
@@ -222,7 +251,7 @@ def length_headline(path: dict) -> Claim:
 def length_details(path: dict, *, rho: float) -> list[Claim]:
     """Each drawn rule's top weight (facts ``top_*``) and entropy as a share of log n (``entropy_from``,
     ``entropy_to``) between the section's two lengths; at ρ > 0 the weight each query puts on its own key
-    too (``rule_i``, ``from_i``, ``to_i``)."""
+    too (``rule_i``, ``from_i``, ``to_i``); last, the top weights' interval (``samples``, ``pm``, ``z``)."""
     i, j = _length_span(path)
     out = []
     for r in path["rules"]:
@@ -240,4 +269,8 @@ def length_details(path: dict, *, rho: float) -> list[Claim]:
         out.append(Claim("Each query's own key (k = ρq + √(1 − ρ²)z, ρ = {rho}) gets, from n = {n_from} to {n_to}: "
                          + "; ".join(own) + ".", rho=as_g(rho), n_from=as_int(path["n"][i]),
                          n_to=as_int(path["n"][j]), **facts))
+    out.append(Claim("Monte-Carlo means over {samples} queries: each top weight above is within ±{pm} points "
+                     "({z} standard errors); a move is called falls, rises or stays only when it clears {fade}× by more "
+                     "than its own interval, else “moves … (unclear)”.", samples=as_int(path["samples"]), pm=as_points(length_margin(path)),
+                     z=as_g(Z), fade=as_g(FADE)))
     return out
