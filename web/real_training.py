@@ -89,11 +89,12 @@ def answer(init: str = "gpt2"):
                        growth=(std[0], std[-1]), steps=int(spec()["eval_steps"][-1]))
 
 
-def necessary(init: str = "gpt2"):
-    """The sentence "Is it always necessary?" takes from this grid (claims/real.py necessary_sentence)."""
+def necessary(init: str = "gpt2", **where):
+    """The sentence "Is it always necessary?" takes from this grid (claims/real.py necessary_sentence; ``where``
+    names where the reader finds the transformer, for the tour and Train it)."""
     from .claims import necessary_sentence
     small, large = min(D_KS), max(D_KS)
-    return necessary_sentence(rows(init, small), rows(init, large), small=small, large=large)
+    return necessary_sentence(rows(init, small), rows(init, large), small=small, large=large, **where)
 
 
 def tuned(init: str = "gpt2"):

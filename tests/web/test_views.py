@@ -112,3 +112,12 @@ def test_every_view_in_the_registry_has_its_module_and_every_module_its_entry():
     files = {p.stem: p.read_text() for p in (ROOT / "web" / "views").glob("*.py")}
     parts = {name for name in files if any(f"from .{name} import" in text for text in files.values())}
     assert set(files) - parts - {"__init__"} <= set(VIEW_REGISTRY) <= set(files)
+
+
+def test_every_view_but_the_tour_has_its_question_and_shows_it():
+    """Each view's <h2> comes from one registry (web/options.py VIEW_HEADINGS), which the first-paint browser
+    test reads too: every view but the tour (whose steps have titles) has one, and its module shows it."""
+    from web.options import VIEW_HEADINGS, VIEWS
+    assert set(VIEW_HEADINGS) == set(VIEWS) - {"tour"}
+    for name in VIEW_HEADINGS:
+        assert f'heading(VIEW_HEADINGS["{name}"])' in (ROOT / "web" / "views" / f"{name}.py").read_text(), name

@@ -109,12 +109,13 @@ def toy_sentence(toy: dict, real_rows: dict, lrs: list, *, d_k: int) -> Claim:
                  toy_n=as_int(toy_n), n=as_int(len(lrs)), real_n=as_int(real_n))
 
 
-def necessary_sentence(rows_small: dict, rows_large: dict, *, small: int, large: int) -> Claim:
+def necessary_sentence(rows_small: dict, rows_large: dict, *, small: int, large: int,
+                       where: str = 'of "Does that hold in a real transformer?"') -> Claim:
     """For "Is it always necessary?": what dropping the scale cost in the real grid at its smallest width (the
     largest excess of no scaling's final loss over 1/√d_k's, over the rates) and at how many rates no scaling
-    saturates at its largest."""
+    saturates at its largest. ``where`` names where the reader finds that transformer."""
     gap = max(a.loss - b.loss for a, b in zip(rows_small["none"], rows_small["sqrt"]))
-    return Claim("In the small real transformer of \"Does that hold in a real transformer?\" (GPT-2's init), "
+    return Claim(f"In the small real transformer {where} (GPT-2's init), "
                  "dropping the scale cost at most {gap} nats at "
                  "d_k = {small}, at any learning rate; at d_k = {large} no scaling's rows saturated at {sat} of {n} "
                  "rates.", gap=as_2f(max(gap, 0.0)), small=as_int(small), large=as_int(large),

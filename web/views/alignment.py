@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d, Span
 import sdpa_core as sc
 
 from ..claims import alignment_headline, alignment_summary, flat_maps
-from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, MAP_TITLES, RULE_LABELS
+from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, MAP_TITLES, RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color, rule_dash,
@@ -147,7 +147,7 @@ class Alignment(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Column(
-            heading("As q and k align, does 1/√d_k still keep attention spread?"),
+            heading(VIEW_HEADINGS["alignment"]),
             # the three maps in one row at equal widths, even on a phone: they are compared with each other
             # (stacked, with Play and ρ between them, the phone reader never saw two at once)
             beside(figure_row(*(self.maps[r] for r in ALIGN_MAP_RULES), basis=100, min_width=80),

@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d, Span
 import sdpa_core as sc
 
 from ..claims import dial_headline, dial_summary, settings_sentence
-from ..options import RULE_LABELS
+from ..options import RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, make_figure,
                      style_legend)
@@ -139,7 +139,7 @@ class Dial(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Column(
-            heading("The logit dial: how does the logits' spread decide how peaked attention is?"),
+            heading(VIEW_HEADINGS["dial"]),
             beside([self.curve_fig, self.map_fig],
                    [self.slider, caption("Move s and watch how much of each row its top key takes.")], basis=260),
             self.summary,

@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 from sdpa_core import real_models
 
 from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_headline, model_summary, pct
-from ..options import MAX_D_MODEL
+from ..options import MAX_D_MODEL, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, VERDICT_STYLES, make_figure, style_legend
 from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
@@ -133,7 +133,7 @@ class Models(pn.viewable.Viewer):
         # the heads next to the model: what the tour's step asks the reader to change, on a phone's first screen
         fields = [self.preset, self.heads, self.d_model, self.init_std, self.scale, self.qk_norm, self.layernorm]
         return pn.Column(
-            heading("Real models: how peaked is a real head's attention at initialisation?"),
+            heading(VIEW_HEADINGS["models"]),
             beside(self.width_fig, fields),
             caption("The lines: this model's heads and init std at other widths (closed form). Without QK-norm, at a fixed init std, "
                     "4× the width gives 8× the unscaled logit std (d_k and both q's and k's entries grow) and 4× with "

@@ -9,7 +9,7 @@ import param
 from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 
 from ..claims import conditions, fmt, fmt_sci, headline, pct, readout_rows, split_verdict
-from ..options import MAP_TITLES, RULE_LABELS
+from ..options import MAP_TITLES, RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
 from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color,
@@ -154,7 +154,7 @@ class Playground(pn.viewable.Viewer):
                       sizing_mode="stretch_width", styles={"flex": "1 1 340px"}, min_width=250),
             sizing_mode="stretch_width")
         return pn.Column(
-            heading("Playground: what happens to one head's attention as d_k grows?"),
+            heading(VIEW_HEADINGS["playground"]),
             beside(maps, self.controls, basis=640),
             self.verdict,
             caption("Random Q and K go through the softmax unscaled (left) and with the chosen rule (right): weights "

@@ -9,7 +9,7 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 import sdpa_core as sc
 
 from ..claims import broken_span, first_broken, precision_headline
-from ..options import ORDER_LABELS, PRECISION_N
+from ..options import ORDER_LABELS, PRECISION_N, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
 from .common import ANSWER, beside, caption, control, heading, held, show_headline
@@ -133,7 +133,7 @@ class Precision(pn.viewable.Viewer):
         controls = [caption("Where the 1/√d_k scaling happens"), self.order, self.preset,
                     caption("Large, aligned q and k: float16 products pass 65504 at large d_k."), control(self.lab, "d_k")]
         return pn.Column(
-            heading("Half precision: at which d_k do inf and NaN appear?"),
+            heading(VIEW_HEADINGS["precision"]),
             beside(figs, controls, basis=300),
             self.summary,
             caption("float16 cannot hold a number above 65504. A softmax that takes exp in float16, as the naive one "

@@ -11,6 +11,7 @@ from .. import real_training
 from ..state import LabState
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
 from ..urlstate import apply_query
+from ..options import VIEW_HEADINGS
 from .common import caption, heading
 
 
@@ -163,7 +164,7 @@ class Questions(pn.viewable.Viewer):
         return go
 
     def __panel__(self):
-        cards = [heading("Questions"),
+        cards = [heading(VIEW_HEADINGS["questions"]),
                  caption("Short answers; each button opens the live view with settings that show the answer "
                          "(every other setting goes back to its default).")]
         for q in QUESTIONS:

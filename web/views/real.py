@@ -16,6 +16,7 @@ from ..theme import CSS, RULE_COLORS, RULE_DASH, VERDICT_STYLES, WRAP_BUTTONS, m
 from ..toy_sweep import STEPS, ToySweep
 from ..toy_sweep import RULES as TOY_RULES
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
+from ..options import VIEW_HEADINGS
 from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
 
 RULES = tuple(r for r in rt.RULE_LABELS if r in rt.spec()["rules"])
@@ -227,7 +228,7 @@ class Real(pn.viewable.Viewer):
                     caption("Learning rate of the logits' plot"), self.lr,
                     caption("Initialisation"), self.init]
         return pn.Column(
-            heading("What the scale does in a real transformer"),
+            heading(VIEW_HEADINGS["real"]),
             self.summary,
             beside([self.loss_fig, self.std_fig], controls, basis=300),
             heading("The same sweep on the toy, live in this tab", level=3),

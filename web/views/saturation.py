@@ -13,7 +13,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 import sdpa_core as sc
 
 from ..claims import coincident_rules, gradient_summary, saturation_headline, saturation_summary
-from ..options import RULE_LABELS, SAMPLES_OPTIONS
+from ..options import RULE_LABELS, SAMPLES_OPTIONS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, choice_slider, control, details_html, figure_row, heading, held, rule_color,
@@ -163,7 +163,7 @@ class Saturation(pn.viewable.Viewer):
         controls = [control(self.lab, "rule"), control(self.lab, "d_k"), control(self.lab, "rho"),
                     caption("The chosen rule is drawn thicker; the dashed line marks d_k.")]
         return pn.Column(
-            heading("Saturation and gradients: which rules keep the softmax from saturating as d_k grows?"),
+            heading(VIEW_HEADINGS["saturation"]),
             beside(figs, controls, basis=300),
             self.note,
             caption("The paper's claim, measured on random q and k: at σ = 1, without scaling the softmax saturates as "

@@ -9,10 +9,11 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Range1d, Span
 
-from ..options import LR_OPTIONS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES
+from ..options import LR_OPTIONS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES, VIEW_HEADINGS
 from ..training_state import TrainingState
 from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
 from ..figure_labels import describe
+from .. import real_training
 from .common import ANSWER, beside, caption, choice_slider, figure_row, heading, held, rule_color
 from .sharpness import Sharpness
 
@@ -234,7 +235,7 @@ class Training(pn.viewable.Viewer):
                             "(T5)” for one run and 1/√d_k for the other, then switch the optimizer.")]
         figs = [self.loss_fig, self.acc_fig]
         return pn.Column(
-            heading("Train it: does the same model learn slower without scaling?"),
+            heading(VIEW_HEADINGS["training"]),
             beside(figs, controls, basis=300),
             self.status,
             caption("A one-head attention model learns to retrieve: it sees 8 keys with class labels and a noisy copy "
@@ -242,6 +243,8 @@ class Training(pn.viewable.Viewer):
                     "it. Play trains a few steps every tick (at most 1500 steps); Step ×10 advances by hand; a run "
                     "whose loss becomes NaN or infinite stops with a message and the other keeps going. The optimizer's step "
                     "size applies to both runs; too large and a run diverges."),
+            caption("That is this page's tiny model: one head, no LayerNorm, q and k entries of variance about 1 at every "
+                    f"width. {real_training.necessary(where='of the Real transformer view')}"),
             self.download,
             caption("Loss and accuracy of each batch before its update; dotted lines are chance (log 8 and 1/8). "
                     "Run B is dashed."),

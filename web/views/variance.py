@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 import sdpa_core as sc
 
 from ..claims import loglog_summary, variance_headline, variance_summary
-from ..options import D_K_OPTIONS, HIST_SAMPLES, RULE_LABELS
+from ..options import D_K_OPTIONS, HIST_SAMPLES, RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
 from ..figure_labels import describe
@@ -152,7 +152,7 @@ class Variance(pn.viewable.Viewer):
                             "1/√d_k it keeps its width. Each axis spans what its histogram reaches over d_k = 1 to "
                             f"{D_K_OPTIONS[-1]} at this σ and ρ; the heights follow each peak.")]
         return pn.Column(
-            heading("Why does the spread of q·k grow with d_k?"),
+            heading(VIEW_HEADINGS["variance"]),
             beside(hists, controls, basis=260),
             self.summary,
             caption("Each logit is a sum of d_k products qᵢkᵢ. For independent q and k (ρ = 0) with entries of "
