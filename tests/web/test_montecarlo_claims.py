@@ -1,7 +1,9 @@
 """The Monte-Carlo sentences hold across seeds: each view's figures drawn at random (saturated shares, top
 weights, the ρ from which half the rows saturate) are re-drawn at several seeds, and every stated figure stays
 within the interval its sentence states of a reference drawn many times larger, and no trend word says what
-the reference contradicts. The states include the ones an outside review found flipping with the seed.
+the reference contradicts. The states include the ones an outside review found flipping with the seed; the views are saturation
+(shares, entropies and their words), the length section, alignment (tokens attended and the half-saturation ρ),
+the variance view's log-log slopes and the real-models calculator.
 
 The reference's own interval is computed here from its draws (standard errors of a mean), not by the page's
 code; a word is consistent with it when its line is inside the reference's interval on the word's side."""
@@ -17,7 +19,7 @@ from sdpa_core.experiments import MAX_WORK
 from sdpa_core.length import MAX_LENGTH
 from web import claims
 from web.claims.sweeps import FADE, FLAT, LENGTH_FROM
-from web.options import ALIGN_SAMPLES, RHO_STEPS
+from web.options import ALIGN_SAMPLES, MODEL_N, RHO_STEPS
 from web.state import LabState
 
 SEEDS = range(6)
@@ -78,6 +80,9 @@ def test_saturation_entropy_words_agree_with_a_large_draw_across_seeds(state):
             margin = Z * math.hypot(_se(sd[0], ref.samples), _se(sd[1], ref.samples))
             word = h.facts[f"trend_{k}"]
             assert _consistent_entropy_word(word, e[0], e[1], margin, span), (seed, r, word, e, margin, h)
+            for fact, x in ((f"from_{k}", 0), (f"to_{k}", 1)):   # each entropy within the stated ±pm
+                slack = Z * _se(sd[x], ref.samples)
+                assert abs(h.facts[fact] - e[x]) <= h.facts["pm"] + slack + 1e-9, (seed, fact, e[x], h)
 
 
 # ---- sequence length: the top weights and their words ------------------------------------------------------
@@ -160,9 +165,63 @@ def test_half_saturation_rho_holds_across_seeds(state):
         lab = LabState(view="alignment", seed=seed, **state)
         h = claims.alignment_summary(lab.alignment, d_k=lab.d_k, n=lab.n, sigma=lab.sigma, rho=lab.rho,
                                      temperature=lab.temperature, alpha=lab.alpha)
+        head = claims.alignment_headline(lab.alignment, rho=0.0, n=lab.n)
+        for fact, x in (("tokens", 0), ("other_tokens", -1)):
+            want, se = ref["effective_support"]["sqrt"][x], _se(ref["spread"]["effective_support"]["sqrt"][x], ref["samples"])
+            assert abs(head.facts[fact] - want) <= head.facts["pm"] + Z * se + 1e-9, (seed, fact, want, head)
         for k, rule in enumerate(lab.alignment["effective_support"]):
             may, surely = _said_interval(h, k)
             ref_may, ref_surely = _reference_interval(ref, rule)
             assert max(may, ref_may) <= min(surely, ref_surely), (seed, rule, (may, surely), (ref_may, ref_surely), h)
+            tokens, spread = ref["effective_support"][rule], ref["spread"]["effective_support"][rule]
+            for fact, x in ((f"at0_{k}", 0), (f"at1_{k}", -1)):   # tokens attended within the stated ±pm_tokens
+                slack = Z * _se(spread[x], ref["samples"])
+                assert abs(h.facts[fact] - tokens[x]) <= h.facts["pm_tokens"] + slack + 1e-9, (seed, fact, h)
             drawn = lab.alignment["half_saturated_rho"][rule]   # the draw's own first ρ lies within what is said
             assert (math.isnan(drawn) and surely == math.inf) or may <= drawn <= surely, (seed, rule, drawn, h)
+
+
+# ---- the variance view's log-log slopes -------------------------------------------------------------------
+@pytest.mark.parametrize("state", [dict(rho=0.0, rule="sqrt"), dict(rho=0.5, rule="linear"),
+                                   dict(rho=0.0, rule="sqrt", n=3, sigma=0.5)],
+                         ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+def test_loglog_slopes_stay_within_their_stated_interval_across_seeds(state):
+    n, sigma = state.get("n", 16), state.get("sigma", 1.0)
+    ref = sc.sweep([256, 4096], ("none", state["rule"]), n=n, samples=min(2000, MAX_WORK // (n * n * 4)),
+                   sigma=sigma, rho=state["rho"], seed=40_009)
+    for seed in SEEDS:
+        lab = LabState(view="variance", seed=seed, **state)
+        h = claims.loglog_summary(lab.sweep, rule=state["rule"], rho=state["rho"])
+        for fact, r in (("unscaled", "none"), ("scaled", state["rule"])):
+            y, sd = ref.mean["logit_std"][r], ref.spread["logit_std"][r]
+            want = math.log(y[1] / y[0]) / math.log(16)
+            slack = Z * math.hypot(_se(sd[0], ref.samples) / y[0], _se(sd[1], ref.samples) / y[1]) / math.log(16)
+            assert abs(h.facts[fact] - want) <= h.facts["pm"] + slack + 1e-9, (seed, fact, want, h)
+
+
+# ---- the real-models calculator ---------------------------------------------------------------------------
+@pytest.mark.parametrize("preset", ["gpt2", "t5-base", "olmo-2-7b"])
+def test_model_figures_stay_within_their_stated_interval_across_seeds(preset):
+    from sdpa_core import real_models
+    draws = [real_models.preset_at_init(preset, n=MODEL_N, samples=8, seed=50_000 + i) for i in range(6)]
+    def ref(variant, key):   # the mean of 48 heads and its standard error
+        means = np.array([d["mc"][variant][key] for d in draws])
+        ses = np.array([d["mc"][variant][f"{key}_se"] for d in draws])
+        return means.mean(), math.sqrt((ses ** 2).sum()) / len(draws)
+    for seed in SEEDS:
+        lab = LabState(view="models", preset=preset, seed=seed)
+        m = lab.real_model
+        assert m["n"] == MODEL_N, m["n"]
+        head, summary = claims.model_headline(m), claims.model_summary(m)
+        checks = [(head, "top", "model", "top_weight", head.facts["pm"]),
+                  (summary, "top_model", "model", "top_weight", summary.facts["pm"]),
+                  (summary, "top_unscaled", "unscaled", "top_weight", summary.facts["pm"]),
+                  (summary, "saturated_model", "model", "saturated", summary.facts["pm"]),
+                  (summary, "saturated_unscaled", "unscaled", "saturated", summary.facts["pm"]),
+                  (summary, "tokens_model", "model", "tokens_attended", summary.facts["pm_tokens"]),
+                  (summary, "tokens_unscaled", "unscaled", "tokens_attended", summary.facts["pm_tokens"])]
+        if "unscaled" in head.facts:
+            checks.append((head, "unscaled", "unscaled", "top_weight", head.facts["pm"]))
+        for claim, fact, variant, key, pm in checks:
+            want, se = ref(variant, key)
+            assert abs(claim.facts[fact] - want) <= pm + Z * se + 1e-9, (seed, fact, want, se, claim)

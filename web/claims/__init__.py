@@ -37,6 +37,7 @@ from .sweeps import (
     coincident_rules,
     gradient_summary,
     slope,
+    slope_margin,
     loglog_summary,
     variance_summary,
     variance_headline,
@@ -49,10 +50,10 @@ from .sweeps import (
     length_details,
     length_margin,
 )
-from .montecarlo import Z, as_points, log_ratio_margin, mean_margin, share_margin
+from .montecarlo import Z, as_margin, as_points, log_ratio_margin, mean_margin, share_margin
 from .dial import dial_summary, settings_sentence, dial_headline
 from .alignment import (alignment_endpoints, alignment_summary, alignment_headline, FLAT_MAP, flat_maps,
-                        half_saturation_interval)
+                        half_saturation_interval, tokens_margin)
 from .precision import ORDER_WORDS, broken_span, first_broken, precision_headline
 from .real import (ABOVE, SATURATED_SHARE, best_sentence, failed, growth_sentence, real_answer, real_headline,
                    small_width_sentence, toy_sentence, working_rates, necessary_sentence, tuned_sentence)
@@ -133,6 +134,9 @@ __all__ = [
     "mean_margin",
     "share_margin",
     "half_saturation_interval",
+    "tokens_margin",
+    "as_margin",
+    "slope_margin",
     "dial_summary",
     "settings_sentence",
     "dial_headline",

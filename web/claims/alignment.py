@@ -11,7 +11,7 @@ import numpy as np
 
 
 from .claim import Claim, as_g, as_int, as_pct, as_tokens, as_word
-from .montecarlo import Z, share_margin
+from .montecarlo import Z, as_margin, mean_margin, share_margin
 from .numbers import RULE_LABELS
 
 
@@ -34,7 +34,8 @@ def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float,
     the i-th rule drawn ``rule_i``, its tokens attended at ρ = 0 and 1 (``at0_i``, ``at1_i``) and now
     (``now_i``); from ``half_saturation_interval``, ``half_i``, the ρ from which half its rows surely saturate,
     with ``half_lo_i`` where they may from earlier, or ``maybe_i`` where they may but surely do not up to 1
-    (neither when they surely do not); ``z`` and ``samples``, the interval's terms."""
+    (neither when they surely do not); ``z`` and ``samples``, the interval's terms; ``pm_tokens``, the widest
+    interval of the tokens attended it states (``tokens_margin``)."""
     rhos = np.asarray(path["rho"])
     i = int(np.argmin(np.abs(rhos - rho)))
     ends = alignment_endpoints(path)
@@ -61,7 +62,9 @@ def alignment_summary(path: dict, *, d_k: int, n: int, sigma: float, rho: float,
             facts[f"half_{k}"] = as_g(surely)
         now.append(f"{{rule_{k}}} {{now_{k}}}")
         facts[f"now_{k}"] = as_tokens(tokens[rule][i])
-    text = "At d_k = {d_k}, σ = {sigma}, n = {n}, tokens attended from ρ = 0 to 1: " + ends.template + ". "
+    facts["pm_tokens"] = as_margin(tokens_margin(path, tokens, (0, -1, i)), 1)
+    text = ("At d_k = {d_k}, σ = {sigma}, n = {n}, tokens attended from ρ = 0 to 1 (each ±{pm_tokens}): "
+            + ends.template + ". ")
     text += ("At least half the rows saturate with " + ", ".join(parts) + ". " if parts
              else "No rule surely saturates half the rows up to ρ = 1. ")
     if unclear:
@@ -88,6 +91,12 @@ def half_saturation_interval(path: dict, rule: str) -> tuple[float, float]:
             float(rhos[surely].min()) if surely.any() else math.nan)
 
 
+def tokens_margin(path: dict, rules, points) -> float:
+    """The widest interval (``mean_margin``) of the tokens attended of ``rules`` at the path's ``points``."""
+    spread = path["spread"]["effective_support"]
+    return max(mean_margin(spread[r][p], path["samples"]) for r in rules for p in points)
+
+
 def _nearest(swept: float, rho: float, facts: dict) -> str:
     """Where the state's ρ (a link's 0.34) is not a point of the sweep (0.05 apart), the sentence says that its
     numbers are the nearest point's; adds the fact ``asked``."""
@@ -98,17 +107,18 @@ def _nearest(swept: float, rho: float, facts: dict) -> str:
 
 def alignment_headline(path: dict, *, rho: float, n: int) -> Claim:
     """The alignment view's point: how many tokens 1/√d_k attends to at the current ρ and at ρ = 0 (at ρ = 0:
-    at the largest ρ)."""
+    at the largest ρ), each within ``pm`` (``tokens_margin``)."""
     rhos = np.asarray(path["rho"])
     i = int(np.argmin(np.abs(rhos - rho)))
     j = -1 if i == 0 else 0
     tokens = path["effective_support"]["sqrt"]
     facts = dict(rho=as_g(rhos[i]), tokens=as_tokens(tokens[i]), n=as_int(n), other_rho=as_g(rhos[j]),
                  other_tokens=as_tokens(tokens[j]))
+    facts["pm"] = as_margin(tokens_margin(path, ("sqrt",), (i, j)), 1)
     text = "At ρ = {rho}" + _nearest(rhos[i], rho, facts) + ", 1/√d_k attends to about {tokens} of {n} tokens"
     if i == 0:
-        return Claim(text + "; at ρ = {other_rho}, {other_tokens} of {n}.", **facts)
-    return Claim(text + ", against {other_tokens} of {n} at ρ = {other_rho}.", **facts)
+        return Claim(text + "; at ρ = {other_rho}, {other_tokens} of {n} (each ±{pm}).", **facts)
+    return Claim(text + ", against {other_tokens} of {n} at ρ = {other_rho} (each ±{pm}).", **facts)
 
 #: A heatmap whose every weight lies within this factor of uniform (1/n) reads as one flat colour.
 FLAT_MAP = 2.0

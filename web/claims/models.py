@@ -9,6 +9,7 @@ from __future__ import annotations
 
 
 from .claim import Claim, Sentence, as_fmt, as_int, as_pct, as_tokens, as_word
+from .montecarlo import Z, as_margin, as_points, share_margin
 from .numbers import pct
 
 
@@ -46,7 +47,8 @@ def model_summary(m: dict) -> Claim:
     """The head's logit spread at initialisation with its own scaling and without, in closed form, and
     what the softmax over n tokens does with it (Monte-Carlo means). Facts: ``head``, ``n``; ``std_model``,
     ``top_model``, ``tokens_model``, ``saturated_model`` with its own scaling; the same ``*_unscaled``;
-    ``std_sqrt`` for a head without 1/√d_k (what 1/√d_k would make its std)."""
+    ``std_sqrt`` for a head without 1/√d_k (what 1/√d_k would make its std); ``samples``, ``pm`` (the shares'
+    widest interval, points) and ``pm_tokens``."""
     own, raw = m["mc"]["model"], m["mc"]["unscaled"]
     th = m["theory"]
     s = Sentence().add(
@@ -59,20 +61,36 @@ def model_summary(m: dict) -> Claim:
         saturated_model=as_pct(own["saturated"]), std_unscaled=as_fmt(th["unscaled"]),
         top_unscaled=as_pct(raw["top_weight"]), tokens_unscaled=as_tokens(raw["tokens_attended"]),
         saturated_unscaled=as_pct(raw["saturated"]))
+    both = ("model", "unscaled")
+    s.add(" (Monte-Carlo over {samples} random heads: each share ±{pm} points, tokens ±{pm_tokens}.)",
+          samples=as_int(m["samples"]), pm=as_points(max(_share_pm(m, k, both) for k in ("top_weight", "saturated"))),
+          pm_tokens=as_margin(max(Z * m["mc"][v]["tokens_attended_se"] for v in both), 1))
     if m["scale"] == "none":
         s.add(" This head has no 1/√d_k: its weights' initialisation alone sets the logits' std, {std_model} here "
               "(1/√d_k would make it {std_sqrt}).", std_sqrt=as_fmt(th["sqrt_d_k"]))
     return s.claim()
 
 
+def _share_pm(m: dict, key: str, variants) -> float:
+    """The widest interval of a share (``key``: the top weight or the saturated rows) of ``variants``: ``Z``
+    standard errors over the random heads; a share of rows also never under the Wilson floor of its n × samples
+    rows (``share_margin``)."""
+    mc, rows = m["mc"], m["n"] * m["samples"]
+    if key != "saturated":
+        return max(Z * mc[v][f"{key}_se"] for v in variants)
+    return max(share_margin(mc[v][key], mc[v][f"{key}_se"] * m["samples"] ** 0.5, m["samples"], rows) for v in variants)
+
+
 def model_headline(m: dict) -> Claim:
-    """The calculator's point: the head's top weight at initialisation with its own scaling and without."""
+    """The calculator's point: the head's top weight at initialisation with its own scaling and without, each
+    within ``pm`` points (``_share_pm``)."""
     own, raw = m["mc"]["model"]["top_weight"], m["mc"]["unscaled"]["top_weight"]
     preset = m.get("preset")
     facts = dict(head=as_word(preset, preset.label if preset is not None else "This head"),
                  n=as_int(m["n"]), top=as_pct(own))
     if m["scale"] == "none":
-        return Claim("{head} at initialisation: the top of {n} tokens takes {top} of a row's weight, with no "
-                     "scaling on q·k.", **facts)
+        return Claim("{head} at initialisation: the top of {n} tokens takes {top} of a row's weight (±{pm} points), "
+                     "with no scaling on q·k.", **facts, pm=as_points(_share_pm(m, "top_weight", ("model",))))
     return Claim("{head} at initialisation: the top of {n} tokens takes {top} of a row's weight with 1/√d_k, "
-                 "{unscaled} without.", **facts, unscaled=as_pct(raw))
+                 "{unscaled} without (each ±{pm} points).", **facts, unscaled=as_pct(raw),
+                 pm=as_points(_share_pm(m, "top_weight", ("model", "unscaled"))))

@@ -45,3 +45,10 @@ def log_ratio_margin(first, last) -> float:
 def as_points(x: float) -> tuple[float, str]:
     """A half-width in percentage points, rounded up (never stated narrower than it is)."""
     return float(x), str(max(1, math.ceil(100 * float(x) - 1e-9)))
+
+
+def as_margin(x: float, digits: int) -> tuple[float, str]:
+    """A half-width written to ``digits`` decimals like the figures it goes with, rounded up (at least one unit
+    of the last digit: never "±0.00")."""
+    unit = 10.0 ** -digits
+    return float(x), f"{max(unit, math.ceil(float(x) / unit - 1e-9) * unit):.{digits}f}"

@@ -13,7 +13,7 @@ import numpy as np
 import sdpa_core as sc
 
 from .claim import Claim, Sentence, as_2f, as_fmt, as_g, as_int, as_pct, as_sci, as_word
-from .montecarlo import Z, as_points, log_ratio_margin, mean_margin, share_margin
+from .montecarlo import Z, as_margin, as_points, log_ratio_margin, mean_margin, share_margin
 from .numbers import RULE_LABELS, fmt_sci
 from .playground import STARVED, gradient_figures, starved_countable
 
@@ -45,21 +45,23 @@ def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo:
     """What each rule's entropy does from d_k = ``lo`` to the largest d_k of the sweep, at this ρ and σ. Facts:
     the conditions (``sigma``, ``rho``, ``n``, ``d_from``, ``d_to``, ``uniform`` = log n) and for the i-th rule
     of the sweep ``rule_i``, its ``trend_i`` (``trend``: "flat", "falls", "rises", or "unclear" when the change
-    is within ``Z`` standard errors of the flat line) and entropies ``from_i``, ``to_i``."""
+    is within ``Z`` standard errors of the flat line) and entropies ``from_i``, ``to_i``; ``pm``, the widest of
+    their intervals (``mean_margin``)."""
     d = list(sweep.d_k)
     i, j = d.index(lo) if lo in d else 0, len(d) - 1
     h = math.log(n)
-    parts, facts = [], {}
+    parts, facts, pm = [], {}, 0.0
     for k, rule in enumerate(sweep.rules):
         e, sd = sweep.mean["entropy"][rule], sweep.spread["entropy"][rule]
         how = trend(e[i], e[j], h, mean_margin(math.hypot(sd[i], sd[j]), sweep.samples))
+        pm = max(pm, mean_margin(sd[i], sweep.samples), mean_margin(sd[j], sweep.samples))
         parts.append(f"{{rule_{k}}} {{trend_{k}}} ({{from_{k}}} → {{to_{k}}})")
         facts.update({f"rule_{k}": as_word(rule, RULE_LABELS[rule]),
                       f"trend_{k}": as_word(how, _trend_text(how, e[i], e[j])),
                       f"from_{k}": as_2f(e[i]), f"to_{k}": as_2f(e[j])})
-    return Claim("At σ = {sigma}, ρ = {rho}, n = {n}, entropy from d_k = {d_from} to {d_to} (uniform: {uniform}): "
-                 + "; ".join(parts) + ".", sigma=as_g(sigma), rho=as_g(rho), n=as_int(n), d_from=as_int(d[i]),
-                 d_to=as_int(d[j]), uniform=as_2f(h), **facts)
+    return Claim("At σ = {sigma}, ρ = {rho}, n = {n}, entropy from d_k = {d_from} to {d_to} (uniform: {uniform}; "
+                 "each entropy ±{pm}): " + "; ".join(parts) + ".", sigma=as_g(sigma), rho=as_g(rho), n=as_int(n),
+                 d_from=as_int(d[i]), d_to=as_int(d[j]), uniform=as_2f(h), pm=as_margin(pm, 2), **facts)
 
 
 def coincident_rules(d_ks, rules, *, alpha: float, temperature: float, n: int) -> str:
@@ -123,15 +125,29 @@ def slope(sweep: sc.Sweep, rule: str, lo: int = 256) -> float:
     return float(math.log(y[j] / y[i]) / math.log(d[j] / d[i]))
 
 
+def slope_margin(sweep: sc.Sweep, rule: str, lo: int = 256) -> float:
+    """``Z`` standard errors of ``slope``: log y has standard error spread / (y √samples) at each end (the ends
+    are independent draws), divided by log(d_to / d_from)."""
+    d = list(sweep.d_k)
+    i, j = d.index(lo), len(d) - 1
+    y, sd = sweep.mean["logit_std"][rule], sweep.spread["logit_std"][rule]
+    rel = math.hypot(sd[i] / y[i], sd[j] / y[j]) if y[i] > 0 and y[j] > 0 else math.inf
+    return mean_margin(rel, sweep.samples) / math.log(d[j] / d[i])
+
+
 def loglog_summary(sweep: sc.Sweep, *, rule: str, rho: float, lo: int = 256) -> Claim:
-    """The measured slopes (facts ``unscaled``, and ``scaled`` with ``rule``) at the current ρ from d_k = ``d_from``
-    to ``d_to``, next to what theory says they tend to."""
+    """The measured slopes (facts ``unscaled``, and ``scaled`` with ``rule``; ``pm``, the wider of their
+    intervals) at the current ρ from d_k = ``d_from`` to ``d_to``, next to what theory says they tend to."""
     d = list(sweep.d_k)
     facts = dict(rho=as_g(rho), d_from=as_int(lo), d_to=as_int(d[-1]), unscaled=as_2f(slope(sweep, "none", lo)))
     text = "Measured at ρ = {rho}, d_k = {d_from} to {d_to}: unscaled slope {unscaled}"
+    pm = slope_margin(sweep, "none", lo)
     if rule != "none":
         text += ", {rule} {scaled}"
         facts.update(rule=as_word(rule, RULE_LABELS[rule]), scaled=as_2f(slope(sweep, rule, lo)))
+        pm = max(pm, slope_margin(sweep, rule, lo))
+    text += " (each ±{pm})"
+    facts["pm"] = as_margin(pm, 2)
     return Claim(text + ("." if rho == 0 else
                          " (with ρ > 0 the matched pairs' mean ρ d_k σ² takes over as d_k grows: unscaled → 1, "
                          "1/√d_k → ½, 1/d_k → 0)."), **facts)
