@@ -29,7 +29,11 @@ BOXES_JS = """() => {
   const out = all.filter((el) => shown(el) && [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())
     && !el.closest('details:not([open])') && !scrolls(el) && !(W < 400 && inLegend(el))).map((el) => [el.tagName, el.textContent.trim().slice(0, 40), box(el)])
     .filter(([, , b]) => b.right > W + 1 || b.left < -1);
-  return {h2: box(h2[0]), canvas: box(canvas[0]), control: box(control), out};
+  // every figure of the view, scrolled to or not, inside the screen sideways (a legend too wide for a phone
+  // widens its figure's canvas past the edge, as the sharpness section's did at 320 px)
+  const wide = all.filter((el) => el.tagName === 'CANVAS' && shown(el) && !scrolls(el))
+    .map((el) => box(el)).filter((b) => b.right > W + 1 || b.left < -1);
+  return {h2: box(h2[0]), canvas: box(canvas[0]), control: box(control), out, wide};
 }"""
 
 
@@ -52,8 +56,8 @@ def settled_boxes(page: Page) -> dict:
 def layout_problems(page: Page, view: str, size: tuple[int, int]) -> list[str]:
     """What is wrong with the first screen of ``view`` at ``size`` (the viewport's), the page scrolled to its top:
     its question, first figure and the control beside that figure are on it (on a phone the control comes
-    directly under the figure), no text crosses the screen's edge, and on a phone nothing is wider than the
-    screen and the whole page scrolls."""
+    directly under the figure), no text crosses the screen's edge, no figure of the view (below the first screen
+    too) runs past it, and on a phone nothing is wider than the screen and the whole page scrolls."""
     width, height = size
     problems = []
     b = settled_boxes(page)
@@ -75,6 +79,8 @@ def layout_problems(page: Page, view: str, size: tuple[int, int]) -> list[str]:
     # choices and the "Leave the tour here" label; web/theme.py and web/views/tour.py let them fit or wrap)
     if b["out"]:
         problems.append(f"{view}: text crosses the screen's edge: {b['out'][:3]}")
+    if b["wide"]:
+        problems.append(f"{view}: a figure runs past the screen's edge: {b['wide'][:3]}")
     if width < 1000:     # a phone: the whole page scrolls, and nothing is wider than the screen
         wide = page.evaluate("() => document.documentElement.scrollWidth")
         if wide > width + 2:

@@ -56,7 +56,8 @@ class Sharpness(pn.viewable.Viewer):
         p.xgrid.visible = False
         p.xaxis.major_label_text_font_size = "12px"
         bar_key = legend_key(p, "scatter", marker="square", size=12, color=THEORY_COLOR, alpha=0.7)
-        legends_below(p, [("entropy ÷ log n", [bars, bar_key]), ("weight on the right key", [target])])
+        # one entry per row: side by side the two need about 330 px, wider than a 320 px phone's figure
+        legends_below(p, [("entropy ÷ log n", [bars, bar_key])], [("weight on the right key", [target])])
         self.entropy_fig = p
 
         g = make_figure(title="Gradient reaching W_q and W_v", x_label="", y_label="gradient norm (log)",
@@ -72,7 +73,7 @@ class Sharpness(pn.viewable.Viewer):
         keys = [legend_key(g, "scatter", marker="square", size=11, color=OKABE_ITO["black"]),
                 legend_key(g, "scatter", marker="triangle", size=11, fill_alpha=0, line_color=OKABE_ITO["black"],
                            line_width=2)]
-        legends_below(g, [("W_v: what to read", [keys[0]]), ("W_q: where to look", [keys[1]])])
+        legends_below(g, [("W_v: what to read", [keys[0]])], [("W_q: where to look", [keys[1]])])
         self.gradient_fig = g
 
         self.which = pn.widgets.RadioButtonGroup.from_param(self.param.gradient, name="Gradient of", description=None,
@@ -121,11 +122,11 @@ class Sharpness(pn.viewable.Viewer):
         self.source.data = data
         n = tr.trainers["a"].config.n_keys
         steps = max(s[k]["step"] for k in s)
-        # short titles: a phone's figure is about 380 px wide
-        self.entropy_fig.title.text = f"Entropy, right-key weight; now = step {steps}"
+        # short titles: a 320 px phone's figure is about 280 px wide (14 px bold)
+        self.entropy_fig.title.text = f"Entropy, right-key weight (step {steps})"
         self.entropy_fig.yaxis.axis_label = f"share (entropy: of log {n})"
         self.gradient_fig.title.text = ("Median example's" if self.gradient == "example"
-                                        else "Whole batch's") + f" gradient; now = step {steps}"
+                                        else "Whole batch's") + f" gradient (step {steps})"
         show_headline(self.summary, [self.entropy_fig, self.gradient_fig], *tr.sharpness_summary())
 
     def _gradients(self, m: dict) -> tuple[float, float]:
