@@ -33,7 +33,12 @@ BOXES_JS = """() => {
   // widens its figure's canvas past the edge, as the sharpness section's did at 320 px)
   const wide = all.filter((el) => el.tagName === 'CANVAS' && shown(el) && !scrolls(el))
     .map((el) => box(el)).filter((b) => b.right > W + 1 || b.left < -1);
-  return {h2: box(h2[0]), canvas: box(canvas[0]), control: box(control), out, wide};
+  // formulas (KaTeX) wider than the box that scrolls them sideways: cut on the screen unless the reader scrolls
+  const formulas = all.filter((el) => el.classList && el.classList.contains('katex-display') && shown(el))
+    .filter((el) => { for (let e = up(el); e; e = up(e)) if (/(auto|scroll)/.test(getComputedStyle(e).overflowX))
+      return e.scrollWidth > e.clientWidth + 1; return el.getBoundingClientRect().right > W + 1; })
+    .map((el) => el.textContent.trim().slice(0, 40));
+  return {h2: box(h2[0]), canvas: box(canvas[0]), control: box(control), out, wide, formulas};
 }"""
 
 
@@ -79,6 +84,8 @@ def layout_problems(page: Page, view: str, size: tuple[int, int]) -> list[str]:
     # choices and the "Leave the tour here" label; web/theme.py and web/views/tour.py let them fit or wrap)
     if b["out"]:
         problems.append(f"{view}: text crosses the screen's edge: {b['out'][:3]}")
+    if b["formulas"]:
+        problems.append(f"{view}: a formula is wider than the screen (it scrolls sideways): {b['formulas'][:3]}")
     if b["wide"]:
         problems.append(f"{view}: a figure runs past the screen's edge: {b['wide'][:3]}")
     if width < 1000:     # a phone: the whole page scrolls, and nothing is wider than the screen

@@ -43,8 +43,8 @@ QUESTIONS = [
         "gradient. Not every row saturates at once: the rows that still learn get the unscaled factor in the chain "
         "rule, so the gradient becomes sparse and erratic (most rows starved, the total not small) rather than "
         "uniformly small. The verdict above the heatmaps gives the numbers.",
-        r"\frac{\partial\,\mathrm{softmax}(z)}{\partial z} = \mathrm{diag}(p) - p\,p^{\top} \;\longrightarrow\; 0 "
-        r"\quad\text{as } p \to \text{one-hot}",
+        r"\begin{gathered}p = \mathrm{softmax}(z): \\ \frac{\partial p}{\partial z} = \mathrm{diag}(p) - p\,p^{\top} "
+        r"\\ \longrightarrow\; 0 \quad \text{as } p \to \text{one-hot}\end{gathered}",
         VASWANI + ", offered as a hypothesis: “We suspect that for large values of d_k, the dot products grow "
         "large in magnitude, pushing the softmax function into regions where it has extremely small gradients.”",
         "Show me at d_k = 1024", {"view": "playground", "d_k": 1024}),
@@ -54,8 +54,8 @@ QUESTIONS = [
         "each of variance σ⁴. Its variance is d_k σ⁴, so its standard deviation is σ²√d_k. Dividing by √d_k "
         "brings it back to σ², whatever the width of the head. This holds at initialisation (ρ = 0); once q and "
         "k are correlated, q·k also has a mean that grows like d_k.",
-        r"\mathrm{Var}(q\cdot k) = \sum_{i=1}^{d_k} \mathrm{Var}(q_i k_i) = d_k\,\sigma^4, \qquad "
-        r"\mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = \sigma^4",
+        r"\begin{gathered}\mathrm{Var}(q\cdot k) = \sum_{i=1}^{d_k} \mathrm{Var}(q_i k_i) \\ = d_k\,\sigma^4, \quad "
+        r"\mathrm{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = \sigma^4\end{gathered}",
         VASWANI + ", for components that are independent random variables with mean 0 and variance 1.",
         "Show the variance", {"view": "variance", "d_k": 256}),
     Question(
@@ -97,8 +97,8 @@ QUESTIONS = [
         "stays near ρ while the others shrink, so QK-norm concentrates on that key instead. τ is learned or tuned. "
         f"{real_training.tuned()} The button opens every rule at ρ = 0.5, where 1/√d_k saturates at large d_k and "
         "1/d_k does not.",
-        r"\text{scale} = d_k^{-1/2}\ (\text{Vaswani}),\quad d_k^{-1}\ (\mu\text{P}),\quad d_k^{-\alpha},\quad "
-        r"\text{QK-norm: } \frac{\cos(q, k)}{\tau}",
+        r"\begin{gathered}\text{scale} = d_k^{-1/2}\ (\text{Vaswani}), \\ d_k^{-1}\ (\mu\text{P}),\quad "
+        r"d_k^{-\alpha}, \\ \text{QK-norm: } \frac{\cos(q, k)}{\tau}\end{gathered}",
         "Yang et al. (2022), *Tensor Programs V* (muP, 1/d_k attention); Henry et al. (2020), *Query-Key "
         "Normalization for Transformers*; Dehghani et al. (2023), *Scaling Vision Transformers to 22 Billion "
         "Parameters* (QK-norm against logit growth).",
@@ -126,8 +126,8 @@ QUESTIONS = [
         "With d_model = 512 split into 8 heads, each head has d_k = 64 and should divide by 8. Dividing by "
         "√512 ≈ 22.6 makes every logit 2.8 times too small: the same as multiplying the softmax's temperature by "
         "2.8, so attention is flatter than intended. Here that is the rule d_k^-α with α = ln 22.6 / ln 64 ≈ 0.75.",
-        r"\frac{1}{\sqrt{d_{\text{model}}}} = \frac{1}{\sqrt{512}} \approx \frac{1}{22.6} \;\ne\; "
-        r"\frac{1}{\sqrt{d_k}} = \frac{1}{8}",
+        r"\begin{gathered}\frac{1}{\sqrt{d_{\text{model}}}} = \frac{1}{\sqrt{512}} \approx \frac{1}{22.6} \\ "
+        r"\ne\; \frac{1}{\sqrt{d_k}} = \frac{1}{8}\end{gathered}",
         VASWANI + " (d_model = 512, h = 8, d_k = d_model / h = 64).",
         "Show the bug", {"view": "playground", "d_k": 64, "rule": "alpha", "alpha": 0.75}),
     Question(
