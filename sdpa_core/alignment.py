@@ -76,8 +76,7 @@ def rho_path(rhos, rules=RULE_NAMES, *, d_k, n=16, sigma=1.0, samples=32, seed=0
     if len(rho) * samples * n * n * len(rules) > MAX_WORK:  # sweep's cap, with rho in place of d_k
         raise ValueError(f"too much work: len(rhos) * samples * n * n * len(rules) must be <= {MAX_WORK}")
     stats = _path_stats(d_k, rho, rules, n, samples, sigma, alpha, temperature, seed)  # metric -> rule -> (P, samples)
-    out: dict = {"rho": rho, "rules": rules, "d_k": d_k, "n": n, "samples": samples,
-                 "spread": {m: {} for m in METRICS}}
+    out: dict = {"rho": rho, "rules": rules, "d_k": d_k, "n": n, "samples": samples, "spread": {m: {} for m in METRICS}}
     for m in METRICS:
         out[m] = {r: stats[m][r].mean(axis=-1) for r in rules}
         out["spread"][m] = {r: stats[m][r].std(axis=-1) for r in rules}

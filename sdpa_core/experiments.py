@@ -535,8 +535,9 @@ def sweep(
         logit_std[i] = np.abs(factors[r])[:, None] * base_std
     stats = {"logit_std": logit_std, **_matrix_stats(z)}  # metric -> (R, D, samples)
 
-    out = Sweep(d_k=d_ks, rules=rules, samples=samples, n=n, mean={m: {} for m in METRICS},
-                spread={m: {} for m in METRICS})
+    out = Sweep(
+        d_k=d_ks, rules=rules, samples=samples, n=n, mean={m: {} for m in METRICS}, spread={m: {} for m in METRICS}
+    )
     for m, vals in stats.items():
         mean, spread = vals.mean(axis=-1), vals.std(axis=-1)
         for r in rules:

@@ -99,8 +99,14 @@ def length_path(
         raise ValueError(f"too much work: samples * max(ns) * len(rules) must be <= {MAX_WORK}")
     dots, cosines = _pairs(np.random.default_rng(seed), samples, int(n[-1]), d_k, sigma, rho)
     metrics = ("top_weight", "own_weight", "entropy", "entropy_ratio")
-    out: dict = {"n": n, "rules": rules, "d_k": d_k, "samples": samples, "spread": {m: {} for m in metrics},
-                 "top_weights": {}}
+    out: dict = {
+        "n": n,
+        "rules": rules,
+        "d_k": d_k,
+        "samples": samples,
+        "spread": {m: {} for m in metrics},
+        "top_weights": {},
+    }
     for m in metrics:
         out[m] = {}
     for r in rules:
