@@ -95,7 +95,7 @@ def layout_problems(page: Page, view: str, size: tuple[int, int]) -> list[str]:
         tall = page.evaluate("() => document.scrollingElement.scrollHeight")
         if tall < max(1500, 1.5 * height):
             problems.append(f"{view}: the page does not scroll at {width} px (document {tall} px tall)")
-    problems += heatmap_problems(page, view)
+    problems += heatmap_problems(page, view) + title_problems(page, view)
     return problems
 
 
@@ -111,6 +111,25 @@ HEATMAPS_JS = """() => { const views = [];
       ctx.font = `${t.text_font_style} ${t.text_font_size} ${t.text_font}`;
       return {title: t.text, top: Math.round(r.top), width: Math.round(r.width),
               fits: ctx.measureText(t.text).width <= r.width - 30}; }); }"""
+
+
+# every figure shown: its title, and whether the title's text, in its own font, fits in the figure's width
+# less 30 px for the Save button beside it (heatmaps or not; hidden sections are skipped)
+TITLES_JS = """() => { const views = [];
+  const visit = (v) => { views.push(v); for (const c of (v.child_views || [])) visit(c); };
+  for (const r of Bokeh.index.roots || []) visit(r);
+  const ctx = document.createElement('canvas').getContext('2d');
+  return views.filter((v) => v.model.type === 'Figure' && v.el.isConnected && v.el.offsetParent !== null
+                       && v.model.title && v.model.title.text)
+    .map((v) => { const r = v.el.getBoundingClientRect(), t = v.model.title;
+      ctx.font = `${t.text_font_style} ${t.text_font_size} ${t.text_font}`;
+      return {title: t.text, width: Math.round(r.width), fits: ctx.measureText(t.text).width <= r.width - 30}; })
+    .filter((f) => !f.fits); }"""
+
+
+def title_problems(page: Page, view: str) -> list[str]:
+    """No figure's title is cut at this width ("no scaling: weig" at 320 px was one)."""
+    return [f"{view}: the figure titled {f['title']!r} is cut ({f['width']} px wide)" for f in page.evaluate(TITLES_JS)]
 
 
 def heatmap_problems(page: Page, view: str) -> list[str]:
