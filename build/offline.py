@@ -24,12 +24,16 @@ SNAPSHOT_FOLDER = "sdpa-lab-snapshot"
 CACHE_CONTROL = "no-cache"
 
 
+def stored(rel: str) -> bool:
+    """The offline rule: the service worker stores every file of the site (``rel``, site-relative, with
+    "/") but itself and dotfiles (host configuration such as .nojekyll)."""
+    return rel != SW_FILE and not rel.rsplit("/", 1)[-1].startswith(".")
+
+
 def precached(site: Path) -> dict[str, str]:
-    """{site-relative path: sha256} of every file the service worker stores: all but itself and
-    dotfiles (host configuration such as .nojekyll)."""
+    """{site-relative path: sha256} of every file the service worker stores (``stored``)."""
     return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(site.rglob("*"))
-            if p.is_file() and not p.name.startswith(".") and p.relative_to(site).as_posix() != SW_FILE}
+            for p in sorted(site.rglob("*")) if p.is_file() and stored(p.relative_to(site).as_posix())}
 
 
 def policy(site: Path) -> dict:

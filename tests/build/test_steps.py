@@ -418,13 +418,16 @@ def test_manifest_has_an_id_and_the_identity():
 
 # ---- offline policy -------------------------------------------------------------------------------
 
-def test_policy_precaches_every_file_but_itself_and_dotfiles(tmp_path):
-    for rel, data in {"index.html": b"<p>", "pyodide/a.whl": b"wheel", "sw.js": b"old", ".nojekyll": b""}.items():
+def test_policy_precaches_every_file_the_rule_stores(tmp_path):
+    files = {"index.html": b"<p>", "pyodide/a.whl": b"wheel", offline.SW_FILE: b"old", ".nojekyll": b"",
+             "pyodide/.hidden": b"x"}
+    for rel, data in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(data)
+    assert [rel for rel in files if offline.stored(rel)] == ["index.html", "pyodide/a.whl"]   # not itself, no dotfile
     policy = offline.policy(tmp_path)
     assert policy == {"cache": offline.CACHE, "assets": {
-        "index.html": hashlib.sha256(b"<p>").hexdigest(), "pyodide/a.whl": hashlib.sha256(b"wheel").hexdigest()}}
+        rel: hashlib.sha256(data).hexdigest() for rel, data in files.items() if offline.stored(rel)}}
     sw = render.service_worker(policy)
     assert render.embedded(sw, "POLICY") == policy
     assert html.escape(offline.CACHE) in sw
