@@ -77,10 +77,10 @@ pytest: $(STAMP) chromium engines npm-tools
 screenshots: $(STAMP) chromium
 	SDPA_SCREENSHOTS=1 $(PY) -m pytest -m ui tests/web/test_ui_layout.py tests/web/test_ui_dark.py tests/web/test_ui_tour.py
 
-# ruff (pyflakes + pycodestyle) on sdpa_core, web, build and tests; ruff's formatting on sdpa_core; mypy on sdpa_core and build (pyproject.toml);
+# ruff (pyflakes + pycodestyle) on sdpa_core, web, build, tests, experiments and benchmarks; ruff's formatting on sdpa_core; mypy on sdpa_core and build (pyproject.toml);
 # ESLint (package.json) on the browser runtime as the build renders it and on the tests' Node scripts
 lint: $(STAMP) npm-tools
-	$(PY) -m ruff check sdpa_core web build tests experiments
+	$(PY) -m ruff check sdpa_core web build tests experiments benchmarks
 	$(PY) -m ruff format --check sdpa_core
 	$(PY) -m mypy
 	@if command -v npm >/dev/null 2>&1; then $(PY) -m build.lint_js; \

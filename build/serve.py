@@ -41,7 +41,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **TYPES}
     _gzip_cache: dict[tuple[str, float], bytes] = {}
     _lock = threading.Lock()
-    bytes_sent = 0          # response bodies, for build/measure_site.py
+    bytes_sent = 0          # response bodies, for benchmarks/measure_site.py
     bodies: list[tuple[str, int]] = []    # (URL path with query, bytes) of every 200 with a body
 
     def log_message(self, fmt, *args):     # quiet unless asked: tests and `make serve` stay readable

@@ -28,7 +28,7 @@
   // `download` seconds. A notice only: no download is abandoned while its connection is open.
   const LIMITS = Object.assign({download: 20, runtime: 60, packages: 60, import: 90, app: 90,
                                 render: 60}, window.sdpaLabLimits || {});
-  // Timings in ms since navigation start (performance.now()), read by tests and build/measure_site.py.
+  // Timings in ms since navigation start (performance.now()), read by tests and benchmarks/measure_site.py.
   const SNAPSHOT_SECONDS = 180;       // making one takes 3-5 s here; a stuck one is stopped
   const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
                                 error: null, errorFile: null, stalled: null, offline: null, adopted: null,

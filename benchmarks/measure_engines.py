@@ -1,9 +1,9 @@
 """Time to live in each browser engine, one built site after another in one run: Chromium (Playwright, as
-build/measure_site.py boots it), Firefox ESR and WebKitGTK (Selenium, build/engines.py), each from a fresh
+benchmarks/measure_site.py boots it), Firefox ESR and WebKitGTK (Selenium, build/engines.py), each from a fresh
 profile: a cold visit, then once the offline copy and the snapshot are settled, a reload with the server gone
 (the warm boot). Printed with each engine's ratio to Chromium; never asserted.
 
-    python -m build.measure_engines [--dir _site] [--baseline OTHER_SITE] [--boots 1] [--engines chromium,firefox,webkit]
+    python benchmarks/measure_engines.py [--dir _site] [--baseline OTHER_SITE] [--boots 1] [--engines chromium,firefox,webkit]
 
 With --baseline both sites are measured in the same run, engine by engine, boots interleaved.
 """
@@ -16,8 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import engines, serve
-from .measure_site import ARGS, BOOT_MS, SNAPSHOT_SAVED, boot_pair
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))       # run as a script: the repository's root, for the build package
+
+from build import engines, serve  # noqa: E402
+from measure_site import ARGS, BOOT_MS, SNAPSHOT_SAVED, boot_pair  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LIVE = "return !!(window.sdpaLab && (sdpaLab.ready || sdpaLab.error))"
@@ -79,7 +82,7 @@ def chromium_pair(browser, directory: Path) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m build.measure_engines", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python benchmarks/measure_engines.py", description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=HERE.parent / "_site")
     ap.add_argument("--baseline", type=Path, help="another built site, measured in the same run")
     ap.add_argument("--boots", type=int, default=1, help="cold+warm boots per site and engine")

@@ -1,11 +1,11 @@
 """Lighthouse on the built site, desktop and mobile, printed side by side with another build's.
 
-    python -m build.measure_lighthouse [--dir _site] [--baseline OTHER_SITE] [--runs 1]
+    python benchmarks/measure_lighthouse.py [--dir _site] [--baseline OTHER_SITE] [--runs 1]
 
 Runs tests/build/lighthouse_flow.mjs (Lighthouse 12.2.3 from package.json, `npm ci` first) on a cold
 visit measured until the page is live, in Debian's Chromium (CHROME_PATH), for each site in turn,
 its runs interleaved with the baseline's; prints the median of each figure and the ratio new/baseline.
-Build the baseline commit into its own folder first (see build/measure_site.py).
+Build the baseline commit into its own folder first (see benchmarks/measure_site.py).
 """
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import serve
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))       # run as a script: the repository's root, for the build package
+
+from build import serve  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -60,7 +63,7 @@ def show(name: str, value: float) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m build.measure_lighthouse", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python benchmarks/measure_lighthouse.py", description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=HERE.parent / "_site")
     ap.add_argument("--baseline", type=Path, help="another built site, measured in the same run")
     ap.add_argument("--runs", type=int, default=1, help="runs per site and form factor (median printed)")

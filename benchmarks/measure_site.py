@@ -1,6 +1,6 @@
 """Measure the built site in headless Chromium: bytes, first paint, time to interactive, layout shift, slider latency.
 
-    python -m build.measure_site [--dir _site] [--runs 15] [--baseline OTHER_SITE] [--boots 3]
+    python benchmarks/measure_site.py [--dir _site] [--runs 15] [--baseline OTHER_SITE] [--boots 3]
 
 With --baseline, both sites are measured in the same run, their boots interleaved (cold then warm,
 one site then the other, --boots times), and printed side by side with the ratio new/baseline:
@@ -23,7 +23,10 @@ from collections import Counter
 import sys
 from pathlib import Path
 
-from . import serve
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))       # run as a script: the repository's root, for the build package
+
+from build import serve  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -158,7 +161,7 @@ def compare(args) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m build.measure_site", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python benchmarks/measure_site.py", description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=HERE.parent / "_site")
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--chromium", default="/usr/bin/chromium")
