@@ -1,11 +1,13 @@
 """sdpa_core: scaled dot-product attention in pure numpy, and why it divides by sqrt(d_k).
 
 Modules, one idea each: ``softmax`` (stable, log, naive), ``attention`` (forward and backward,
-PyTorch semantics), ``scaling`` (the rules), ``stats`` (entropy, saturation, Jacobian),
-``experiments`` (Monte-Carlo sweeps with theory), ``geometry`` (lengths and cosines of random vectors:
-why sqrt(d)), ``length`` (attention fading as the sequence grows), ``model`` + ``train`` (a tiny trainable
-head); for the explainer: ``dial`` (attention as a function of the logit std alone), ``real_models`` (published heads at
-initialisation), ``outputs`` (copy or average: what softmax(.)V hands on), ``alignment`` (rho from 0 to 1).
+PyTorch semantics), ``scaling`` (the rules), ``stats`` (entropy, saturation, Jacobian), ``draws`` (exact
+random q and k), ``readouts`` (attention, gradients and row readouts per rule), ``sweeps`` (Monte-Carlo
+sweeps with theory), ``histograms`` (one query's dot product), ``precision`` (float16 overflow),
+``geometry`` (lengths and cosines of random vectors: why sqrt(d)), ``length`` (attention fading as the
+sequence grows), ``model`` + ``train`` (a tiny trainable head); for the explainer: ``dial`` (attention as a
+function of the logit std alone), ``real_models`` (published heads at initialisation), ``outputs`` (copy or
+average: what softmax(.)V hands on), ``alignment`` (rho from 0 to 1).
 """
 
 from .alignment import rho_path
@@ -13,27 +15,11 @@ from .attention import attention, attention_backward
 from .dial import dial_attention, settings_logit_moments, two_token_curve
 from .geometry import expected_norm, random_geometry
 from .length import LENGTHS, length_path
-from .experiments import (
-    FLOAT16_MAX,
-    METRICS,
-    ORDERS,
-    POW2_D_K,
-    PrecisionSweep,
-    Sweep,
-    dot_histograms,
-    dot_samples,
-    draw_qkv,
-    precision_sweep,
-    query_gradient_norms,
-    row_stats,
-    rule_attention,
-    rule_gradients,
-    rule_readouts,
-    sample_gram,
-    sweep,
-    theory_logit_std,
-    upstream_gradient,
-)
+from .draws import POW2_D_K, draw_qkv, sample_gram, upstream_gradient
+from .histograms import dot_histograms, dot_samples
+from .precision import FLOAT16_MAX, ORDERS, PrecisionSweep, precision_sweep
+from .readouts import METRICS, query_gradient_norms, row_stats, rule_attention, rule_gradients, rule_readouts
+from .sweeps import Sweep, sweep, theory_logit_std
 from .model import TrainConfig, head_sharpness
 from .outputs import output_similarity
 from .real_models import PRESETS, head_at_init, preset_at_init

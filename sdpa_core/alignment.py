@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import _asarray, integer, names, real
-from .experiments import MAX_D_K, MAX_WORK, METRICS, _diag, _matrix_stats, _pooled_std, _qz_dots
+from .draws import MAX_D_K, MAX_WORK, _diag, _qz_dots
+from .readouts import METRICS
+from .sweeps import _matrix_stats, _pooled_std
 from .scaling import RULE_NAMES, RULES, check_rule, rule_name
 
 __all__ = ["rho_path", "MAX_RHOS"]

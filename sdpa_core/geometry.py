@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ._checks import entries, integer, real
-from .experiments import MAX_D_K, sample_gram, small_sigma
+from .draws import MAX_D_K, sample_gram, small_sigma
 
 __all__ = ["random_geometry", "expected_norm"]
 
@@ -36,7 +36,7 @@ def random_geometry(d_ks, *, sigma=1.0, samples=4000, seed=0) -> dict:
     d_ks : sequence of int
         Dimensions, each in [1, 65536].
     sigma : float
-        Std of every entry of q and k, in [1e-150, 1000] (``sdpa_core.experiments.MIN_SIGMA``: below it
+        Std of every entry of q and k, in [1e-150, 1000] (``sdpa_core.draws.MIN_SIGMA``: below it
         sigma^2, the size of a dot product, nears float64's smallest normal number and the dots would lose
         their digits or round to 0; a ValueError says so). Lengths scale by sigma, dot products by sigma^2
         and cosines not at all, so the vectors are drawn at sigma = 1 and each statistic is then scaled by

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ._checks import entries, integer, names, real
-from .experiments import MAX_D_K
+from .draws import MAX_D_K
 from .scaling import RULE_NAMES, RULES, check_rule, rule_name
 
 __all__ = ["length_path", "LENGTHS", "MAX_LENGTH"]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import sdpa_core as sc
-from sdpa_core.experiments import _matrix_stats
+from sdpa_core.sweeps import _matrix_stats
 
 F16 = np.float16
 S_BIG = 70000  # more keys than float16's largest number, 65504

@@ -150,7 +150,7 @@ def test_row_stats_and_the_sweep_statistics_agree_with_the_stats_functions(sprea
     what sdpa_core.stats gives row by row (entropy, max_weight, effective_support, saturated,
     jacobian_norm), averaged over the rows: row_stats to float64 round-off, the sweep to float32's."""
     from sdpa_core import effective_support, entropy, jacobian_norm, max_weight, saturated, softmax
-    from sdpa_core.experiments import _matrix_stats
+    from sdpa_core.sweeps import _matrix_stats
     z = np.random.default_rng(7).standard_normal((5, 12, 12)) * spread          # 5 matrices (queries, keys)
     p = softmax(z)
     want = {"entropy": entropy(p), "max_weight": max_weight(p), "effective_support": effective_support(p),

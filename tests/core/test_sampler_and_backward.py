@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sdpa_core import attention, attention_backward, sample_gram
-from sdpa_core.experiments import _qz_dots
+from sdpa_core.draws import _qz_dots
 
 # ---- attention_backward: central differences in float64 ------------------------------------------
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import sdpa_core as sc
-from sdpa_core.experiments import MIN_SIGMA
+from sdpa_core.draws import MIN_SIGMA
 from sdpa_core.real_models import PRESETS
 from sdpa_core.scaling import qk_normalize_backward
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import sdpa_core as sc
-from sdpa_core.experiments import MAX_WORK
+from sdpa_core.draws import MAX_WORK
 from sdpa_core.length import MAX_LENGTH
 from web import claims
 from web.claims.sweeps import FADE, FLAT, LENGTH_FROM
