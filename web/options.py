@@ -78,8 +78,8 @@ ALIGN_MAP_RULES = ("sqrt", "linear", "qknorm")   # its heatmaps: Vaswani's rule 
 #: A heatmap's title: its rule's name, short enough for a map 100 px wide on a 320 px phone (14 px bold;
 #: muP is named in the captions).
 MAP_TITLES = {**RULE_LABELS, "linear": "1/d_k", "ssmax": "SSMax"}
-LENGTH_SAMPLES = 256                             # queries per sequence length in the length section (~0.2 s): the
-#                                                 fewest at which the default state's words clear their interval
+LENGTH_SAMPLES = 128                             # queries per sequence length in the length section (~0.1 s): at
+#                                                 64 the default state's SSMax move was unclear, 256 cost 0.12 s more
 LENGTH_RULES = ("none", "sqrt", "ssmax")         # always drawn there, with the chosen rule
 GRADIENT_ROWS = 128                              # query rows pooled for the per-query gradient plot (~30 ms at d_k = 1024)
 

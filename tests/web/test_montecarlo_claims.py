@@ -130,7 +130,8 @@ def test_length_figures_and_words_hold_across_seeds(state):
                 assert abs(claim.facts[fact] - top[:, x].mean()) <= pm + slack + 1e-9, (seed, fact, claim)
             word = claim.facts[f"{key}_trend"]
             assert _consistent_length_word(word, top), (seed, rule, word, claim, top.mean(axis=0))
-            assert (word == "unclear") == ("(unclear)" in claim), claim
+            said = f"{claim.shown[f'{key}_from']} → {claim.shown[f'{key}_to']} (unclear)" in claim
+            assert (word == "unclear") == said, claim
 
 
 # ---- as q and k align: from which ρ half the rows saturate ------------------------------------------------
