@@ -226,3 +226,19 @@ def test_model_figures_stay_within_their_stated_interval_across_seeds(preset):
         for claim, fact, variant, key, pm in checks:
             want, se = ref(variant, key)
             assert abs(claim.facts[fact] - want) <= pm + Z * se + 1e-9, (seed, fact, want, se, claim)
+
+
+# ---- saturation's gradient sentence: the share of starved rows ---------------------------------------------
+@pytest.mark.parametrize("state", [dict(d_k=1024, n=16), dict(d_k=64, n=16), dict(d_k=256, n=64), dict(d_k=1024, n=4)],
+                         ids=lambda s: f"d{s['d_k']}-n{s['n']}")
+def test_starved_share_stays_within_its_stated_interval_across_seeds(state):
+    starved = claims.playground.STARVED
+    reps = 4096 // state["n"]
+    ref = sc.query_gradient_norms(state["n"], state["d_k"], ("none", "sqrt"), reps=reps, seed=60_000)
+    flags = (ref["none"] < starved * np.median(ref["sqrt"])).reshape(reps, state["n"]).mean(axis=1)
+    want, slack = flags.mean(), Z * flags.std() / math.sqrt(reps)
+    for seed in SEEDS:
+        lab = LabState(view="saturation", seed=seed, **state)
+        g = claims.gradient_summary(lab.gradients, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho)
+        assert "starved" in g.facts and f"(±{g.shown['pm']} points)" in g, g
+        assert abs(g.facts["starved"] - want) <= g.facts["pm"] + slack + 1e-9, (seed, want, g)

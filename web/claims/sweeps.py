@@ -82,7 +82,8 @@ def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) ->
     """What is small and what is not in the per-query gradients at this state: rows vs the total. Facts:
     ``d_k``, ``rho``, ``rows`` (query rows pooled), ``n``; ``total_unscaled``, ``total_sqrt``; then either
     ``zero_sqrt`` and ``zero_unscaled`` (shares of rows with no gradient, when 1/√d_k's median row has none),
-    or ``floor`` (round-off, when no row can be counted as starved), or ``starved`` (the unscaled share);
+    or ``floor`` (round-off, when no row can be counted as starved), or ``starved`` (the unscaled share) with
+    ``pm``, its interval in points (``starved_margin``);
     ``median_unscaled`` and ``median_sqrt``; ``rule``, ``median_rule``, ``total_rule`` for a third rule."""
     g0, ref = norms["none"], norms["sqrt"]
     med = float(np.median(ref))
@@ -106,15 +107,26 @@ def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) ->
         return s.add(f"1/{1 / STARVED:.0f} of the 1/√d_k median row's gradient is below float64 round-off (about "
                      "{floor}), so no row is counted as starved; median row {median_unscaled} unscaled vs {median_sqrt}; "
                      "total ‖∂L/∂Q‖ {total_unscaled} vs {total_sqrt}.", floor=as_sci(floor), **medians, **totals).claim()
-    s.add("unscaled, {starved} of rows get less than " f"1/{1 / STARVED:.0f} of the 1/√d_k median; median row "
-          "{median_unscaled} vs {median_sqrt}, while the total ‖∂L/∂Q‖ is {total_unscaled} vs {total_sqrt}",
-          starved=as_pct(figs["none"]["starved"] / len(g0)), **medians, **totals)
+    s.add("unscaled, {starved} (±{pm} points) of rows get less than " f"1/{1 / STARVED:.0f} of the 1/√d_k median; "
+          "median row {median_unscaled} vs {median_sqrt}, while the total ‖∂L/∂Q‖ is {total_unscaled} vs {total_sqrt}",
+          starved=as_pct(figs["none"]["starved"] / len(g0)), pm=as_points(starved_margin(g0, med, n)), **medians,
+          **totals)
     if tot["none"] > tot["sqrt"]:
         s.add(" (larger: ∂L/∂q = scale · (∂L/∂z) k, and the rows still passing gradient carry scale 1, not 1/√d_k)")
     if rule not in ("none", "sqrt"):
         s.add(". With {rule}: median {median_rule}, total {total_rule}", rule=as_word(rule, RULE_LABELS[rule]),
               median_rule=norm(figs[rule]["median"]), total_rule=norm(tot[rule]))
     return s.add(".").claim()
+
+
+def starved_margin(norms: np.ndarray, ref: float, n: int) -> float:
+    """The interval of the share of rows below ``STARVED`` of ``ref`` (``share_margin``): the rows come in draws
+    of ``n`` (``sdpa_core.query_gradient_norms``' ``reps``), so the spread is that of each draw's share; one
+    draw has only the Wilson floor of its rows."""
+    flags = (np.asarray(norms) < STARVED * ref).astype(float)
+    draws = max(1, len(flags) // n)
+    per = flags[: draws * n].reshape(draws, -1).mean(axis=1)
+    return share_margin(float(flags.mean()), float(per.std()) if draws > 1 else 0.0, draws, len(flags))
 
 
 def slope(sweep: sc.Sweep, rule: str, lo: int = 256) -> float:
