@@ -97,6 +97,15 @@ def necessary(init: str = "gpt2", **where):
     return necessary_sentence(rows(init, small), rows(init, large), small=small, large=large, **where)
 
 
+def toy_against_real():
+    """What Train it and the tour's training step say after the toy's runs: that it is the page's tiny model, and
+    what the real grid shows instead (``necessary``, naming the Real transformer view)."""
+    from .claims import Claim
+    real = necessary(where="of the Real transformer view")
+    return Claim("That is this page's tiny model: one head, no LayerNorm, q and k entries of variance about 1 at "
+                 "every width. " + real.template, **real.given())
+
+
 def tuned(init: str = "gpt2"):
     """The sentence "Can the factor be tuned?" takes from this grid (claims/real.py tuned_sentence)."""
     from .claims import tuned_sentence

@@ -122,10 +122,9 @@ def _training(lab, train):
     if done < TRAIN_CHECK:
         return None, Claim("({done} of {steps} steps so far.)", done=as_int(done), steps=as_int(TRAIN_CHECK))
     a, b = (float(np.mean(train.trainers[k].history["loss"][TRAIN_CHECK - 20:TRAIN_CHECK])) for k in ("a", "b"))
-    real = real_training.necessary(where="of the Real transformer view")   # the toy is not the whole story
+    real = real_training.toy_against_real()   # the toy is not the whole story
     return a / b, Claim("Mean loss over steps {start}–{end} at d_k = {d_k}: {loss_a} for run A ({run_a}) vs {loss_b} "
-                        "for run B ({run_b}), a ratio of {ratio}. That is this tiny model: one head, no LayerNorm, "
-                        "q and k entries of variance about 1 at every width. " + real.template,
+                        "for run B ({run_b}), a ratio of {ratio}. " + real.template,
                         **real.given(), start=as_int(TRAIN_CHECK - 20),
                         end=as_int(TRAIN_CHECK), d_k=as_int(train.d_k), loss_a=(a, f"{a:.3f}"), loss_b=(b, f"{b:.3f}"),
                         run_a=as_word(train.rule_a, train.label("a")), run_b=as_word(train.rule_b, train.label("b")),

@@ -1,7 +1,7 @@
 """Monte-Carlo figures with their uncertainty: the interval a sentence states, and trend words that are said
 only when the draw can tell them apart.
 
-A figure the page draws at random (a share of saturated rows over 32 matrices, a top weight over 64 queries)
+A figure the page draws at random (a share of saturated rows over 32 matrices, a top weight over 128 queries)
 moves with the seed. Each sentence that states one also states its interval, ``Z`` standard errors of the
 mean, and a word that compares a figure with a line ("falls" past 1.25x, "from rho = 0.45") is said only when
 the figure clears the line by more than that; otherwise the sentence says it is too close to call. The tests

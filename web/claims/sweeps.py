@@ -22,13 +22,13 @@ from .playground import STARVED, gradient_figures, starved_countable
 FLAT = 0.1
 
 # ---- captions that depend on the state ----------------------------------------------------------------
-def trend(first: float, last: float, span: float, margin: float = 0.0) -> str:
+def trend(first: float, last: float, span: float, margin: float) -> str:
     """"flat", "falls" or "rises": how a curve over d_k moves. Flat means a change below ``FLAT`` of
-    ``span`` (its natural range) and below twice ``FLAT`` of the curve's own size. With a Monte-Carlo
+    ``span`` (its natural range) and below twice ``FLAT`` of the curve's own size. With the Monte-Carlo
     ``margin`` on the change, a change within ``margin`` of that line is "unclear" (too close to call)."""
     line = min(FLAT * span, 2 * FLAT * max(abs(first), abs(last)))
     change = abs(last - first)
-    if change + margin < line or (margin == 0 and change < line):
+    if change + margin < line:
         return "flat"
     if change - margin < line:
         return "unclear"
@@ -226,12 +226,10 @@ FADE = 1.25
 LENGTH_FROM = 16
 
 
-def length_trend(first: float, last: float, margin: float = 0.0) -> str:
+def length_trend(first: float, last: float, margin: float) -> str:
     """How a top weight moves from ``first`` to ``last``: "falls", "rises", or "stays" (within ``FADE``×);
     "unclear" when log(first / last) is within ``margin`` (its Monte-Carlo interval) of ±log ``FADE``."""
     change, line = math.log(first / last), math.log(FADE)
-    if margin == 0:
-        return "falls" if last * FADE < first else "rises" if last > first * FADE else "stays"
     if abs(change) + margin < line:
         return "stays"
     if abs(change) - margin <= line:

@@ -243,8 +243,7 @@ class Training(pn.viewable.Viewer):
                     "it. Play trains a few steps every tick (at most 1500 steps); Step ×10 advances by hand; a run "
                     "whose loss becomes NaN or infinite stops with a message and the other keeps going. The optimizer's step "
                     "size applies to both runs; too large and a run diverges."),
-            caption("That is this page's tiny model: one head, no LayerNorm, q and k entries of variance about 1 at every "
-                    f"width. {real_training.necessary(where='of the Real transformer view')}"),
+            caption(real_training.toy_against_real()),
             self.download,
             caption("Loss and accuracy of each batch before its update; dotted lines are chance (log 8 and 1/8). "
                     "Run B is dashed."),
