@@ -171,6 +171,10 @@ def head_at_init(
     n=128,
     samples=8,
     seed=0,
+    d_k=None,
+    factor=None,
+    softcap=None,
+    norm_width=None,
 ) -> dict:
     """One attention head at initialisation: its logit std in closed form, and the softmax over n tokens.
 
@@ -194,6 +198,17 @@ def head_at_init(
         Independent heads (fresh weights and tokens) averaged, in [2, 4096]: a standard error needs at
         least two (one sample has no spread to measure; a ValueError says so).
     seed : int >= 0
+    d_k : int, optional
+        The head's width when a model sets it apart from ``d_model / heads`` (Gemma 2's ``head_dim``), in
+        [1, 4096]; then ``heads`` need not divide ``d_model``.
+    factor : float, optional
+        The model's own factor on q . k when it is not ``scale``'s (Gemma 2's ``query_pre_attn_scalar``^-1/2,
+        Granite's ``attention_multiplier``), in (0, 1e3].
+    softcap : float, optional
+        The model's logits become ``c tanh(z / c)`` after its factor (Gemma 2's ``attn_logit_softcapping``),
+        c in (0, 1e6]; the other variants are not capped.
+    norm_width : int, optional
+        For ``qk_norm="all"``: how many coordinates the norm runs over (``heads * d_k`` by default).
 
     Returns
     -------
@@ -229,10 +244,21 @@ def head_at_init(
     3.4641
     """
     d_model = integer(d_model, "d_model", low=1, high=MAX_D_MODEL)
-    heads = integer(heads, "heads", low=1, high=d_model)
-    if d_model % heads:
-        raise ValueError(f"heads must divide d_model: d_model={d_model} over heads={heads} is not a whole d_k")
-    d_k = d_model // heads
+    if d_k is None:
+        heads = integer(heads, "heads", low=1, high=d_model)
+        if d_model % heads:
+            raise ValueError(f"heads must divide d_model: d_model={d_model} over heads={heads} is not a whole d_k")
+        d_k = d_model // heads
+    else:
+        heads = integer(heads, "heads", low=1, high=MAX_D_MODEL)
+        d_k = integer(d_k, "d_k", low=1, high=4096)
+    own = None if factor is None else real(factor, "factor", low=0.0, high=1e3)
+    if own is not None and own <= 0:
+        raise ValueError(f"factor must be > 0, got {own}: it multiplies q . k")
+    cap = None if softcap is None else real(softcap, "softcap", low=0.0, high=1e6)
+    if cap is not None and cap <= 0:
+        raise ValueError(f"softcap must be > 0, got {cap}: the logits become c tanh(z / c)")
+    width = heads * d_k if norm_width is None else integer(norm_width, "norm_width", low=d_k, high=MAX_D_MODEL * 4)
     init_std = real(init_std, "init_std", low=STD_RANGE[0], high=STD_RANGE[1])
     q_std = init_std if q_std is None else real(q_std, "q_std", low=STD_RANGE[0], high=STD_RANGE[1])
     k_std = init_std if k_std is None else real(k_std, "k_std", low=STD_RANGE[0], high=STD_RANGE[1])
@@ -249,13 +275,31 @@ def head_at_init(
     x_rms = 1.0 if layernorm else input_std
     q_entry, k_entry = math.sqrt(d_model) * x_rms * q_std, math.sqrt(d_model) * x_rms * k_std
     factors = {v: float(f) for v, f in _factors(d_model, d_k, scale).items()}
-    dots = _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed)
-    rms = np.sqrt((dots * dots).mean(axis=(-2, -1)))  # (samples,): the logit std, exact in float64
-    dots32 = dots.astype(np.float32)  # plenty for plotted weights, and twice as fast
+    if own is not None:
+        factors["model"] = own
+    dots = _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed, width)
     mc: dict[str, dict] = {}
     for v, f in factors.items():
-        same = next((u for u in mc if factors[u] == f), None)  # "model" is one of the others
-        mc[v] = mc[same] if same else {**_summary("logit_std", rms * f), **_softmax_stats(dots32 * np.float32(f))}
+        capped = cap if v == "model" else None
+        # the same factor gives the same logits ("model" is often another variant), unless one is capped
+        same = None if capped else next((u for u in mc if factors[u] == f and not (cap and u == "model")), None)
+        if same:
+            mc[v] = mc[same]
+            continue
+        z = dots * f
+        if capped is not None:
+            z = capped * np.tanh(z / capped)
+        rms = np.sqrt((z * z).mean(axis=(-2, -1)))  # (samples,): the logit std, exact in float64
+        # float32 is plenty for the softmax's readouts, and twice as fast
+        mc[v] = {**_summary("logit_std", rms), **_softmax_stats(z.astype(np.float32))}
+    theory = {
+        v: float(s[0])
+        for v, s in _logit_std(np.array([d_model]), d_model / d_k, q_std, k_std, x_rms, qk_norm, scale).items()
+    }
+    if own is not None:
+        theory["model"] = theory["unscaled"] * own
+    if cap is not None:
+        theory["model"] = capped_std(theory["model"], cap)
     return {
         "d_model": d_model,
         "heads": heads,
@@ -264,12 +308,10 @@ def head_at_init(
         "q_entry_std": q_entry,
         "k_entry_std": k_entry,
         "factors": factors,
-        "theory": {
-            v: float(s[0])
-            for v, s in _logit_std(np.array([d_model]), heads, q_std, k_std, x_rms, qk_norm, scale).items()
-        },
+        "theory": theory,
+        "softcap": cap,
         "bug_factor": math.sqrt(d_k / d_model),
-        "bug_temperature": math.sqrt(heads),
+        "bug_temperature": math.sqrt(d_model / d_k),
         "mc": mc,
         "n": n,
         "samples": samples,
@@ -286,7 +328,7 @@ def _factors(d_model, d_k, scale: str) -> dict:
     }
 
 
-def _logit_std(d_model: np.ndarray, heads: int, q_std, k_std, x_rms, qk_norm: str, scale: str) -> dict:
+def _logit_std(d_model: np.ndarray, heads, q_std, k_std, x_rms, qk_norm: str, scale: str) -> dict:
     # [w] widths -> variant: [w] logit stds. q . k sums d_k products of entries with std
     # sqrt(d_model) x_rms q_std and sqrt(d_model) x_rms k_std (rms 1 each after QK-norm).
     d_k = d_model / heads
@@ -406,8 +448,10 @@ def _tokens(rng, d_model: int, n: int, samples: int, layernorm: bool, input_std:
     return a
 
 
-def _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed) -> np.ndarray:
-    """q_i . k_j of ``samples`` fresh heads, (samples, n, n), after any QK-norm, before the scale."""
+def _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed, width=None) -> np.ndarray:
+    """q_i . k_j of ``samples`` fresh heads, (samples, n, n), after any QK-norm, before the scale (``width``: what
+    a whole-projection QK-norm runs over, d_model by default)."""
+    width = d_model if width is None else width
     rng = np.random.default_rng(seed)
     x = _tokens(rng, d_model, n, samples, layernorm, input_std)  # (samples, n, r)
     r = x.shape[-1]
@@ -415,19 +459,26 @@ def _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, sam
     k = x @ (k_std * rng.standard_normal((samples, r, d_k)))
     if qk_norm != "none":
         x2 = (x * x).sum(axis=-1, keepdims=True)  # |x_i|^2
-        q, k = (_rms_normalize(rng, a, s, x2, d_model, qk_norm) for a, s in ((q, q_std), (k, k_std)))
+        q, k = (_rms_normalize(rng, a, s, x2, width, qk_norm) for a, s in ((q, q_std), (k, k_std)))
     return q @ k.swapaxes(-1, -2)
 
 
-def _rms_normalize(rng, a, std, x2, d_model, qk_norm) -> np.ndarray:
-    """RMSNorm at gain 1 over each head ("head") or over the whole projection ("all")."""
+def _rms_normalize(rng, a, std, x2, width, qk_norm) -> np.ndarray:
+    """RMSNorm at gain 1 over each head ("head") or over the whole projection of ``width`` coordinates ("all")."""
     d_k = a.shape[-1]
     sq = (a * a).sum(axis=-1, keepdims=True)
     if qk_norm == "head":
         return a * np.sqrt(d_k / sq)
-    rest = d_model - d_k  # the other heads' coordinates of the same projection
+    rest = width - d_k  # the other heads' coordinates of the same projection
     others = x2 * std * std * (rng.chisquare(rest, size=sq.shape) if rest > 0 else 0.0)
-    return a * np.sqrt(d_model / (sq + others))
+    return a * np.sqrt(width / (sq + others))
+
+
+def capped_std(std: float, cap: float) -> float:
+    """The std of ``cap tanh(z / cap)`` for z ~ N(0, std^2) (soft-capped Gaussian logits), by 64-point
+    Gauss-Hermite quadrature: ``std`` itself when the cap is far above it, at most ``cap``."""
+    x, w = np.polynomial.hermite_e.hermegauss(64)
+    return float(np.sqrt((w * (cap * np.tanh(std * x / cap)) ** 2).sum() / w.sum()))
 
 
 def _softmax_stats(z: np.ndarray) -> dict:

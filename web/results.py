@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 import sdpa_core as sc
-from sdpa_core import real_models
+from sdpa_core import hf_config, real_models
 
 from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, GRADIENT_ROWS, HIST_SAMPLES, LENGTH_RULES, LENGTH_SAMPLES,
                       MODEL_N, MODEL_SAMPLES, PRECISION_N, RHO_STEPS, SWEEP_BUDGET)
@@ -48,20 +48,39 @@ def _length_rules(s) -> tuple[str, ...]:
     return tuple(dict.fromkeys(LENGTH_RULES + (s.rule,)))
 
 
+def model_draws(d_k: int) -> tuple[int, int]:
+    """(n, samples) of a real head's Monte-Carlo: MODEL_N tokens and MODEL_SAMPLES heads, fewer for a very
+    wide head, so the work stays within ``real_models.MAX_WORK`` (standard errors need 2 samples)."""
+    n = MODEL_N
+    samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
+    while samples < 2:
+        n //= 2
+        samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
+    return n, samples
+
+
 def _real_model(s) -> dict:
     if s.d_model % s.heads:
         return {"real_model": {"error": f"{s.heads} heads do not divide d_model = {s.d_model}: "
                                         f"d_k = d_model / heads must be a whole number."}}
-    d_k, n = s.d_model // s.heads, MODEL_N
-    samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
-    while samples < 2:   # a very wide head: fewer tokens keep the work bounded (standard errors need 2)
-        n //= 2
-        samples = int(min(MODEL_SAMPLES, real_models.MAX_WORK // (n * n * (n + d_k))))
+    n, samples = model_draws(s.d_model // s.heads)
     if s.preset != "custom":
         return {"real_model": real_models.preset_at_init(s.preset, n=n, samples=samples, seed=s.seed)}
     return {"real_model": real_models.head_at_init(s.d_model, s.heads, init_std=s.init_std, layernorm=s.layernorm,
                                                    qk_norm=s.qk_norm, scale=s.model_scale, n=n, samples=samples,
                                                    seed=s.seed)}
+
+
+def _config_model(s) -> dict:
+    """The head a pasted (or linked) config.json sets, at initialisation; None when there is none."""
+    if not s.hf_config:
+        return {"config_model": None}
+    try:
+        head = hf_config.read_config(hf_config.parse_config(s.hf_config))
+    except hf_config.ConfigError as e:
+        return {"config_model": {"error": str(e)}}
+    n, samples = model_draws(head.d_k)
+    return {"config_model": {"head": head, **hf_config.config_at_init(head, n=n, samples=samples, seed=s.seed)}}
 
 
 def _aligned_maps(s) -> dict:
@@ -112,4 +131,5 @@ RESULTS: dict[str, Result] = {
         ("alignment",), lambda s: (s.d_k, s.n, s.sigma, s.rho, s.seed, *_knobs(s)), _aligned_maps),
     "real_model": Result(
         ("models",), lambda s: (s.preset, *(getattr(s, f) for f in MODEL_FIELDS), s.seed), _real_model),
+    "config_model": Result(("models",), lambda s: (s.hf_config, s.seed), _config_model),
 }

@@ -77,6 +77,7 @@ SETTINGS = (
     Setting("layernorm", "layernorm"),
     Setting("qk_norm", "qk_norm"),
     Setting("model_scale", "model_scale"),
+    Setting("config", "hf_config"),
     Setting("rule_a", "rule_a", owner="train"),
     Setting("rule_b", "rule_b", owner="train"),
     Setting("lr", "lr", owner="train", steps=tuple(LR_OPTIONS)),

@@ -74,9 +74,14 @@ class LabState(param.Parameterized):
     model_scale = param.Selector(default="sqrt", objects=list(real_models.MODEL_SCALES),
                                  doc="The model's factor on q·k: 1/√d_k, or none (T5) (calculator).")
 
+    hf_config = param.String(default="", doc="The fields of a config.json that set one head's scale, as compact "
+                                             "JSON (sdpa_core.hf_config.to_link); '' for none (models view).")
+
     # derived (read-only for views)
     real_model = param.Dict(default=None, doc="sdpa_core.head_at_init for the calculator's head, or "
                                               "{'error': message} when heads does not divide d_model.")
+    config_model = param.Dict(default=None, doc="The head ``hf_config`` sets at initialisation: {'head': "
+                                                "ConfigHead, **head_at_init}, {'error': message}, or None.")
     playground = param.Dict(default=None, doc="Both sides of the playground: weights, logits, readouts, gradients.")
     verdict = param.String(default="", doc="Plain sentences comparing no scaling with the chosen rule "
                                            "(published together with ``playground``).")
@@ -196,7 +201,7 @@ class LabState(param.Parameterized):
 
     # ---- lazily computed sweeps: only for the view that shows them -----------------------------
     @param.depends("view", "step", "d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "samples",
-                   "dial_s", "preset", *_model_fields, watch=True)
+                   "dial_s", "preset", "hf_config", *_model_fields, watch=True)
     def _refresh_lazy(self):
         shown = self.shown
         for name, result in RESULTS.items():

@@ -14,6 +14,8 @@ from urllib.parse import parse_qsl, urlencode
 import param
 from bokeh.models import CustomJS
 
+from sdpa_core import hf_config
+
 from .options import VIEWS, nearest_option
 from .settings import SETTINGS
 from .state import LabState
@@ -22,6 +24,8 @@ from .training_state import TrainingState
 
 MAX_QUERY_CHARS = 2000
 MAX_VALUE_CHARS = 40
+#: A text setting (the config.json fields of ``config``) may be longer: DeepSeek-V3's are ~330 characters.
+MAX_TEXT_CHARS = 600
 MAX_PAIRS = 64
 MAX_NOTICES = 6
 
@@ -48,13 +52,31 @@ def _param(key: str):
 
 
 def kind(key: str) -> str:
-    """How a link writes the key's value, from its parameter's type: "bool", "select", "int" or "float"."""
+    """How a link writes the key's value, from its parameter's type: "bool", "select", "text", "int" or "float"."""
     p = _param(key)
     if isinstance(p, param.Boolean):
         return "bool"
     if isinstance(p, param.Selector):
         return "select"
+    if isinstance(p, param.String):
+        return "text"
     return "int" if isinstance(p, param.Integer) else "float"
+
+
+def value_limit(key: str) -> int:
+    """The longest value a link may give for ``key`` (characters, once decoded); unknown keys: MAX_VALUE_CHARS."""
+    return MAX_TEXT_CHARS if key in KEYS and kind(key) == "text" else MAX_VALUE_CHARS
+
+
+def _parse_text(key: str, raw: str):
+    """A config link value: read as a config.json would be, written back in its canonical form."""
+    if not raw:
+        return "", None
+    try:
+        return hf_config.to_link(hf_config.read_config(hf_config.parse_config(raw))), None
+    except hf_config.ConfigError as e:
+        message = str(e) if len(str(e)) <= 300 else str(e)[:299] + "…"
+        return "", f"{key}: the model config in the link was not read: {html.escape(message)}"
 
 
 def parse_value(key: str, raw: str):
@@ -62,8 +84,10 @@ def parse_value(key: str, raw: str):
     _, _, options = KEYS[key]
     p, how = _param(key), kind(key)
     default = p.default
-    if len(raw) > MAX_VALUE_CHARS:
-        return default, f"{key}: the value was too long; reset to {default}."
+    if len(raw) > value_limit(key):
+        return default, f"{key}: the value was too long; reset to {default if default != '' else 'none'}."
+    if how == "text":
+        return _parse_text(key, raw)
     if how == "select":
         if raw in p.objects:
             return raw, None
@@ -109,8 +133,10 @@ def bound_search(search: str) -> tuple[str, list[str]]:
     search = search or ""
     if search.startswith("?"):
         search = search[1:]
-    clip = 3 * (MAX_VALUE_CHARS + 1)                  # a percent-encoded character takes 3
-    pairs = [k[:clip] + sep + v[:clip] for k, sep, v in (p.partition("=") for p in search.split("&") if p)]
+    def clip(key: str) -> int:                        # a percent-encoded character takes 3
+        return 3 * (value_limit(key) + 1)
+
+    pairs = [k[:clip("")] + sep + v[:clip(k)] for k, sep, v in (p.partition("=") for p in search.split("&") if p)]
     if len(pairs) > MAX_PAIRS:
         notices.append(f"The link had more than {MAX_PAIRS} settings; the rest were ignored.")
         pairs = pairs[:MAX_PAIRS]

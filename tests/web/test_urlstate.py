@@ -51,7 +51,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E
 
 from web.state import LabState  # noqa: E402
 from web.training_state import TrainingState  # noqa: E402
-from web.urlstate import (KEYS, MAX_NOTICES, MAX_PAIRS, MAX_QUERY_CHARS, MAX_VALUE_CHARS, apply_query,  # noqa: E402
+from web.urlstate import (value_limit, KEYS, MAX_NOTICES, MAX_PAIRS, MAX_QUERY_CHARS, apply_query,  # noqa: E402
                           bound_search, to_query)
 
 _values = st.one_of(st.text(max_size=60), st.integers().map(str), st.floats().map(repr),
@@ -71,7 +71,7 @@ def test_any_query_string_gives_a_valid_state_and_bounded_notices(search):
     bounded, _ = bound_search(search)
     pairs = [p for p in bounded[1:].split("&") if p]
     assert len(bounded) <= MAX_QUERY_CHARS + 1 and len(pairs) <= MAX_PAIRS
-    assert all(len(v) <= 3 * (MAX_VALUE_CHARS + 1) for p in pairs for v in p.split("=", 1)[1:])
+    assert all(len(v) <= 3 * (value_limit(k) + 1) for k, _, v in (p.partition("=") for p in pairs))
     lab, train = _fresh("first")
     notices = apply_query(search, lab, train)
     assert len(notices) <= MAX_NOTICES and all(len(n) < 400 for n in notices)

@@ -16,6 +16,7 @@ from ..options import MAX_D_MODEL, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, VERDICT_STYLES, make_figure, style_legend
 from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
+from .config_paste import ConfigPaste
 
 #: The readouts table's columns after the scaling's name.
 COLUMNS = ("logit std (theory)", "top weight", "tokens attended", "saturated rows")
@@ -80,6 +81,7 @@ class Models(pn.viewable.Viewer):
         p.add_layout(self.width_mark)
         style_legend(p, below=True, ncols=2)
         self.width_fig = p
+        self.config = ConfigPaste(lab=lab)
         lab.param.watch(self._update, ["real_model"])
         self._update()
 
@@ -148,4 +150,5 @@ class Models(pn.viewable.Viewer):
 
             self.bug,
             self.source,
+            self.config,
             sizing_mode="stretch_width")

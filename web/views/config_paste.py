@@ -1,0 +1,126 @@
+"""The Real models view's config.json section: paste or drop a model's config (or start from a published one),
+read in the tab, and see the head it sets: each field read and what it does, the factor on q·k, and the head at
+initialisation. Nothing is uploaded: the text goes to ``sdpa_core.hf_config`` in this tab's Python."""
+from __future__ import annotations
+
+import html
+import json
+
+import panel as pn
+import param
+
+from sdpa_core import hf_config, hf_published
+
+from ..claims import VARIANT_LABELS, fmt, pct
+from ..claims import config_headline, factor_sentence, softcap_sentence, temperature_sentence
+from ..state import LabState
+from ..theme import CSS, VERDICT_STYLES
+from .common import ANSWER, caption, held, set_html
+
+#: The published configs' menu: label -> key ("" for none).
+STARTS = {"Pick a published config…": ""} | {p.label: k for k, p in hf_published.PUBLISHED.items()}
+COLUMNS = ("logit std", "top weight", "tokens attended")
+
+
+class ConfigPaste(pn.viewable.Viewer):
+    """A text box, a file drop and a menu of published configs in; the head the config sets out."""
+
+    lab = param.ClassSelector(class_=LabState, doc="The shared state.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.start = pn.widgets.Select(name="Start from a published config", options=STARTS, width=260)
+        self.text = pn.widgets.TextAreaInput(
+            name="config.json", placeholder='Paste a config.json here, e.g. {"model_type": "llama", '
+            '"hidden_size": 4096, "num_attention_heads": 32, ...}', height=150, sizing_mode="stretch_width",
+            max_length=hf_config.MAX_CONFIG_BYTES)
+        self.file = pn.widgets.FileInput(accept=".json,application/json", multiple=False, name="or drop the file")
+        self.read = pn.widgets.Button(name="Read it", button_type="primary", width=110)
+        self.status = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width",
+                                   margin=(4, 10))
+        self.result = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10),
+                                   stylesheets=[CSS])
+        self.start.param.watch(self._start, "value")
+        self.read.on_click(lambda _: self._read(self.text.value))
+        self.file.param.watch(self._dropped, "value")
+        self.lab.param.watch(self._update, ["config_model"])
+        if self.lab.hf_config:   # opened from a link: show the fields it carries
+            self.text.value = json.dumps(json.loads(self.lab.hf_config), indent=1)
+        self._update()
+
+    def _start(self, event) -> None:
+        if event.new:
+            self.text.value = json.dumps(hf_published.PUBLISHED[event.new].config, indent=1)
+            self._read(self.text.value)
+
+    def _dropped(self, event) -> None:
+        data = event.new
+        if not data:
+            return
+        try:
+            config = hf_config.parse_config(data)   # the size and the encoding are checked before anything else
+        except hf_config.ConfigError as e:
+            self._say(str(e))
+            return
+        self.text.value = json.dumps(config, indent=1)
+        self._read(self.text.value)
+
+    def _say(self, message: str) -> None:
+        """An error, said beside the box; the head shown (and the link) stay as they were."""
+        set_html(self.status, f"<div role='alert'>{html.escape(message)} The head shown below is unchanged.</div>")
+
+    def _read(self, text: str) -> None:
+        try:
+            head = hf_config.read_config(hf_config.parse_config(text))
+        except hf_config.ConfigError as e:
+            self._say(str(e))
+            return
+        set_html(self.status, "")
+        self.lab.hf_config = hf_config.to_link(head)
+
+    @held
+    def _update(self, *_):
+        m = self.lab.config_model
+        if m is None:
+            self.result.object = ""
+            return
+        if "error" in m:
+            self.result.object = f"<div role='status'>{html.escape(m['error'])}</div>"
+            return
+        h: hf_config.ConfigHead = m["head"]
+        fields = "".join(
+            f"<tr><th scope='row'><code>{html.escape(f.name)}</code></th>"
+            f"<td data-label='value'>{html.escape(json.dumps(f.value))}{'' if f.given else ' (default)'}</td>"
+            f"<td data-label='what it does'>{html.escape(f.meaning)}</td></tr>" for f in h.fields)
+        variants = "".join(
+            f"<tr><th scope='row'>{html.escape(VARIANT_LABELS[v])}<div class='sdpa-meaning'>× {m['factors'][v]:.3g}"
+            f"{' then soft-cap' if v == 'model' and h.softcap else ''}</div></th>"
+            + "".join(f"<td data-label='{c}'>{x}</td>" for c, x in zip(COLUMNS, (
+                fmt(m["theory"][v]), pct(m["mc"][v]["top_weight"]), f"{m['mc'][v]['tokens_attended']:.1f}")))
+            + "</tr>" for v in ("model", "unscaled", "sqrt_d_k"))
+        sentences = [config_headline(m), factor_sentence(h), softcap_sentence(m), temperature_sentence(m), *h.notes]
+        ignored = (f"<p class='sdpa-meaning'>Not read (they do not set the head's scale): "
+                   f"{html.escape(', '.join(h.ignored[:12]))}{' and %d more' % (len(h.ignored) - 12) if len(h.ignored) > 12 else ''}.</p>"
+                   if h.ignored else "")
+        self.result.object = (
+            "".join(f"<p>{html.escape(s)}</p>" for s in sentences if s)
+            + f"<div style='overflow-x:auto'><table class='sdpa-readouts sdpa-stack'><caption>{html.escape(h.architecture)}"
+            f": d_model {h.d_model}, {h.heads} heads, d_k {h.d_k}, over {m['n']} tokens, mean of {m['samples']} random "
+            f"heads</caption><tr><th scope='col'>scaling</th>" + "".join(f"<th scope='col'>{c}</th>" for c in COLUMNS)
+            + f"</tr>{variants}</table></div>"
+            + f"<div style='overflow-x:auto'><table class='sdpa-readouts sdpa-stack'><caption>The fields read, as "
+            f"<code>{html.escape(h.source)}</code> reads them</caption><tr><th scope='col'>field</th>"
+            f"<th scope='col'>value</th><th scope='col'>what it does</th></tr>{fields}</table></div>" + ignored)
+
+    def __panel__(self):
+        return pn.Column(
+            pn.pane.HTML("<h3>Your model's config.json</h3>", margin=(12, 10, 0, 10)),
+            caption("Paste a Hugging Face config.json, drop the file, or start from a published one. It is read "
+                    "here, in this tab: nothing is uploaded. The page reads the fields that set one head's scale, as "
+                    "the model's own attention code does, and draws that head at initialisation (W_q, W_k ~ "
+                    "N(0, initializer_range²), tokens of rms 1 per feature as after the block's RMSNorm)."),
+            pn.FlexBox(self.start, self.file, self.read, align_items="end"),
+            self.text,
+            self.status,
+            self.result,
+            sizing_mode="stretch_width")
