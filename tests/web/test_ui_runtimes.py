@@ -175,3 +175,29 @@ def test_every_tab_stop_has_a_name_and_a_ring_and_every_plot_is_a_named_figure(p
         problems.append("the tab order never came round")
     problems += [s for s in stops if s and (not s["name"] or not s["ring"])]
     assert len(stops) > 10 and problems == [], problems
+
+
+def test_a_config_link_shows_its_head_and_a_bad_paste_is_said_and_changes_nothing(page: Page, runtime):
+    """A link carrying a config's fields shows that head's headline (computed here in CPython); a published
+    config picked from the menu replaces it and its link; a config that is not JSON is said beside the box,
+    and the head and the address stay."""
+    from urllib.parse import urlencode
+
+    from sdpa_core import hf_config, hf_published
+    from web.claims import config_headline
+
+    gemma = hf_config.to_link(hf_config.read_config(hf_published.PUBLISHED["gemma-2-27b"].config))
+    link = "?" + urlencode({"view": "models", "config": gemma})
+    runtime.open(page, link)
+    lab, _ = state_of(link)
+    expect(page.get_by_text(config_headline(lab.config_model))).to_be_visible(timeout=60_000)
+    page.locator("select").filter(has_text="Pick a published config").select_option(label="Llama 3.1 8B")
+    lab, train = state_of("?" + urlencode({"view": "models", "config": hf_config.to_link(
+        hf_config.read_config(hf_published.PUBLISHED["llama-3.1-8b"].config))}))
+    page.wait_for_function("(want) => location.search === want", arg=to_query(lab, train), timeout=60_000)
+    expect(page.get_by_text(config_headline(lab.config_model))).to_be_visible(timeout=60_000)
+    page.locator("textarea[placeholder*='Paste']").fill('{"model_type": "llama", "hidden_size": 40')
+    page.get_by_role("button", name="Read it").click()
+    expect(page.get_by_role("alert").filter(has_text="Not valid JSON")).to_be_visible(timeout=60_000)
+    assert page.evaluate("location.search") == to_query(lab, train)
+    expect(page.get_by_text(config_headline(lab.config_model))).to_be_visible()

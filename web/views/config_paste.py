@@ -15,11 +15,16 @@ from ..claims import VARIANT_LABELS, fmt, pct
 from ..claims import config_headline, factor_sentence, softcap_sentence, temperature_sentence
 from ..state import LabState
 from ..theme import CSS, VERDICT_STYLES
-from .common import ANSWER, caption, held, set_html
+from .common import ANSWER, caption, held
 
 #: The published configs' menu: label -> key ("" for none).
 STARTS = {"Pick a published config…": ""} | {p.label: k for k, p in hf_published.PUBLISHED.items()}
 COLUMNS = ("logit std", "top weight", "tokens attended")
+
+
+def _value(v) -> str:
+    """A field's value as JSON, a whole float without its ".0" (144, not 144.0)."""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else json.dumps(v)
 
 
 class ConfigPaste(pn.viewable.Viewer):
@@ -34,10 +39,13 @@ class ConfigPaste(pn.viewable.Viewer):
             name="config.json", placeholder='Paste a config.json here, e.g. {"model_type": "llama", '
             '"hidden_size": 4096, "num_attention_heads": 32, ...}', height=150, sizing_mode="stretch_width",
             max_length=hf_config.MAX_CONFIG_BYTES)
-        self.file = pn.widgets.FileInput(accept=".json,application/json", multiple=False, name="or drop the file")
+        self.file = pn.widgets.FileInput(accept=".json,application/json", multiple=False, name="or drop the file",
+                                         width=260)
         self.read = pn.widgets.Button(name="Read it", button_type="primary", width=110)
         self.status = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width",
                                    margin=(4, 10))
+        self.headline = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width",
+                                     margin=(4, 10))
         self.result = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10),
                                    stylesheets=[CSS])
         self.start.param.watch(self._start, "value")
@@ -67,7 +75,9 @@ class ConfigPaste(pn.viewable.Viewer):
 
     def _say(self, message: str) -> None:
         """An error, said beside the box; the head shown (and the link) stay as they were."""
-        set_html(self.status, f"<div role='alert'>{html.escape(message)} The head shown below is unchanged.</div>")
+        # .object, not set_html: a button's callback runs outside the document lock under `panel serve`, and only
+        # Panel's own path defers the change until the lock is held
+        self.status.object = f"<div role='alert'>{html.escape(message)} The head shown below is unchanged.</div>"
 
     def _read(self, text: str) -> None:
         try:
@@ -75,30 +85,33 @@ class ConfigPaste(pn.viewable.Viewer):
         except hf_config.ConfigError as e:
             self._say(str(e))
             return
-        set_html(self.status, "")
+        self.status.object = ""
         self.lab.hf_config = hf_config.to_link(head)
 
     @held
     def _update(self, *_):
         m = self.lab.config_model
         if m is None:
-            self.result.object = ""
+            self.result.object = self.headline.object = ""
             return
         if "error" in m:
-            self.result.object = f"<div role='status'>{html.escape(m['error'])}</div>"
+            self.headline.object = f"<div role='status'>{html.escape(m['error'])}</div>"
+            self.result.object = ""
             return
         h: hf_config.ConfigHead = m["head"]
         fields = "".join(
             f"<tr><th scope='row'><code>{html.escape(f.name)}</code></th>"
-            f"<td data-label='value'>{html.escape(json.dumps(f.value))}{'' if f.given else ' (default)'}</td>"
-            f"<td data-label='what it does'>{html.escape(f.meaning)}</td></tr>" for f in h.fields)
+            f"<td data-label='value'>{html.escape(_value(f.value))}{'' if f.given else ' (default)'}</td>"
+            f"<td data-label='what it does' style='text-align:left'>{html.escape(f.meaning)}</td></tr>"
+            for f in h.fields)
         variants = "".join(
             f"<tr><th scope='row'>{html.escape(VARIANT_LABELS[v])}<div class='sdpa-meaning'>× {m['factors'][v]:.3g}"
             f"{' then soft-cap' if v == 'model' and h.softcap else ''}</div></th>"
             + "".join(f"<td data-label='{c}'>{x}</td>" for c, x in zip(COLUMNS, (
                 fmt(m["theory"][v]), pct(m["mc"][v]["top_weight"]), f"{m['mc'][v]['tokens_attended']:.1f}")))
             + "</tr>" for v in ("model", "unscaled", "sqrt_d_k"))
-        sentences = [config_headline(m), factor_sentence(h), softcap_sentence(m), temperature_sentence(m), *h.notes]
+        self.headline.object = f"<div role='status'>{html.escape(config_headline(m))}</div>"
+        sentences = [factor_sentence(h), softcap_sentence(m), temperature_sentence(m), *h.notes]
         ignored = (f"<p class='sdpa-meaning'>Not read (they do not set the head's scale): "
                    f"{html.escape(', '.join(h.ignored[:12]))}{' and %d more' % (len(h.ignored) - 12) if len(h.ignored) > 12 else ''}.</p>"
                    if h.ignored else "")
@@ -110,7 +123,7 @@ class ConfigPaste(pn.viewable.Viewer):
             + f"</tr>{variants}</table></div>"
             + f"<div style='overflow-x:auto'><table class='sdpa-readouts sdpa-stack'><caption>The fields read, as "
             f"<code>{html.escape(h.source)}</code> reads them</caption><tr><th scope='col'>field</th>"
-            f"<th scope='col'>value</th><th scope='col'>what it does</th></tr>{fields}</table></div>" + ignored)
+            f"<th scope='col'>value</th><th scope='col' style='text-align:left'>what it does</th></tr>{fields}</table></div>" + ignored)
 
     def __panel__(self):
         return pn.Column(
@@ -119,8 +132,10 @@ class ConfigPaste(pn.viewable.Viewer):
                     "here, in this tab: nothing is uploaded. The page reads the fields that set one head's scale, as "
                     "the model's own attention code does, and draws that head at initialisation (W_q, W_k ~ "
                     "N(0, initializer_range²), tokens of rms 1 per feature as after the block's RMSNorm)."),
-            pn.FlexBox(self.start, self.file, self.read, align_items="end"),
+            self.start,
             self.text,
+            pn.FlexBox(self.read, self.file, align_items="end"),
             self.status,
+            self.headline,
             self.result,
             sizing_mode="stretch_width")

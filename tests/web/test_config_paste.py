@@ -1,0 +1,131 @@
+"""The Real models view's config.json box: every hostile config is said beside the box and leaves the head (and
+the link) as they were; a published one, a dropped file and a link each give the head the reader expects; and
+its sentences hold against independent computations."""
+from __future__ import annotations
+
+import json
+import math
+from urllib.parse import urlencode
+
+import pytest
+
+from sdpa_core import hf_config, hf_published
+from tests.core.test_hf_config import HOSTILE, ORACLES, llama4_temperature
+from web.claims import config_headline, factor_sentence, softcap_sentence, temperature_sentence
+from web.claims.configs import FAR_POSITIONS
+from web.state import LabState
+from web.training_state import TrainingState
+from web.urlstate import apply_query, parse_query, to_query
+from web.views.config_paste import ConfigPaste
+
+
+@pytest.fixture(scope="module")
+def box():
+    lab = LabState(view="models")
+    return ConfigPaste(lab=lab)
+
+
+def _pick(box, key):
+    box.start.value = ""
+    box.start.value = key
+    return box.lab.config_model
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_a_hostile_config_is_said_and_changes_nothing(box, name):
+    _pick(box, "gemma-2-27b")
+    before, shown = box.lab.hf_config, box.headline.object
+    text, words = HOSTILE[name]
+    if isinstance(text, bytes):
+        box.file.value = text
+    else:
+        box.text.value = text
+        box.read.clicks += 1
+    assert "role='alert'" in box.status.object and html_text(words) in box.status.object
+    assert box.lab.hf_config == before and box.headline.object == shown   # the head and the link stay
+
+
+def html_text(s: str) -> str:
+    import html
+    return html.escape(s)
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(box):
+    _pick(box, "llama-3.1-8b")
+    before = box.lab.hf_config
+    box.file.value = b"{" + b" " * hf_config.MAX_CONFIG_BYTES + b"}"
+    assert "100,000" in box.status.object and box.lab.hf_config == before
+
+
+@pytest.mark.parametrize("key", list(hf_published.PUBLISHED))
+def test_each_published_config_and_its_dropped_file_give_the_models_factor(box, key):
+    cfg = hf_published.PUBLISHED[key].config
+    m = _pick(box, key)
+    assert m["factors"]["model"] == pytest.approx(ORACLES[cfg["model_type"]](cfg), rel=1e-12)
+    assert box.status.object == "" and "multiplies q·k by" in box.headline.object
+    _pick(box, "gpt2")
+    box.file.value = json.dumps(cfg).encode()            # the same config, dropped as a file
+    assert box.lab.config_model["factors"]["model"] == m["factors"]["model"]
+
+
+@pytest.mark.parametrize("key", list(hf_published.PUBLISHED))
+def test_a_link_reproduces_the_head_and_a_clean_link_comes_back(key):
+    head = hf_config.read_config(hf_published.PUBLISHED[key].config)
+    query = "?" + urlencode({"view": "models", "config": hf_config.to_link(head)})
+    lab, train = LabState(), TrainingState()
+    assert apply_query(query, lab, train) == []
+    assert lab.config_model["head"].factor == head.factor
+    assert to_query(lab, train) == query
+    box = ConfigPaste(lab=lab)                            # the box shows the fields the link carried
+    assert json.loads(box.text.value) == json.loads(hf_config.to_link(head))
+
+
+@pytest.mark.parametrize("name", [n for n, (t, _) in HOSTILE.items() if isinstance(t, str) and len(t) < 500])
+def test_a_hostile_config_in_a_link_is_said_and_ignored(name):
+    text, words = HOSTILE[name]
+    lab, _, notices = parse_query("?" + urlencode({"view": "models", "config": text}))
+    assert lab.get("config", "") == "" and lab.get("hf_config", "") == ""
+    if text.strip():
+        assert any(n.startswith("config: the model config in the link was not read") for n in notices), notices
+
+
+# ---- the sentences against independent computations ---------------------------------------------------
+@pytest.mark.parametrize("key", list(hf_published.PUBLISHED))
+def test_the_headline_states_the_heads_own_numbers(key):
+    head = hf_config.read_config(hf_published.PUBLISHED[key].config)
+    m = {"head": head, **hf_config.config_at_init(head, n=64, samples=4, seed=1)}
+    facts = {k: v for k, (v, _) in config_headline(m).given().items()}
+    assert facts["factor"] == head.factor == m["factors"]["model"]
+    assert facts["top"] == m["mc"]["model"]["top_weight"] and facts["top_raw"] == m["mc"]["unscaled"]["top_weight"]
+    assert facts["n"] == 64
+
+
+def _custom(**kw):
+    return hf_config.read_config({"model_type": "granite", "hidden_size": 1024, "num_attention_heads": 16, **kw})
+
+
+def test_the_factor_sentence_tells_the_four_cases_apart():
+    assert "That is 1/√d_k" in factor_sentence(hf_config.read_config(hf_published.PUBLISHED["llama-3.1-8b"].config))
+    assert "the √d_model bug" in factor_sentence(_custom(attention_multiplier=1024 ** -0.5))
+    assert "muP's scale" in factor_sentence(_custom(attention_multiplier=1 / 64))
+    gemma = factor_sentence(hf_config.read_config(hf_published.PUBLISHED["gemma-2-27b"].config))
+    assert gemma.given()["ratio"][0] == pytest.approx(math.sqrt(128 / 144)) and "0.943 times as wide" in gemma
+
+
+def test_the_softcap_sentence_is_the_capped_std():
+    head = hf_config.read_config(hf_published.PUBLISHED["gemma-2-9b"].config)
+    m = {"head": head, **hf_config.config_at_init(head, n=32, samples=2)}
+    s = softcap_sentence(m)
+    plain = m["theory"]["unscaled"] * head.factor
+    assert s.given()["plain"][0] == pytest.approx(plain) and s.given()["capped"][0] <= plain
+    assert softcap_sentence({"head": hf_config.read_config(hf_published.PUBLISHED["gpt2"].config)}) is None
+
+
+def test_the_temperature_sentence_is_llama_4s_formula():
+    cfg = hf_published.PUBLISHED["llama-4-scout"].config
+    head = hf_config.read_config(cfg)
+    s = temperature_sentence({"head": head, "n": 128})
+    t = llama4_temperature(cfg, FAR_POSITIONS)
+    assert (s.given()["t1"][0], s.given()["t2"][0]) == pytest.approx(tuple(t), rel=1e-6)
+    first = s.given()["first"][0]
+    assert llama4_temperature(cfg, [first - 1])[0] == 1.0 < llama4_temperature(cfg, [first])[0]
