@@ -80,7 +80,10 @@ def _config_model(s) -> dict:
     except hf_config.ConfigError as e:
         return {"config_model": {"error": str(e)}}
     n, samples = model_draws(head.d_k)
-    return {"config_model": {"head": head, **hf_config.config_at_init(head, n=n, samples=samples, seed=s.seed)}}
+    try:
+        return {"config_model": {"head": head, **hf_config.config_at_init(head, n=n, samples=samples, seed=s.seed)}}
+    except Exception as e:  # said on the page, not only in the console (a module missing in Pyodide did this)
+        return {"config_model": {"error": f"The page could not draw this head: {type(e).__name__}: {e}"}}
 
 
 def _aligned_maps(s) -> dict:

