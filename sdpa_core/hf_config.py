@@ -393,6 +393,12 @@ def read_config(cfg) -> ConfigHead:
                 "the temperature is 1 + attn_scale · ln(1 + ⌊(p + 1) / floor_scale⌋)",
                 given["attn_scale"],
             )
+            record(
+                "use_qk_norm",
+                _flag(cfg, "use_qk_norm"),
+                "the layers with RoPE normalise each head's q and k (L2Norm); this layer, without RoPE, does not",
+                given["use_qk_norm"],
+            )
             notes.append(
                 "This is a layer without RoPE (every 4th by default: no_rope_layers 1, 1, 1, 0, …), where "
                 "the temperature acts; the other layers use RoPE"
@@ -402,7 +408,12 @@ def read_config(cfg) -> ConfigHead:
         else:
             if _flag(cfg, "use_qk_norm"):
                 qk_norm = "head"
-                record("use_qk_norm", True, "the RoPE layers normalise each head's q and k (L2Norm: rms 1)")
+                record(
+                    "use_qk_norm",
+                    True,
+                    "the RoPE layers normalise each head's q and k (L2Norm: rms 1)",
+                    given["use_qk_norm"],
+                )
             notes.append("The temperature tuning is off: every position has factor 1/√head_dim.")
     fields_read = {f.name for f in fields}
     ignored = tuple(

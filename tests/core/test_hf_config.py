@@ -229,7 +229,7 @@ def test_thirty_hostile_configs():
 def test_llama_4_without_its_temperature_fields_takes_its_config_classs_defaults():
     h = read_config({"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128})
     assert h.temperature == (8192, 0.1)
-    assert [f.given for f in h.fields if f.name in hf_config.LLAMA4_DEFAULTS] == [False, False, False]
+    assert [f.given for f in h.fields if f.name in hf_config.LLAMA4_DEFAULTS] == [False] * len(hf_config.LLAMA4_DEFAULTS)
     off = read_config({"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
                        "attn_temperature_tuning": False})
     assert off.temperature is None and off.qk_norm == "head"   # use_qk_norm's default: True

@@ -37,7 +37,7 @@ def factor_sentence(h: hf_config.ConfigHead) -> Claim:
     ratio = h.factor * math.sqrt(h.d_k)
     s = Sentence().add("The factor is {formula}.", formula=as_word(h.formula, h.formula))
     if math.isclose(ratio, 1.0, rel_tol=1e-9):
-        s.add(" That is 1/√d_k with d_k = {d_k}: the logits keep the spread of one q and k entry product.",
+        s.add(" That is 1/√d_k with d_k = {d_k}: the logits keep the spread of one q entry times one k entry.",
               d_k=as_int(h.d_k))
     elif h.sqrt_d_model_bug:
         s.add(" That is 1/√d_model, the √d_model bug: the logits are {ratio} times as wide as 1/√d_k would make "

@@ -99,11 +99,11 @@ class ConfigPaste(pn.viewable.Viewer):
             self.result.object = ""
             return
         h: hf_config.ConfigHead = m["head"]
+        # a list, not a table: a field's meaning is a sentence, which a phone's narrow stacked table cuts off
         fields = "".join(
-            f"<tr><th scope='row'><code>{html.escape(f.name)}</code></th>"
-            f"<td data-label='value'>{html.escape(_value(f.value))}{'' if f.given else ' (default)'}</td>"
-            f"<td data-label='what it does' style='text-align:left'>{html.escape(f.meaning)}</td></tr>"
-            for f in h.fields)
+            f"<dt style='margin-top:6px'><code>{html.escape(f.name)}</code> = {html.escape(_value(f.value))}"
+            f"{'' if f.given else ' (not in the file: the default)'}</dt>"
+            f"<dd style='margin:0 0 0 1.2em' class='sdpa-meaning'>{html.escape(f.meaning)}</dd>" for f in h.fields)
         variants = "".join(
             f"<tr><th scope='row'>{html.escape(VARIANT_LABELS[v])}<div class='sdpa-meaning'>× {m['factors'][v]:.3g}"
             f"{' then soft-cap' if v == 'model' and h.softcap else ''}</div></th>"
@@ -121,9 +121,8 @@ class ConfigPaste(pn.viewable.Viewer):
             f": d_model {h.d_model}, {h.heads} heads, d_k {h.d_k}, over {m['n']} tokens, mean of {m['samples']} random "
             f"heads</caption><tr><th scope='col'>scaling</th>" + "".join(f"<th scope='col'>{c}</th>" for c in COLUMNS)
             + f"</tr>{variants}</table></div>"
-            + f"<div style='overflow-x:auto'><table class='sdpa-readouts sdpa-stack'><caption>The fields read, as "
-            f"<code>{html.escape(h.source)}</code> reads them</caption><tr><th scope='col'>field</th>"
-            f"<th scope='col'>value</th><th scope='col' style='text-align:left'>what it does</th></tr>{fields}</table></div>" + ignored)
+            + f"<p style='margin-bottom:0'>The fields read, as <code>{html.escape(h.source)}</code> reads them:</p>"
+            f"<dl style='margin-top:0'>{fields}</dl>" + ignored)
 
     def __panel__(self):
         return pn.Column(
