@@ -16,11 +16,14 @@ import json
 import re
 from pathlib import Path
 
+from urllib.parse import quote
+
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from contrast import CONTRAST_JS, SETTLED_JS, WCAG_AA, lowest
 from layout import layout_problems
+from sdpa_core import hf_config, hf_published
 from web.options import VIEWS
 from web.tour import STEPS
 from web.theme import DARK, FIGURE_DARK, LIGHT
@@ -57,12 +60,18 @@ def luminance(colour: str) -> float:
     return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
 
 
-# every view, and the tour's last step (its recap of the reader's findings and the self-check)
-PAGES = [(view, "") for view in VIEWS] + [("tour", f"&step={len(STEPS)}")]
+# every view, the tour's last step (its recap of the reader's findings and the self-check), and the Real models
+# view with a config read (its sentences, table and list of fields: DeepSeek-V3's, the longest)
+PAGES = [(view, "") for view in VIEWS] + [("tour", f"&step={len(STEPS)}"), ("models", "&config=" + quote(
+    hf_config.to_link(hf_config.read_config(hf_published.PUBLISHED["deepseek-v3"].config))))]
+
+
+def _suffix(query: str) -> str:
+    return "" if not query else "-config" if "config=" in query else "-last-step"
 
 
 @pytest.mark.parametrize("view, query, first", [(v, q, SCHEMES[i % 2]) for i, (v, q) in enumerate(PAGES)],
-                         ids=[v + ("-last-step" if q else "") for v, q in PAGES])
+                         ids=[v + _suffix(q) for v, q in PAGES])
 def test_every_view_keeps_its_first_screen_reads_at_4_5_to_1_and_axe_finds_nothing(browser: Browser, app_url, shots,
                                                                                  view, query, first):
     """The view opens in a browser that prefers ``first`` at a desktop's 1280 x 900: its question, first figure
@@ -80,16 +89,18 @@ def test_every_view_keeps_its_first_screen_reads_at_4_5_to_1_and_axe_finds_nothi
         for scheme in (first, SCHEMES[1 - SCHEMES.index(first)]):
             if scheme == first:
                 open_view(page, app_url, view, scheme, query)
-                if not query:
+                if _suffix(query) != "-last-step":
                     problems += layout_problems(page, view, DESKTOP)
             else:
                 page.emulate_media(color_scheme=scheme)
                 page.wait_for_function("(s) => document.documentElement.dataset.sdpaFigures === s", arg=scheme)
                 page.wait_for_function(SETTLED_JS)
-            if query:
+            if view == "tour" and query:
                 expect(page.get_by_text("Self-check", exact=True)).to_be_visible(timeout=30_000)
-            if not query:
-                shots.take(page, f"layout/{view}-{DESKTOP[0]}x{DESKTOP[1]}-{scheme}.png")
+            elif query:       # the config's head is drawn: its sentence, table and fields are on the page
+                expect(page.get_by_text(re.compile("head multiplies q·k by")).first).to_be_visible(timeout=30_000)
+            if _suffix(query) != "-last-step":
+                shots.take(page, f"layout/{view}{_suffix(query)}-{DESKTOP[0]}x{DESKTOP[1]}-{scheme}.png")
             found = page.evaluate(CONTRAST_JS)
             expected = {"light": LIGHT, "dark": DARK}[scheme]["--sdpa-bg"]
             assert found["page"] == expected, f"{view}: the page's background in {scheme} is {found['page']}, not {expected}"
@@ -97,7 +108,7 @@ def test_every_view_keeps_its_first_screen_reads_at_4_5_to_1_and_axe_finds_nothi
             assert len(found["texts"]) > 10 and (view in ("models", "questions") or len(found["canvas"]) >= 3), found
             # the lowest ratio of each kind of text, for the record
             CONTRAST_DIR.mkdir(parents=True, exist_ok=True)
-            (CONTRAST_DIR / f"{scheme}-{view}{'-last-step' if query else ''}.json").write_text(json.dumps(
+            (CONTRAST_DIR / f"{scheme}-{view}{_suffix(query)}.json").write_text(json.dumps(
                 {"page": found["page"], "dom": lowest(found["texts"]), "canvas": lowest(found["canvas"])}, indent=1,
                 ensure_ascii=False))
             low = [t for t in found["texts"] + found["canvas"] if t["ratio"] < WCAG_AA]
