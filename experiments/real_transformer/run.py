@@ -134,8 +134,9 @@ def val_batches(val: torch.Tensor, size: Size) -> list[tuple[torch.Tensor, torch
     return [(x[i:i + size.batch], y[i:i + size.batch]) for i in range(0, len(x), size.batch)]
 
 
-def train_one(run: dict, size: Size, train: torch.Tensor, val: torch.Tensor) -> dict:
-    """Train one configuration; returns its record (rounded)."""
+def train_one(run: dict, size: Size, train: torch.Tensor, val: torch.Tensor, keep: list | None = None) -> dict:
+    """Train one configuration; returns its record (rounded). ``keep``: a list the trained model is appended to
+    (export_head.py reads a head's q and k from it)."""
     device = torch.device(size.device)
     cfg = Config(rule=run["rule"], init=run["init"], d_k=run["d_k"], n_heads=size.n_heads,
                  n_layers=size.n_layers, seq_len=size.seq_len)
@@ -189,6 +190,8 @@ def train_one(run: dict, size: Size, train: torch.Tensor, val: torch.Tensor) -> 
             if not math.isfinite(v):
                 diverged = True
                 break
+    if keep is not None:
+        keep.append(model)
     final = v if steps_done == size.steps and not diverged else float("nan")
     diverged = diverged or not math.isfinite(final) or final > DIVERGED_ABOVE
     return {**run, "steps_done": steps_done, "final_train_loss": sig(train_loss), "final_val_loss": sig(final),

@@ -255,3 +255,33 @@ def test_readme_quotes_the_findings(cpu):
     for name, f in findings.findings(cpu).items():
         verdict = "holds" if f["holds"] else "does not hold"
         assert f"({name}) {verdict}" in text, name
+
+
+def test_export_head_reads_each_layers_own_q_and_k():
+    """export_head.head_qk's q and k of a (random) model give that model's own attention logits, layer by layer."""
+    from experiments.real_transformer import export_head
+
+    torch.manual_seed(0)
+    m = model.Transformer(model.Config(d_k=8, n_layers=2, seq_len=16)).eval()
+    text = "def f(x): pass"
+    layers = export_head.head_qk(m, text)
+    with torch.no_grad():
+        m(torch.tensor([list(text.encode())]), keep=True)
+    for block, got in zip(m.blocks, layers):
+        want = block.attn.last_logits[0, 0].numpy() / block.attn.factor
+        q, k = np.array(got["q"]), np.array(got["k"])
+        assert q.shape == (len(text), 8) and np.allclose(q @ k.T, want, rtol=2e-3, atol=2e-3)
+
+
+def test_the_shipped_head_is_the_export_of_its_recipe():
+    """The page's copy is the experiment's, and it records the recipe export_head.py runs and its text."""
+    from experiments.real_transformer import export_head
+
+    shipped = Path(__file__).resolve().parents[2] / "web" / "data" / "real_head.json"
+    results = Path(export_head.__file__).parent / "results" / "real_head.json"
+    assert shipped.read_bytes() == results.read_bytes()
+    head = json.loads(results.read_text())
+    assert head["text"] == export_head.TEXT and head["d_k"] == export_head.RUN["d_k"]
+    assert {k: head["run"][k] for k in export_head.RUN} == export_head.RUN
+    assert head["run"]["steps_done"] == export_head.SIZE.steps and not head["run"]["diverged"]
+    assert head["training_text"]["matches_reference"]

@@ -1,7 +1,7 @@
 """Every sentence the page builds from numbers, one module per idea: ``claim`` (a sentence with the facts
 it states), ``numbers`` (the formats),
 ``playground`` (the verdict, readouts, references), ``sweeps`` (the variance, saturation and
-sequence-length views), ``dial``, ``alignment``, ``precision``, ``models``, ``configs`` (a pasted config.json's head), ``training`` and ``real`` (the real transformer's grid).
+sequence-length views), ``dial``, ``alignment``, ``precision``, ``models``, ``configs`` (a pasted config.json's head), ``tokens`` (a trained head on real text), ``training`` and ``real`` (the real transformer's grid).
 
 Pure functions of results computed by ``sdpa_core`` (no Panel, no state objects), so the tests can
 check each sentence against an independent computation. Each sentence names the conditions it holds
@@ -59,6 +59,7 @@ from .precision import ORDER_WORDS, broken_span, first_broken, precision_headlin
 from .real import (ABOVE, SATURATED_SHARE, best_sentence, failed, growth_sentence, real_answer, real_headline,
                    small_width_sentence, toy_sentence, working_rates, necessary_sentence, tuned_sentence)
 from .models import VARIANT_LABELS, head_words, bug_sentence, model_summary, model_headline
+from .tokens import real_head_headline, twin_sentence
 from .configs import FAR_POSITIONS, config_headline, factor_sentence, softcap_sentence, temperature_sentence
 from .training import (
     FOLD_WINDOW,
@@ -79,6 +80,7 @@ from .training import (
 )
 
 __all__ = [
+    "real_head_headline", "twin_sentence",
     "FAR_POSITIONS", "config_headline", "factor_sentence", "softcap_sentence", "temperature_sentence",
     "Claim",
     "Sentence",

@@ -96,8 +96,9 @@ def as_int(x: int) -> tuple[int, str]:
 
 
 def as_2f(x: float) -> tuple[float, str]:
-    """A number to two decimals (an entropy, a slope)."""
-    return float(x), f"{x:.2f}"
+    """A number to two decimals (an entropy, a slope); never "-0.00"."""
+    text = f"{x:.2f}"
+    return float(x), "0.00" if text == "-0.00" else text
 
 
 def as_tokens(x: float) -> tuple[float, str]:

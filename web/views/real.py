@@ -18,6 +18,7 @@ from ..toy_sweep import RULES as TOY_RULES
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
 from ..options import VIEW_HEADINGS
 from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
+from .real_head import RealHead
 
 RULES = tuple(r for r in rt.RULE_LABELS if r in rt.spec()["rules"])
 #: How often the toy's sweep trains for its time budget (toy_sweep.BUDGET), as Train it ticks.
@@ -65,6 +66,7 @@ class Real(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.tokens = RealHead()
         tr = self.train
         cells = [rt.cell(i, d, r, lr) for i in rt.INIT_LABELS for d in rt.D_KS for r in RULES for lr in rt.LRS]
         lo, hi = _span([c.loss for c in cells], 0.1)
@@ -240,4 +242,5 @@ class Real(pn.viewable.Viewer):
                     "experiments/real_transformer/README.md has the script, the grid and a larger GPU table from an "
                     "outside run. QK-norm here is LayerNorm on q and k, then 1/√d_k."),
             caption(self._toy_caption()),
+            self.tokens,
             sizing_mode="stretch_width")
