@@ -80,26 +80,55 @@ def wait_ready(page):
     assert page.evaluate("window.sdpaLab.error") is None, page.evaluate("window.sdpaLab.error")
 
 
-def settle(page):
-    """Wait until no message has passed for half a second (the page's address, sent to Python once it
-    is live, comes back as a patch of its own)."""
-    page.wait_for_function("""() => {
-      const log = window.__messages, now = performance.now();
-      if (log.length !== log.seen) { log.seen = log.length; log.since = now; }
-      return now - log.since >= 500;
-    }""", polling=100, timeout=30_000)
+# A sentinel: a change of no consequence made in the page (a tag on the live document's first root, which
+# Python neither reads nor changes), sent to the worker as a patch of its own. The worker answers every
+# patch of the page, once (patches.js sends the next only after that answer): with "idle" when nothing
+# changed. Returns the log's length just before it.
+SENTINEL_JS = """() => {
+  const doc = Bokeh.documents[Bokeh.documents.length - 1];
+  window.__sentinels = (window.__sentinels || 0) + 1;
+  const at = window.__messages.length;
+  doc.roots()[0].tags = ["sdpa-test-sentinel " + window.__sentinels];
+  return at;
+}"""
+# [index of the sentinel's patch, index of its answer] in the log from `at` on, once the answer is in
+SENTINEL_ANSWERED_JS = """(at) => {
+  const log = window.__messages;
+  const sent = log.findIndex((m, i) => i >= at && m.dir === "out" && m.kinds.includes("ModelChanged:tags"));
+  const answer = sent < 0 ? -1 : log.findIndex((m, i) => i > sent && m.dir === "in" && (m.done || m.type === "idle"));
+  return answer >= 0 && [sent, answer];
+}"""
+
+
+def round_trip(page) -> tuple[int, int]:
+    """Send the sentinel and wait for the worker's answer; the messages between the page and the worker
+    keep their order, so whatever Python sent before answering it has arrived by then. Returns the log
+    indices of the sentinel's patch and of its answer."""
+    at = page.evaluate(SENTINEL_JS)
+    handle = page.wait_for_function(SENTINEL_ANSWERED_JS, arg=at, timeout=30_000)
+    sent, answer = handle.json_value()
+    return sent, answer
+
+
+def settle(page) -> int:
+    """Until Python has answered everything the page sent before now (the page's address, sent to Python
+    once it is live, comes back as a patch of its own, before the sentinel's answer or in it). Returns
+    the log's length then."""
+    return round_trip(page)[1] + 1
 
 
 def step(page, key: str) -> list[dict]:
-    """Press `key` on the focused slider; the messages of that step once the worker has answered."""
-    settle(page)
-    n = page.evaluate("window.__messages.length")
+    """Press `key` on the focused slider; the messages of that step once the worker has answered, and a
+    sentinel sent after that answer has been answered with "idle": nothing else followed the step."""
+    n = settle(page)
     page.keyboard.press(key)
-    # the answer to the page's patch closes the step; then make sure nothing else follows it
+    # the answer to the page's patch closes the step; then a sentinel proves that nothing else follows it
     page.wait_for_function(f"window.__messages.slice({n}).some((m) => m.dir === 'in' && (m.done || m.type === 'idle'))",
                            timeout=30_000)
-    page.wait_for_timeout(500)
-    return page.evaluate(f"window.__messages.slice({n})")
+    sent, answer = round_trip(page)
+    log = page.evaluate("window.__messages")
+    assert log[answer]["type"] == "idle", log[n:]     # a change of Python's left after the step would ride on it
+    return log[n:sent] + log[sent + 1:answer]
 
 
 def test_a_d_k_step_is_one_message_each_way(live_site, browser):

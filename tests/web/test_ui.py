@@ -1,16 +1,18 @@
 """The page in a real browser (Debian's Chromium) against `panel serve`. Every view's first screen on a phone
 is test_ui_layout.py's; on a desktop, with axe-core and the contrast of every text, light and dark, test_ui_dark.py's."""
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, TimeoutError as PlaywrightTimeout, expect
 
 from web import claims
 from web.grading import step_state
-from web.options import MAX_D_K
+from web.options import D_K_OPTIONS, MAX_D_K
 from web.state import LabState
 from web.tour import STEPS
 from web.training_state import TrainingState
+from web.views.alignment import TICK_MS as SWEEP_TICK_MS
 from web.views.training import AHEAD, TICK_MS
 
 pytestmark = pytest.mark.ui
@@ -190,18 +192,47 @@ def test_widgets_of_a_view_opened_later_get_accessible_names(page: Page, app_url
         "aria-valuetext", str(TrainingState.param.d_k.default), timeout=30_000)
 
 
-@pytest.mark.parametrize("view, button", [("alignment", "Play: sweep ρ"), ("training", "Play")])
-def test_nothing_moves_by_itself_with_reduced_motion(page: Page, app_url, view, button):
+def nudge_d_k(page: Page, first: bool) -> str | None:
+    """A round trip through Python that leaves ρ alone: d_k beside the figure one option up (``first``), then
+    back down to its default, waited for until the address Python writes for it has that d_k. Returns the
+    address's ρ at that answer."""
+    default = LabState.param.d_k.default
+    want = str(D_K_OPTIONS[D_K_OPTIONS.index(default) + 1]) if first else None   # the default is not written
+    page.locator(D_K).press("ArrowRight" if first else "ArrowLeft")
+    page.wait_for_function("(want) => new URLSearchParams(location.search).get('d_k') === want", arg=want,
+                           timeout=30_000)
+    return page.evaluate("new URLSearchParams(location.search).get('rho')")
+
+
+def download_runs(page: Page, first: bool) -> str:
+    """A round trip through Python that changes nothing: "Download curves as CSV" asks Python for the
+    runs' steps so far, and the file arrives with its answer."""
+    with page.expect_download(timeout=30_000) as download:
+        page.get_by_role("button", name="Download curves as CSV").click()
+    return Path(download.value.path()).read_text()
+
+
+@pytest.mark.parametrize("view, button, period, sentinel", [("alignment", "Play: sweep ρ", SWEEP_TICK_MS, nudge_d_k),
+                                                            ("training", "Play", TICK_MS, download_runs)])
+def test_nothing_moves_by_itself_with_reduced_motion(page: Page, app_url, view, button, period, sentinel):
     """With prefers-reduced-motion, opening a view with an animation starts none: its Play button still says
-    Play and the address keeps the link's values (ρ is not swept, no training step is taken)."""
+    Play and the address keeps the link's values (ρ is not swept; no training step is taken: the runs' steps,
+    downloaded from Python, are the same two of the animation's periods apart)."""
     page.emulate_media(reduced_motion="reduce")
     open_page(page, f"{app_url}?view={view}")
     play = page.get_by_role("button", name=re.compile(button)).first
     expect(play).to_be_visible(timeout=60_000)
     search = page.evaluate("location.search")
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
-    # two of the animation's ticks (400 ms each) would have moved ρ or the step count by now
-    page.wait_for_timeout(1200)
+    # The messages between the page and Python keep their order. Once the first sentinel is answered, all
+    # the page sent on load has reached Python (an animation started then is ticking); the second one,
+    # sent two of the animation's periods later by the page's clock, is answered after the tick that
+    # would have moved ρ or taken a training step.
+    before = sentinel(page, first=True)
+    since = page.evaluate("performance.now()")
+    page.wait_for_function("([since, period]) => performance.now() >= since + 2 * period", arg=[since, period])
+    after = sentinel(page, first=False)
+    assert after == before
     assert page.evaluate("location.search") == search
     expect(play).to_have_text(re.compile(button))
     assert "Pause" not in page.locator("body").inner_text()

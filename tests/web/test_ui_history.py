@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from web.options import D_K_OPTIONS
 from web.state import LabState
 from web.training_state import TrainingState
 from web.urlstate import apply_query, parse_query, to_query
@@ -24,6 +25,7 @@ CORRECTED = ["?view=tour&step=9", "?view=VARIANCE", "?view=tour&step=0", "?view=
 # In the browser, two of them: the history works the same for every correction (each is checked above), and
 # these two are the ones Panel's own query parser refused under `panel serve`
 IN_BROWSER = ["?view=tour&step=²", "?view=playground&d_k=٦٤&n=٣"]
+D_K = '#main .noUi-handle[aria-label="d_k (key/query dimension)"]'   # the slider beside the figure
 
 
 def corrected(link: str) -> str:
@@ -31,6 +33,29 @@ def corrected(link: str) -> str:
     train = TrainingState(lab)
     apply_query(link, lab, train)
     return to_query(lab, train)
+
+
+def d_k_step(search: str) -> str:
+    """The address of ``search`` with d_k one option up, as the page writes it."""
+    lab = LabState()
+    train = TrainingState(lab)
+    apply_query(search, lab, train)
+    lab.d_k = D_K_OPTIONS[D_K_OPTIONS.index(lab.d_k) + 1]
+    return to_query(lab, train)
+
+
+def round_trip(page: Page, search: str):
+    """A sentinel through Python, once the address is ``search``: d_k one step up, then back, each step waited
+    for until the page shows the address Python writes for it (a replaced entry: the view is the same). The
+    messages between the page and Python (the websocket, the worker) keep their order, so once the second
+    answer is shown, whatever Python sent before it (a late push of the corrected address) has reached the
+    page."""
+    handle = page.locator(D_K)
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function("(want) => location.search === want", arg=d_k_step(search), timeout=30_000)
+    handle.press("ArrowLeft")
+    page.wait_for_function("(want) => location.search === want", arg=search, timeout=30_000)
 
 
 def wait_live(page: Page, runtime):
@@ -66,12 +91,12 @@ def test_back_and_forward_leave_a_corrected_link_in_one_press(page: Page, runtim
     page.wait_for_function("(want) => location.search === want", arg=want, timeout=30_000)
     if parse_query(link)[2]:
         expect(page.get_by_text("Some settings in the link were corrected:")).to_be_visible(timeout=30_000)
-    page.wait_for_timeout(500)                                   # a late push would land here
+    round_trip(page, want)                                       # a late push would land before its end
     assert page.evaluate("history.length") == start + 1
     page.go_back()
     page.wait_for_function("(url) => location.href === url", arg=before, timeout=30_000)
     page.go_forward()
     wait_live(page, runtime)
     page.wait_for_function("(want) => location.search === want", arg=want, timeout=30_000)
-    page.wait_for_timeout(300)
+    round_trip(page, want)
     assert page.evaluate("history.length") == start + 1
