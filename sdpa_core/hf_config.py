@@ -295,10 +295,18 @@ def read_config(cfg) -> ConfigHead:
             given=False,
         )
 
+    common = dict(
+        model_type=model_type,
+        architecture=architecture,
+        d_model=d_model,
+        heads=heads,
+        kv_heads=kv_heads,
+        init_std=init_std,
+        source=source,
+    )
     if how == "mla":
-        return _read_mla(
-            cfg, top, model_type, architecture, source, d_model, heads, kv_heads, init_std, fields, need, record
-        )
+        mla = _read_mla(cfg, d_model, init_std, source, fields, need, record)
+        return _head(top, fields, softcap=None, qk_norm="none", temperature=None, **common, **mla)
 
     if cfg.get("head_dim") is not None:
         d_k = _whole(cfg, "head_dim", 1, 4096)
@@ -415,35 +423,32 @@ def read_config(cfg) -> ConfigHead:
                     given["use_qk_norm"],
                 )
             notes.append("The temperature tuning is off: every position has factor 1/√head_dim.")
-    fields_read = {f.name for f in fields}
-    ignored = tuple(
-        k for k in top if k not in fields_read and k not in ("model_type", "text_config", "n_embd", "n_head")
-    )
-    return ConfigHead(
-        model_type,
-        architecture,
-        d_model,
-        heads,
-        kv_heads,
-        d_k,
-        float(factor),
-        formula,
-        softcap,
-        qk_norm,
-        norm_width,
-        temperature,
-        init_std,
-        init_std,
-        init_std,
-        tuple(fields),
-        ignored,
-        tuple(notes),
-        source,
+    return _head(
+        top,
+        fields,
+        d_k=d_k,
+        factor=float(factor),
+        formula=formula,
+        softcap=softcap,
+        qk_norm=qk_norm,
+        norm_width=norm_width,
+        temperature=temperature,
+        q_std=init_std,
+        k_std=init_std,
+        notes=tuple(notes),
+        **common,
     )
 
 
-def _read_mla(cfg, top, model_type, architecture, source, d_model, heads, kv_heads, init_std, fields, need, record):
-    """DeepSeek-V3's multi-head latent attention: q and k go through low-rank paths with an RMSNorm inside."""
+def _head(top: dict, fields: list, **values) -> ConfigHead:
+    """The ConfigHead of ``values``, with the fields read and the file's other top-level fields (``ignored``)."""
+    read = {f.name.split(".")[0] for f in fields} | {"model_type", "text_config", "n_embd", "n_head"}
+    return ConfigHead(fields=tuple(fields), ignored=tuple(k for k in top if k not in read), **values)
+
+
+def _read_mla(cfg, d_model, init_std, source, fields, need, record) -> dict:
+    """DeepSeek-V3's multi-head latent attention: q and k go through low-rank paths with an RMSNorm inside.
+    Returns the ConfigHead values it sets (d_k, factor, formula, norm_width, q_std, k_std, notes)."""
     for name in ("qk_nope_head_dim", "qk_rope_head_dim", "kv_lora_rank"):
         need(name)
     nope = _whole(cfg, "qk_nope_head_dim", 0, 4096)
@@ -491,28 +496,14 @@ def _read_mla(cfg, top, model_type, architecture, source, d_model, heads, kv_hea
         f"d_k = {d_k} whose q and k entries have those paths' std at initialisation (q {q_entry:.3g}, k "
         f"{k_entry:.3g} in rms), not the paths themselves.",
     )
-    fields_read = {f.name.split(".")[0] for f in fields}
-    ignored = tuple(k for k in top if k not in fields_read and k != "model_type")
-    return ConfigHead(
-        model_type,
-        architecture,
-        d_model,
-        heads,
-        kv_heads,
-        d_k,
-        float(factor),
-        formula,
-        None,
-        "none",
-        heads * d_k,
-        None,
-        init_std,
-        q_entry / math.sqrt(d_model),
-        k_entry / math.sqrt(d_model),
-        tuple(fields),
-        ignored,
-        notes,
-        source,
+    return dict(
+        d_k=d_k,
+        factor=float(factor),
+        formula=formula,
+        norm_width=d_k,
+        q_std=q_entry / math.sqrt(d_model),
+        k_std=k_entry / math.sqrt(d_model),
+        notes=notes,
     )
 
 
