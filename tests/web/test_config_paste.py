@@ -138,3 +138,20 @@ def test_a_failure_while_drawing_the_head_is_said_on_the_page(box, monkeypatch):
     monkeypatch.setattr(hf_config, "config_at_init", broken)
     box.lab.hf_config = '{"model_type":"llama","hidden_size":64,"num_attention_heads":4}'
     assert "could not draw this head: ModuleNotFoundError" in box.headline.object
+
+
+def test_back_to_another_head_shows_its_fields_and_a_read_paste_is_kept():
+    lab = LabState(view="models")
+    box = ConfigPaste(lab=lab)
+    box.text.value = "x"
+    box.read.clicks += 1
+    assert "unchanged" not in box.status.object          # no head was shown: nothing to keep
+    full = dict(hf_published.PUBLISHED["gemma-2-9b"].config, vocab_size=256000, rope_theta=10000.0)
+    box.text.value = json.dumps(full)
+    box.read.clicks += 1
+    assert json.loads(box.text.value) == full             # the reader's whole config stays in the box
+    other = hf_config.to_link(hf_config.read_config(hf_published.PUBLISHED["qwen3-8b"].config))
+    lab.hf_config = other                                  # Back/Forward to a link of another head
+    assert json.loads(box.text.value) == json.loads(other)
+    lab.hf_config = ""
+    assert box.text.value == ""

@@ -52,9 +52,22 @@ class ConfigPaste(pn.viewable.Viewer):
         self.read.on_click(lambda _: self._read(self.text.value))
         self.file.param.watch(self._dropped, "value")
         self.lab.param.watch(self._update, ["config_model"])
-        if self.lab.hf_config:   # opened from a link: show the fields it carries
-            self.text.value = json.dumps(json.loads(self.lab.hf_config), indent=1)
+        self.lab.param.watch(self._follow, ["hf_config"])
+        self._follow()
         self._update()
+
+    def _follow(self, *_) -> None:
+        """Show the fields of the head the state holds (opened from a link, or Back/Forward to another), unless
+        the box already reads as that head: a reader's whole pasted config is not cut to its fields."""
+        if self._canonical(self.text.value) != self.lab.hf_config:
+            self.text.value = json.dumps(json.loads(self.lab.hf_config), indent=1) if self.lab.hf_config else ""
+
+    @staticmethod
+    def _canonical(text: str) -> str:
+        try:
+            return hf_config.to_link(hf_config.read_config(hf_config.parse_config(text)))
+        except hf_config.ConfigError:
+            return ""
 
     def _start(self, event) -> None:
         if event.new:
@@ -77,7 +90,8 @@ class ConfigPaste(pn.viewable.Viewer):
         """An error, said beside the box; the head shown (and the link) stay as they were."""
         # .object, not set_html: a button's callback runs outside the document lock under `panel serve`, and only
         # Panel's own path defers the change until the lock is held
-        self.status.object = f"<div role='alert'>{html.escape(message)} The head shown below is unchanged.</div>"
+        kept = " The head shown below is unchanged." if self.lab.hf_config else ""
+        self.status.object = f"<div role='alert'>{html.escape(message)}{kept}</div>"
 
     def _read(self, text: str) -> None:
         try:
