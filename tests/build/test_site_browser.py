@@ -97,9 +97,11 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
 
 # What a first visit may transfer, page and offline precache together (gzip where the server compresses):
 # the target is 14 MB; measured 13.8 MB (docs/performance.md), then 14.48 MB, and 14.58 MB once the Real
-# transformer view came (its first paint, 25 KB gzip, and its grid, 30 KB gzip in the app's wheel). The
-# margin is for the page's growth.
-FIRST_VISIT_BYTES = 14.7e6
+# transformer view came (its first paint, 25 KB gzip, and its grid, 30 KB gzip in the app's wheel), then
+# 14.77 MB with the config.json reader (sdpa_core/hf_config.py, its published configs, the box) and the trained
+# head on real text (its q and k, 44 KB gzip; the Real view's first paint leaves its 2 x 2,016 map cells out,
+# which would have been 83 KB more). The margin is for the page's growth.
+FIRST_VISIT_BYTES = 14.9e6
 
 
 def test_first_visit_downloads_each_file_once(offline_site, browser):
