@@ -34,14 +34,14 @@ class ConfigPaste(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.start = pn.widgets.Select(name="Start from a published config", options=STARTS, width=260)
+        self.start = pn.widgets.Select(label="Start from a published config", options=STARTS, width=260)
         self.text = pn.widgets.TextAreaInput(
-            name="config.json", placeholder='Paste a config.json here, e.g. {"model_type": "llama", '
+            label="config.json", placeholder='Paste a config.json here, e.g. {"model_type": "llama", '
             '"hidden_size": 4096, "num_attention_heads": 32, ...}', height=150, sizing_mode="stretch_width",
             max_length=hf_config.MAX_CONFIG_BYTES)
-        self.file = pn.widgets.FileInput(accept=".json,application/json", multiple=False, name="or drop the file",
+        self.file = pn.widgets.FileInput(accept=".json,application/json", multiple=False, label="or drop the file",
                                          width=260)
-        self.read = pn.widgets.Button(name="Read it", button_type="primary", width=110)
+        self.read = pn.widgets.Button(label="Read it", color="primary", width=110)
         self.status = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width",
                                    margin=(4, 10))
         self.headline = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width",
