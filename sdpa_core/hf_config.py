@@ -126,7 +126,7 @@ def parse_config(text) -> dict:
             raise ConfigError("The file is not UTF-8 text: is it a config.json?") from None
     if not isinstance(text, str):
         raise ConfigError(f"A config must be text, got {type(text).__name__}.")
-    if len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
         raise ConfigError(f"The text is over {MAX_CONFIG_BYTES:,} bytes; a config.json is a few kB.")
     if not text.strip():
         raise ConfigError("The config is empty: paste the text of a config.json, or drop the file.")
@@ -141,6 +141,10 @@ def parse_config(text) -> dict:
         obj = json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as e:
         raise ConfigError(f"Not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}.") from None
+    except ConfigError:  # NaN or Infinity, said by parse_constant
+        raise
+    except ValueError:  # a whole number of more than 4,300 digits (Python's limit on int from text)
+        raise ConfigError("The config holds a number too long to read (over 4,300 digits).") from None
     except RecursionError:
         raise ConfigError(f"The config nests deeper than {MAX_DEPTH} levels; a config.json nests at most 3.") from None
     if not isinstance(obj, dict):
@@ -191,7 +195,10 @@ def _number(cfg: dict, name: str, low: float, high: float, *, open_low: bool = T
     v = cfg[name]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ConfigError(f"{name} must be a number, got {_kind(v)} {json.dumps(v)[:40]}.")
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:  # a whole number beyond float's range
+        raise ConfigError(f"{name} is far too large: it must be ≤ {high:g}.") from None
     if not math.isfinite(v) or v > high or v < low or (open_low and v == low):
         raise ConfigError(f"{name} must be {'>' if open_low else '≥'} {low:g} and ≤ {high:g}, got {v:g}.")
     return v
@@ -215,7 +222,7 @@ def read_config(cfg) -> ConfigHead:
         raise ConfigError(f"A config is a JSON object, got {_kind(cfg)}.")
     top = cfg
     model_type = cfg.get("model_type")
-    if model_type in WRAPPERS:
+    if isinstance(model_type, str) and model_type in WRAPPERS:
         inner = cfg.get("text_config")
         if not isinstance(inner, dict):
             raise ConfigError(
@@ -225,6 +232,10 @@ def read_config(cfg) -> ConfigHead:
         cfg = {"model_type": WRAPPERS[model_type], **inner}
         cfg["model_type"] = inner.get("model_type", WRAPPERS[model_type])
         model_type = cfg["model_type"]
+        if not isinstance(model_type, str) or model_type != WRAPPERS[top["model_type"]]:
+            raise ConfigError(
+                f"text_config.model_type must be {WRAPPERS[top['model_type']]!r} in a {top['model_type']} config."
+            )
     if not isinstance(model_type, str):
         raise ConfigError(
             "The config has no model_type (text), so the page cannot tell which attention code reads "
@@ -270,7 +281,7 @@ def read_config(cfg) -> ConfigHead:
         "heads: the query heads per layer",
     )
     kv_heads = heads
-    if cfg.get("num_key_value_heads") is not None:
+    if cfg.get("num_key_value_heads") is not None and model_type != "gpt2":
         kv_heads = _whole(cfg, "num_key_value_heads", 1, heads)
         if heads % kv_heads:
             raise ConfigError(
@@ -295,6 +306,7 @@ def read_config(cfg) -> ConfigHead:
             given=False,
         )
 
+    _refuse_rope_attention_factor(cfg.get("rope_scaling"))
     common = dict(
         model_type=model_type,
         architecture=architecture,
@@ -308,7 +320,7 @@ def read_config(cfg) -> ConfigHead:
         mla = _read_mla(cfg, d_model, init_std, source, fields, need, record)
         return _head(top, fields, softcap=None, qk_norm="none", temperature=None, **common, **mla)
 
-    if cfg.get("head_dim") is not None:
+    if cfg.get("head_dim") is not None and model_type != "gpt2":  # GPT2Attention: always n_embd // n_head
         d_k = _whole(cfg, "head_dim", 1, 4096)
         record("head_dim", d_k, "d_k: each head's q and k width, set apart from hidden_size / heads")
     elif model_type in HEAD_DIM_DEFAULTS:
@@ -368,9 +380,13 @@ def read_config(cfg) -> ConfigHead:
         scalar = _number(cfg, "query_pre_attn_scalar", 0.0, 1e9)
         factor, formula = scalar**-0.5, f"query_pre_attn_scalar^-½ = 1/√{scalar:g}"
         record("query_pre_attn_scalar", scalar, "q·k is multiplied by its -½ power, in place of 1/√head_dim")
-        if cfg.get("attn_logit_softcapping") is not None:
-            softcap = _number(cfg, "attn_logit_softcapping", 0.0, 1e6)
-            record("attn_logit_softcapping", softcap, "the logits become c·tanh(z / c): none passes ±c")
+        given_cap = "attn_logit_softcapping" in cfg
+        cap = cfg["attn_logit_softcapping"] if given_cap else SOFTCAP_DEFAULTS.get(model_type)
+        if cap is not None:
+            softcap = _number({"attn_logit_softcapping": cap}, "attn_logit_softcapping", 0.0, 1e6)
+            record("attn_logit_softcapping", softcap, "the logits become c·tanh(z / c): none passes ±c", given_cap)
+        elif given_cap:
+            record("attn_logit_softcapping", None, "null: the logits are not capped")
         if model_type == "gemma3_text":
             qk_norm = "head"
             notes.append(
@@ -414,15 +430,25 @@ def read_config(cfg) -> ConfigHead:
                 + " instead."
             )
         else:
-            if _flag(cfg, "use_qk_norm"):
-                qk_norm = "head"
-                record(
-                    "use_qk_norm",
-                    True,
-                    "the RoPE layers normalise each head's q and k (L2Norm: rms 1)",
-                    given["use_qk_norm"],
-                )
-            notes.append("The temperature tuning is off: every position has factor 1/√head_dim.")
+            record(
+                "attn_temperature_tuning",
+                cfg["attn_temperature_tuning"],
+                "off: no layer has a position temperature",
+                given["attn_temperature_tuning"],
+            )
+            qk = _flag(cfg, "use_qk_norm")
+            qk_norm = "head" if qk else "none"
+            record(
+                "use_qk_norm",
+                qk,
+                "the RoPE layers normalise each head's q and k (L2Norm: rms 1)"
+                if qk
+                else "off: q and k are not normalised",
+                given["use_qk_norm"],
+            )
+            notes.append(
+                "The temperature tuning is off: every position has factor 1/√head_dim. This is a layer with RoPE."
+            )
     return _head(
         top,
         fields,
@@ -441,7 +467,26 @@ def read_config(cfg) -> ConfigHead:
 
 
 def _head(top: dict, fields: list, **values) -> ConfigHead:
-    """The ConfigHead of ``values``, with the fields read and the file's other top-level fields (``ignored``)."""
+    """The ConfigHead of ``values``, with the fields read and the file's other top-level fields (``ignored``);
+    a ConfigError when the head is beyond what the page draws (its factor, its W stds, its norm's width)."""
+    if values["factor"] > MAX_FACTOR:
+        raise ConfigError(
+            f"The head's factor on q·k, {values['formula']}, is {values['factor']:.3g}: over "
+            f"{MAX_FACTOR:g}, which the page does not draw."
+        )
+    low, high = real_models.STD_RANGE
+    for side in ("q", "k"):
+        std = values[f"{side}_std"]
+        if not low <= std <= high:
+            raise ConfigError(
+                f"initializer_range = {values['init_std']:g} gives W_{side} entries of std {std:.3g} "
+                f"(as the page folds the model's paths in), outside [{low:g}, {high:g}]."
+            )
+    if values["qk_norm"] == "all" and values["norm_width"] > 4 * real_models.MAX_D_MODEL:
+        raise ConfigError(
+            f"heads × head_dim = {values['norm_width']:,}: over {4 * real_models.MAX_D_MODEL:,}, "
+            f"the widest QK-norm the page draws."
+        )
     read = {f.name.split(".")[0] for f in fields} | {"model_type", "text_config", "n_embd", "n_head"}
     return ConfigHead(fields=tuple(fields), ignored=tuple(k for k in top if k not in read), **values)
 
@@ -477,7 +522,11 @@ def _read_mla(cfg, d_model, init_std, source, fields, need, record) -> dict:
             m_all = _number(rs, "mscale_all_dim", 0.0, 100.0)
             mscale = 1.0 if ext <= 1 else 0.1 * m_all * math.log(ext) + 1.0
             factor *= mscale * mscale
-            formula += f" × mscale² = × {mscale:.4g}² (YaRN: 0.1 · {m_all:g} · ln {ext:g} + 1)"
+            formula += (
+                f" × mscale² = × {mscale:.4g}² (YaRN: 0.1 · {m_all:g} · ln {ext:g} + 1)"
+                if ext > 1
+                else " × mscale² = × 1 (YaRN's factor ≤ 1: mscale 1)"
+            )
             fields.append(Field("rope_scaling.factor", ext, "how many times the context was extended (YaRN)", source))
             fields.append(
                 Field(
@@ -506,6 +555,11 @@ def _read_mla(cfg, d_model, init_std, source, fields, need, record) -> dict:
         notes=notes,
     )
 
+
+#: attn_logit_softcapping when the file has none (Gemma2Config's default; an explicit null means no cap).
+SOFTCAP_DEFAULTS = {"gemma2": 50.0}
+#: The bounds ``real_models.head_at_init`` holds a head to, checked here so a ConfigError names the field.
+MAX_FACTOR = 1e3
 
 #: head_dim when the file has none, where the config class sets a default of its own (configuration_qwen3.py).
 HEAD_DIM_DEFAULTS = {"qwen3": 128}
@@ -537,6 +591,29 @@ SCALE_FIELDS = (
 )
 
 
+def _refuse_rope_attention_factor(rs) -> None:
+    """YaRN and LongRoPE (transformers' modeling_rope_utils) multiply RoPE's cos and sin by an attention factor,
+    which scales the logits of the rotated coordinates: the page does not model that, so it refuses such a config
+    rather than show a head without it. YaRN's factor is 1 when its scale is <= 1, or when mscale and
+    mscale_all_dim are both set and equal (DeepSeek-V3's published config: 1.0 and 1.0)."""
+    if not isinstance(rs, dict):
+        return
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind not in ("yarn", "longrope"):
+        return
+    explicit = rs.get("attention_factor")
+    scale = rs.get("factor", 1)
+    plain = isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale <= 1
+    m, m_all = rs.get("mscale"), rs.get("mscale_all_dim")
+    if explicit == 1 or (explicit is None and kind == "yarn" and (plain or (m and m_all and m == m_all))):
+        return
+    raise ConfigError(
+        f"rope_scaling ({kind}) multiplies RoPE's rotated coordinates of q and k by an attention "
+        f"factor, which the page does not model; without rope_scaling it shows the head as trained "
+        f"before the context was extended."
+    )
+
+
 def temperature_at(head: ConfigHead, position) -> float:
     """Llama 4's factor on q at 0-based ``position`` (1 where the config sets no temperature):
     ``1 + attn_scale ln(1 + floor((position + 1) / floor_scale))``."""
@@ -562,7 +639,7 @@ def config_at_init(head: ConfigHead, *, n=128, samples=8, seed=0) -> dict:
         qk_norm=head.qk_norm,
         factor=head.factor,
         softcap=head.softcap,
-        norm_width=head.norm_width,
+        norm_width=head.norm_width if head.qk_norm == "all" else None,
         n=n,
         samples=samples,
         seed=seed,

@@ -19,8 +19,8 @@ import sdpa_core as sc
 DATA = Path(__file__).resolve().parent / "data" / "real_head.json"
 #: The Gaussian twins: this many draws of q and k, i.i.d. normal with the real ones' rms per entry.
 TWIN_DRAWS = 16
-#: The readouts compared with the twins' range.
-COMPARED = ("top", "tokens", "saturated", "std", "mean", "kurtosis")
+#: The readouts compared with the twins' range (web/claims/tokens.py).
+COMPARED = ("std", "kurtosis")
 
 
 class DamagedHead(ValueError):
@@ -33,8 +33,12 @@ def load(path: Path = DATA) -> dict:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
         tokens, d_k, layers = raw["tokens"], int(raw["d_k"]), raw["layers"]
-        if "".join(tokens) != raw["text"] or not layers:
-            raise DamagedHead("its tokens do not spell its text, or it has no layers")
+        if "".join(tokens) != raw["text"] or len(layers) < 2:
+            raise DamagedHead("its tokens do not spell its text, or it has fewer than 2 layers")
+        if not math.isclose(float(raw["factor"]), d_k**-0.5, rel_tol=1e-5) or raw["run"]["rule"] != "sqrt":
+            raise DamagedHead("its head was not trained with 1/√d_k, as the page says it was")
+        if not (isinstance(raw["run"]["final_val_loss"], (int, float)) and isinstance(raw["run"]["steps_done"], int)):
+            raise DamagedHead("its run's record is incomplete")
         out = []
         for i, layer in enumerate(layers):
             q, k = (np.asarray(layer[name], dtype=np.float64) for name in ("q", "k"))
@@ -87,15 +91,14 @@ def _spread(draws: list[dict], keys=COMPARED) -> dict:
 
 def layer(index: int) -> dict:
     """Everything the page says about layer ``index`` (0-based): readouts with the trained scale and without,
-    the same over its Gaussian twins (mean, lowest, highest of TWIN_DRAWS), and the alignment of the real q and k."""
+    the scaled readouts over its Gaussian twins (mean, lowest, highest of TWIN_DRAWS), and the alignment of the real
+    q and k and of the twins."""
     head = load()
     q, k = head["layers"][index]
     f = float(head["factor"])
     twins = [twin(q, k, seed) for seed in range(TWIN_DRAWS)]
     return {"index": index, "n": len(q), "d_k": q.shape[1], "factor": f, "tokens": head["tokens"],
             "real": {"scaled": readouts(q, k, f), "unscaled": readouts(q, k, 1.0)},
-            "twin": {side: _spread([readouts(gq, gk, factor) for gq, gk in twins])
-                     for side, factor in (("scaled", f), ("unscaled", 1.0))},
+            "twin": {"scaled": _spread([readouts(gq, gk, f) for gq, gk in twins])},
             "align": alignment(q, k), "twin_align": _spread([alignment(gq, gk) for gq, gk in twins], ("own", "others")),
-            "rms": (math.sqrt(float((q * q).mean())), math.sqrt(float((k * k).mean()))),
-            "loss": head["run"]["final_val_loss"], "steps": head["run"]["steps_done"]}
+            "rms": (math.sqrt(float((q * q).mean())), math.sqrt(float((k * k).mean())))}

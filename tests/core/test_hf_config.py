@@ -107,7 +107,7 @@ def test_llama_4_temperature_is_its_modelling_codes():
 @given(arch=st.sampled_from(["llama", "qwen3", "olmo2", "mistral", "gemma2", "granite", "deepseek_v3"]),
        heads=st.sampled_from([1, 2, 4, 8, 12, 16, 32, 40, 64, 128]), head_dim=st.sampled_from([16, 32, 64, 80, 128, 256]),
        scalar=st.floats(1, 1e4), mult=st.floats(1e-4, 10), nope=st.integers(0, 256), rope=st.integers(1, 128),
-       ext=st.floats(0.5, 100), m_all=st.sampled_from([0, 0.5, 1.0, 2.0]))
+       ext=st.floats(0.5, 100), m_all=st.sampled_from([0.5, 1.0, 2.0]))
 def test_any_config_of_a_modelled_architecture_gives_its_codes_factor(arch, heads, head_dim, scalar, mult, nope, rope,
                                                                       ext, m_all):
     cfg = {"model_type": arch, "hidden_size": heads * head_dim, "num_attention_heads": heads}
@@ -117,7 +117,7 @@ def test_any_config_of_a_modelled_architecture_gives_its_codes_factor(arch, head
         cfg["attention_multiplier"] = mult
     if arch == "deepseek_v3":
         cfg |= {"qk_nope_head_dim": nope, "qk_rope_head_dim": rope, "kv_lora_rank": 512,
-                "rope_scaling": {"type": "yarn", "factor": ext, "mscale_all_dim": m_all}}
+                "rope_scaling": {"type": "yarn", "factor": ext, "mscale": m_all, "mscale_all_dim": m_all}}
     assert read_config(cfg).factor == pytest.approx(ORACLES[arch](cfg), rel=1e-12)
 
 
@@ -210,6 +210,21 @@ HOSTILE = {
                                         "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "kv_lora_rank": 8,
                                         "rope_scaling": [40]}), "rope_scaling must be an object"),
     "not utf-8": (b'{"model_type": "\xff"}', "not UTF-8"),
+    "model_type a list": (json.dumps({"model_type": ["llama"]}), "no model_type"),
+    "model_type an object": (json.dumps({"model_type": {}}), "no model_type"),
+    "a 400-digit init": ('{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "initializer_range": '
+                         + "9" * 400 + "}", "far too large"),
+    "a 5000-digit number": ('{"model_type": "llama", "hidden_size": ' + "9" * 5000 + "}", "too long to read"),
+    "a lone surrogate": ('{"model_type": "llama\ud800"}', "not one the page models"),
+    "text_config of another model": (json.dumps({"model_type": "llama4", "text_config": {"model_type": "gpt2"}}),
+                                     "text_config.model_type must be"),
+    "yarn's attention factor": (json.dumps({**GOOD, "rope_scaling": {"type": "yarn", "factor": 4}}),
+                                "attention factor"),
+    "factor over the page's": (json.dumps({**GOOD, "model_type": "gemma2", "head_dim": 128,
+                                           "query_pre_attn_scalar": 1e-9}), "which the page does not draw"),
+    "init too small for MLA": (json.dumps({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
+                                           "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "kv_lora_rank": 512,
+                                           "q_lora_rank": 1536, "initializer_range": 2e-6}), "outside"),
 }
 
 
@@ -233,3 +248,56 @@ def test_llama_4_without_its_temperature_fields_takes_its_config_classs_defaults
     off = read_config({"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
                        "attn_temperature_tuning": False})
     assert off.temperature is None and off.qk_norm == "head"   # use_qk_norm's default: True
+
+
+ROUND_TRIPS = [
+    {"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
+     "attn_temperature_tuning": False},
+    {"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
+     "attn_temperature_tuning": False, "use_qk_norm": False},
+    {"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128},
+    {"model_type": "gemma2", "hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256, "query_pre_attn_scalar": 256},
+    {"model_type": "gemma2", "hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256, "query_pre_attn_scalar": 256,
+     "attn_logit_softcapping": None},
+    {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "head_dim": 32, "scale_attn_weights": False},
+    {"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16},
+]
+
+
+@pytest.mark.parametrize("cfg", ROUND_TRIPS, ids=range(len(ROUND_TRIPS)))
+def test_a_link_rebuilds_every_kind_of_head(cfg):
+    """The head a link rebuilds is the head read, in every branch (defaults, explicit nulls, false flags)."""
+    h = read_config(cfg)
+    again = read_config(parse_config(hf_config.to_link(h)))
+    keys = ("factor", "d_k", "softcap", "qk_norm", "temperature", "q_std", "k_std", "norm_width")
+    assert {k: getattr(again, k) for k in keys} == {k: getattr(h, k) for k in keys}
+
+
+def test_gemma_2_without_a_cap_field_is_capped_as_its_config_class_is():
+    base = {"model_type": "gemma2", "hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
+            "query_pre_attn_scalar": 256}
+    assert read_config(base).softcap == 50.0                      # Gemma2Config's default
+    assert read_config({**base, "attn_logit_softcapping": None}).softcap is None
+
+
+def test_gpt2_ignores_head_dim_as_its_attention_does():
+    assert read_config({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "head_dim": 32}).d_k == 64
+
+
+def test_only_config_errors_escape_for_any_json():
+    """Random JSON values in every field the reader looks at: a ConfigError or a head, nothing else."""
+    import random
+
+    rng = random.Random(0)
+    values = [None, True, False, 0, -1, 1, 2, 7, 64, 10**400, 1e-300, 1e300, 0.5, "8", "", [], [1], {}, {"a": 1},
+              {"type": "yarn", "factor": 4, "mscale": 1, "mscale_all_dim": 2}, {"factor": "x", "mscale_all_dim": 1}]
+    fields = [*hf_config.SCALE_FIELDS, "model_type", "text_config", "use_qk_norm", "attn_temperature_tuning"]
+    archs = [*hf_config.ARCHITECTURES, *hf_config.WRAPPERS]
+    for _ in range(1500):
+        cfg = {"model_type": rng.choice(archs), "hidden_size": 64, "num_attention_heads": 4}
+        for name in rng.sample(fields, 4):
+            cfg[name] = rng.choice(values)
+        try:
+            read_config(parse_config(json.dumps(cfg)))
+        except ConfigError:
+            pass

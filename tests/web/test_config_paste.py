@@ -80,7 +80,12 @@ def test_a_link_reproduces_the_head_and_a_clean_link_comes_back(key):
     assert json.loads(box.text.value) == json.loads(hf_config.to_link(head))
 
 
-@pytest.mark.parametrize("name", [n for n, (t, _) in HOSTILE.items() if isinstance(t, str) and len(t) < 500])
+def _linkable(t) -> bool:
+    """Text a link can carry: short, and UTF-8 (a lone surrogate comes only from a pasted string)."""
+    return isinstance(t, str) and len(t) < 500 and t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == t
+
+
+@pytest.mark.parametrize("name", [n for n, (t, _) in HOSTILE.items() if _linkable(t)])
 def test_a_hostile_config_in_a_link_is_said_and_ignored(name):
     text, words = HOSTILE[name]
     lab, _, notices = parse_query("?" + urlencode({"view": "models", "config": text}))
@@ -155,3 +160,36 @@ def test_back_to_another_head_shows_its_fields_and_a_read_paste_is_kept():
     assert json.loads(box.text.value) == json.loads(other)
     lab.hf_config = ""
     assert box.text.value == ""
+
+
+def _llama4(**kw):
+    return hf_config.read_config({"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40,
+                                  "head_dim": 128, **kw})
+
+
+def test_the_temperature_sentence_says_where_it_acts_and_when_it_never_does():
+    near = temperature_sentence({"head": _llama4(floor_scale=10), "n": 32})
+    assert "above 1 from position 9, inside these 32 tokens" in near and "without it" in near
+    assert "changes nothing" in temperature_sentence({"head": _llama4(), "n": 128})
+    assert "1 at every position" in temperature_sentence({"head": _llama4(attn_scale=0), "n": 128})
+    never = temperature_sentence({"head": _llama4(floor_scale=1e9), "n": 128})
+    assert "widened" not in never and never.given()["t2"][0] == 1.0
+
+
+def test_the_softcap_sentence_says_when_the_cap_already_bites():
+    tight = hf_config.read_config({"model_type": "gemma2", "hidden_size": 3584, "num_attention_heads": 16,
+                                   "head_dim": 256, "query_pre_attn_scalar": 256, "attn_logit_softcapping": 0.5})
+    m = {"head": tight, **hf_config.config_at_init(tight, n=32, samples=2)}
+    s = softcap_sentence(m)
+    assert "already bites" in s and s.given()["change"][0] > 0.5
+    loose = hf_config.read_config(hf_published.PUBLISHED["gemma-2-9b"].config)
+    s = softcap_sentence({"head": loose, **hf_config.config_at_init(loose, n=32, samples=2)})
+    assert "bites only once training" in s and "-0" not in s
+    assert "without the factor or the soft-cap" in config_headline(
+        {"head": loose, **hf_config.config_at_init(loose, n=32, samples=2)})
+
+
+def test_mup_is_named_before_the_bug_when_they_coincide():
+    h = _custom(hidden_size=16384, num_attention_heads=128, attention_multiplier=1 / 128)
+    assert "muP's scale" in factor_sentence(h) and "also 1/√d_model" in factor_sentence(h)
+    assert "That is 1/√d_k" in factor_sentence(_custom(hidden_size=2048, attention_multiplier=0.0883883))

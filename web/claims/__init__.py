@@ -60,7 +60,7 @@ from .real import (ABOVE, SATURATED_SHARE, best_sentence, failed, growth_sentenc
                    small_width_sentence, toy_sentence, working_rates, necessary_sentence, tuned_sentence)
 from .models import VARIANT_LABELS, head_words, bug_sentence, model_summary, model_headline
 from .tokens import real_head_headline, twin_sentence
-from .configs import FAR_POSITIONS, config_headline, factor_sentence, softcap_sentence, temperature_sentence
+from .configs import FAR_POSITIONS, TOLERANCE, config_headline, factor_sentence, softcap_sentence, temperature_sentence
 from .training import (
     FOLD_WINDOW,
     fold_sentence,
@@ -81,7 +81,7 @@ from .training import (
 
 __all__ = [
     "real_head_headline", "twin_sentence",
-    "FAR_POSITIONS", "config_headline", "factor_sentence", "softcap_sentence", "temperature_sentence",
+    "FAR_POSITIONS", "TOLERANCE", "config_headline", "factor_sentence", "softcap_sentence", "temperature_sentence",
     "Claim",
     "Sentence",
     "as_2f",

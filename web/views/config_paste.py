@@ -126,7 +126,7 @@ class ConfigPaste(pn.viewable.Viewer):
             + "</tr>" for v in ("model", "unscaled", "sqrt_d_k"))
         self.headline.object = f"<div role='status'>{html.escape(config_headline(m))}</div>"
         sentences = [factor_sentence(h), softcap_sentence(m), temperature_sentence(m), *h.notes]
-        ignored = (f"<p class='sdpa-meaning'>Not read (they do not set the head's scale): "
+        ignored = (f"<p class='sdpa-meaning'>Not read by the page: "
                    f"{html.escape(', '.join(h.ignored[:12]))}{' and %d more' % (len(h.ignored) - 12) if len(h.ignored) > 12 else ''}.</p>"
                    if h.ignored else "")
         self.result.object = (
