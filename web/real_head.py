@@ -54,8 +54,8 @@ def load(path: Path = DATA) -> dict:
 
 def readouts(q: np.ndarray, k: np.ndarray, factor: float) -> dict:
     """Causal attention of q and k at ``factor``: the weights and, over the rows that see at least 2 keys, the
-    mean top weight, tokens attended (exp entropy) and share of saturated rows; the logits' std, mean and
-    kurtosis over the causal pairs."""
+    mean top weight, tokens attended (exp entropy) and share of saturated rows; the logits' std and kurtosis over
+    the causal pairs."""
     t = len(q)
     _, w = sc.attention(q, k, np.zeros_like(q), scale=factor, causal=True)
     rows = w[1:]
@@ -63,8 +63,7 @@ def readouts(q: np.ndarray, k: np.ndarray, factor: float) -> dict:
     centred = z - z.mean()
     return {"weights": w, "top": float(sc.max_weight(rows).mean()),
             "tokens": float(np.exp(sc.entropy(rows)).mean()), "saturated": float(sc.saturated(rows).mean()),
-            "std": float(z.std()), "mean": float(z.mean()),
-            "kurtosis": float((centred**4).mean() / z.var() ** 2), "pairs": int(z.size)}
+            "std": float(z.std()), "kurtosis": float((centred**4).mean() / z.var() ** 2), "pairs": int(z.size)}
 
 
 def alignment(q: np.ndarray, k: np.ndarray) -> dict:

@@ -52,22 +52,17 @@ class ConfigPaste(pn.viewable.Viewer):
         self.read.on_click(lambda _: self._read(self.text.value))
         self.file.param.watch(self._dropped, "value")
         self.lab.param.watch(self._update, ["config_model"])
+        self._read_as: str | None = None    # the link form of what the box last read or showed
         self.lab.param.watch(self._follow, ["hf_config"])
         self._follow()
         self._update()
 
     def _follow(self, *_) -> None:
         """Show the fields of the head the state holds (opened from a link, or Back/Forward to another), unless
-        the box already reads as that head: a reader's whole pasted config is not cut to its fields."""
-        if self._canonical(self.text.value) != self.lab.hf_config:
+        the box was last read as that head: a reader's whole pasted config is not cut to its fields."""
+        if self.lab.hf_config != self._read_as:
+            self._read_as = self.lab.hf_config
             self.text.value = json.dumps(json.loads(self.lab.hf_config), indent=1) if self.lab.hf_config else ""
-
-    @staticmethod
-    def _canonical(text: str) -> str:
-        try:
-            return hf_config.to_link(hf_config.read_config(hf_config.parse_config(text)))
-        except hf_config.ConfigError:
-            return ""
 
     def _start(self, event) -> None:
         if event.new:
@@ -100,7 +95,8 @@ class ConfigPaste(pn.viewable.Viewer):
             self._say(str(e))
             return
         self.status.object = ""
-        self.lab.hf_config = hf_config.to_link(head)
+        self._read_as = hf_config.to_link(head)
+        self.lab.hf_config = self._read_as
 
     @held
     def _update(self, *_):
