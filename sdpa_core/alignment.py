@@ -105,16 +105,20 @@ def _path_stats(d_k, rho, rules, n, samples, sigma, alpha, temperature, seed) ->
         bases[True] = (cos, _pooled_std(cos))
     # each rule's factor on its base; rules with the same base and factor (alpha = 0.5 and sqrt) share a slot
     keys = {
-        r: (s.normalizes, float(s._scales(d, alpha, temperature, n)[0]) * (1.0 if s.normalizes else sigma * sigma))
+        r: (s.normalizes, float(s._scales(d, alpha, temperature, n)[0]) * (1.0 if s.normalizes else sigma * sigma), s.cap)
         for r, s in spec.items()
     }
     slots = list(dict.fromkeys(keys.values()))
     z = np.empty((n, len(slots)) + keys_first.shape[1:], dtype=np.float32)  # (n_keys, R, P, samples, n_q)
     logit_std = np.empty((len(slots),) + keys_first.shape[1:3])
-    for i, (normalizes, factor) in enumerate(slots):
+    for i, (normalizes, factor, cap) in enumerate(slots):
         base, base_std = bases[normalizes]
         np.multiply(base, factor, out=z[:, i], casting="same_kind")
-        logit_std[i] = abs(factor) * base_std
+        if cap is None:
+            logit_std[i] = abs(factor) * base_std
+        else:  # soft-capped, by the first rule of this slot (sweeps.sweep does the same)
+            spec[next(r for r in rules if keys[r] == (normalizes, factor, cap))].capped(z[:, i], out=z[:, i])
+            logit_std[i] = _pooled_std(z[:, i].astype(np.float64))
     stats = {"logit_std": logit_std, **_matrix_stats(z)}  # metric -> (R, P, samples)
     return {m: {r: vals[slots.index(keys[r])] for r in rules} for m, vals in stats.items()}
 

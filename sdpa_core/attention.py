@@ -18,7 +18,7 @@ from .softmax import compute_dtype, normalize_inplace, softmax_inplace
 __all__ = ["attention", "attention_backward", "logits", "matmul"]
 
 
-def attention(q, k, v, *, scale=None, mask=None, causal=False):
+def attention(q, k, v, *, scale=None, mask=None, causal=False, softcap=None):
     """``softmax(q @ k^T * scale + mask) @ v``, exactly as ``torch.nn.functional.scaled_dot_product_attention``.
 
     Parameters
@@ -41,6 +41,11 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
     causal : bool
         Query ``i`` attends to keys ``j <= i`` (top-left aligned, also when L != S).
         Combined with ``mask``, a key must be allowed by both.
+    softcap : float, optional
+        A cap c > 0 on the scaled logits, ``c tanh(z / c)`` before the mask (Gemma 2's
+        ``attn_logit_softcapping``; FlashAttention's ``softcap``). torch's SDPA has no such
+        argument: it is the eager attention of transformers' Gemma 2. A logit that overflowed
+        to inf is capped to c like any other. None: no cap.
 
     Returns
     -------
@@ -73,13 +78,13 @@ def attention(q, k, v, *, scale=None, mask=None, causal=False):
            [0.33, 0.67]])
     """
     q, k, v, scale, allowed, bias = _prepare(q, k, v, scale, mask, causal)
-    weights = _weights(q, k, scale, allowed, bias)  # (..., L, S) in compute_dtype
+    weights = _weights(q, k, scale, allowed, bias, _softcap(softcap))  # (..., L, S) in compute_dtype
     with np.errstate(over="ignore", invalid="ignore"):  # float16: results past 65504 round to inf
         out = (weights @ v.astype(weights.dtype, copy=False)).astype(v.dtype, copy=False)
         return out, weights.astype(q.dtype, copy=False)
 
 
-def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False):
+def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False, softcap=None):
     """Gradients of ``sum(attention(q, k, v, ...)[0] * grad_out)`` with respect to q, k and v.
 
     Same arguments as :func:`attention`, plus ``grad_out``: the output's shape (..., L, Ev), or
@@ -116,15 +121,30 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
         raise ValueError(
             f"grad_out must have the output's shape {out_shape} (or broadcast to it), got {grad_out.shape}"
         )
-    w = _weights(q, k, scale, allowed, bias)  # in compute_dtype: float32 for float16
-    return _backward_from_weights(q, k, v, w, np.broadcast_to(grad_out, out_shape), scale)
+    softcap = _softcap(softcap)
+    w = _weights(q, k, scale, allowed, bias, softcap)  # in compute_dtype: float32 for float16
+    slope = None if softcap is None else cap_slope(q, k, scale, softcap, w.dtype)
+    return _backward_from_weights(q, k, v, w, np.broadcast_to(grad_out, out_shape), scale, slope)
 
 
-def _backward_from_weights(q, k, v, w, grad_out, scale: float):
+def _softcap(softcap) -> float | None:
+    """``softcap`` checked: None (no cap) or a finite real > 0."""
+    return None if softcap is None else real(softcap, "softcap", low=0.0, low_open=True)
+
+
+def cap_slope(q, k, scale: float, softcap: float, dtype) -> np.ndarray:
+    """``1 - tanh(z / softcap)^2`` of the scaled logits ``z`` (no checks), in ``dtype``: what the gradient with
+    respect to the capped logits is multiplied by to give the one with respect to z."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = np.tanh(matmul(_times(q, scale), k.swapaxes(-1, -2)).astype(np.float64) / softcap)
+        return (1.0 - t * t).astype(dtype, copy=False)
+
+
+def _backward_from_weights(q, k, v, w, grad_out, scale: float, slope=None):
     """:func:`attention_backward` given the forward pass's weights ``w`` (in :func:`compute_dtype`), for a
     caller that has just computed them with :func:`attention` and checked its arguments there (the tiny
     model's training step): no checks, and the weights are not computed a second time. ``grad_out`` has
-    the output's shape."""
+    the output's shape; ``slope``, for soft-capped logits, is :func:`cap_slope`."""
     dtype = q.dtype
     q, k, v = (a.astype(w.dtype, copy=False) for a in (q, k, v))
     g = grad_out.astype(w.dtype, copy=False)
@@ -133,6 +153,8 @@ def _backward_from_weights(q, k, v, w, grad_out, scale: float):
         dz = g @ v.swapaxes(-1, -2)  # dW, then turned into dZ in place
         dz -= np.einsum("...ij,...ij->...i", dz, w)[..., None]  # rowsum(W * dW) without an L x S temporary
         dz *= w  # dZ / scale: scale goes on the smaller products
+        if slope is not None:  # through c tanh(z / c)
+            dz *= slope
         dq = _times_fresh(dz @ k, scale)
         dk = _times_fresh(dz.swapaxes(-1, -2) @ q, scale)
         return tuple(_unbroadcast(d, a.shape).astype(dtype, copy=False) for d, a in ((dq, q), (dk, k), (dv, v)))
@@ -231,7 +253,7 @@ def _bias(mask: np.ndarray, dtype) -> np.ndarray:
     return bias
 
 
-def _weights(q, k, scale, allowed, bias):
+def _weights(q, k, scale, allowed, bias, softcap=None):
     """Attention weights in :func:`compute_dtype` (float32 for float16 q, k). Unmasked inputs whose
     logits provably cannot overflow ``exp`` skip the max-shift: one matmul, one in-place exp, one
     normalisation (see ``_exp_is_safe``)."""
@@ -239,7 +261,9 @@ def _weights(q, k, scale, allowed, bias):
     with np.errstate(over="ignore", invalid="ignore"):
         qs = _times(q, scale)
         z = matmul(qs, k.swapaxes(-1, -2)).astype(compute_dtype(q.dtype), copy=False)
-        if bias is None and allowed is None and _exp_is_safe(qs, k, z.dtype):
+        if softcap is not None:  # c tanh(z / c) (Gemma 2, FlashAttention's softcap): bounded, before the mask
+            z = softcap * np.tanh(z / np.asarray(softcap, dtype=z.dtype))
+        elif bias is None and allowed is None and _exp_is_safe(qs, k, z.dtype):
             np.exp(z, out=z)
             return normalize_inplace(z)
         if bias is not None:

@@ -89,25 +89,54 @@ def dot_histograms(
             f"the {rule!r} logits' spread here is {std1:.3g}, too close to float64's smallest numbers to "
             f"histogram (densities of 1/spread would overflow): use a larger sigma, a smaller d_k or alpha"
         )
-    dot, scaled = unit * sigma2, base * (base_size * factor)
+    dot, scaled = unit * sigma2, spec.capped(base * (base_size * factor))
     return {
         "unscaled": _histogram(dot, mean0, std0, bins),
-        "scaled": _histogram(scaled, mean1, std1, bins),
+        "scaled": _histogram(scaled, mean1, std1, bins, _raw(spec, factor * base_size, mean0 / sigma2, std0 / sigma2)),
         "theory_mean": (mean0, mean1),
         "theory_std": (std0, std1),
         # moments of the sigma = 1 draws, scaled once: those of 1e-300 values would square to 0
-        "sample_mean": (float(unit.mean()) * sigma2, float(base.mean()) * base_size * factor),
-        "sample_std": (float(unit.std()) * sigma2, float(base.std()) * base_size * abs(factor)),
+        "sample_mean": (float(unit.mean()) * sigma2, _moment(base, base_size * factor, scaled, spec.cap, np.mean)),
+        "sample_std": (float(unit.std()) * sigma2, _moment(base, base_size * abs(factor), scaled, spec.cap, np.std)),
     }
 
 
-def _histogram(x: np.ndarray, mean: float, std: float, bins: int) -> dict:
-    """Density histogram of x over its 0.1-99.9 percentiles widened to mean +- 4 std, and the normal pdf."""
+def _moment(base: np.ndarray, size: float, scaled: np.ndarray, cap, stat) -> float:
+    """``stat`` (mean or std) of the scaled logits: of the sigma-free base times its size (exact for tiny sigma),
+    or of the capped logits themselves under a soft-cap (bounded by it, no underflow to fear)."""
+    return float(stat(base)) * size if cap is None else float(stat(scaled))
+
+
+def _raw(spec, size: float, mean: float, std: float):
+    """For a soft-capping rule, ``(cap, mean, std)`` of the logit before its cap (the pair's dot at sigma = 1 times
+    ``size``): the theory curve is then that normal pushed through the cap. None for every other rule."""
+    return None if spec.cap is None else (spec.cap, size * mean, abs(size) * std)
+
+
+def _histogram(x: np.ndarray, mean: float, std: float, bins: int, capped=None) -> dict:
+    """Density histogram of x over its 0.1-99.9 percentiles widened to mean +- 4 std, and the normal pdf; with
+    ``capped = (c, m, s)``, x is ``c tanh(X / c)`` of X ~ N(m, s^2) and the curve is that variable's density,
+    ``N(x; m, s) / (1 - tanh(x / c)^2)`` at ``c tanh(x / c)`` for x over m +- 6 s, inside the range (-c, c)."""
     lo, hi = np.percentile(x, [0.1, 99.9])
     lo, hi = min(lo, mean - 4 * std), max(hi, mean + 4 * std)
+    if capped is not None:
+        c = capped[0]
+        lo, hi = max(lo, -c * (1 - 1e-9)), min(hi, c * (1 - 1e-9))
     if not hi > lo:
         lo, hi = lo - 1, hi + 1
     counts, edges = np.histogram(x, bins=bins, range=(lo, hi), density=True)
-    grid = np.linspace(lo, hi, 200)
-    pdf = np.exp(-0.5 * ((grid - mean) / std) ** 2) / (std * math.sqrt(2 * math.pi)) if std > 0 else 0 * grid
+    if capped is not None and capped[2] > 0:
+        # 200 points spread over the normal before the cap, so a density piled up against the cap is drawn too
+        c, m, s = capped
+        raw = m + s * np.linspace(-6.0, 6.0, 200)
+        u = np.tanh(raw / c)
+        keep = (1 - u * u > 1e-12) & (c * u >= lo) & (c * u <= hi)
+        grid, pdf = c * u[keep], _normal_pdf(raw[keep], m, s) / (1 - u[keep] ** 2)
+    else:
+        grid = np.linspace(lo, hi, 200)
+        pdf = _normal_pdf(grid, mean, std) if std > 0 else 0 * grid
     return {"left": edges[:-1], "right": edges[1:], "density": counts, "x": grid, "pdf": pdf}
+
+
+def _normal_pdf(x: np.ndarray, mean: float, std: float) -> np.ndarray:
+    return np.exp(-0.5 * ((x - mean) / std) ** 2) / (std * math.sqrt(2 * math.pi))

@@ -115,7 +115,7 @@ def length_path(
         rows: dict[str, list] = {m: [] for m in metrics}
         for length in n:
             factor = float(spec._scales(np.array([float(d_k)]), alpha, temperature, int(length))[0])
-            top, own, ent = _row_stats(factor * base[:, :length])
+            top, own, ent = _row_stats(spec.capped(factor * base[:, :length]))
             for m, v in zip(metrics, (top, own, ent, ent / math.log(length))):
                 rows[m].append(v)
         for m in metrics:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import _asarray, finite, float_array, integer, real
-from .attention import attention, _backward_from_weights
+from .attention import attention, cap_slope, _backward_from_weights
 from .scaling import RULES, check_rule, logit_scale, qk_normalize, qk_normalize_backward
 from .softmax import unchecked_log_softmax
 from .stats import SATURATION, entropy_from_logits
@@ -156,7 +156,8 @@ def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool =
         return nan, None, {"accuracy": nan, "weights": np.full((B, cfg.n_keys), nan)}
     normalizes = RULES[cfg.rule].normalizes  # QK-norm: attention sees unit q and k
     q, k = (qk_normalize(q_raw), qk_normalize(k_raw)) if normalizes else (q_raw, k_raw)
-    out, w = attention(q, k, v, scale=cfg.scale)  # (B, 1, d_v), (B, 1, n)
+    cap = RULES[cfg.rule].cap  # Gemma 2's soft-cap: c tanh(z / c) of the scaled logits
+    out, w = attention(q, k, v, scale=cfg.scale, softcap=cap)  # (B, 1, d_v), (B, 1, n)
     logits = out[:, 0] @ params["Wo"]  # (B, C)
     label = batch.labels[np.arange(B), batch.target]
     logp = unchecked_log_softmax(logits)  # NaN when the run diverged: Trainer reports it
@@ -170,7 +171,8 @@ def loss_and_grads(params, batch: Batch, cfg: TrainConfig, *, need_grads: bool =
     dlogits /= B
     grads = {"Wo": out[:, 0].T @ dlogits}
     dout = (dlogits @ params["Wo"].T)[:, None, :]  # (B, 1, d_v)
-    dq, dk, dv = _backward_from_weights(q, k, v, w, dout, cfg.scale)  # q, k, v checked by attention() above
+    slope = None if cap is None else cap_slope(q, k, cfg.scale, cap, w.dtype)
+    dq, dk, dv = _backward_from_weights(q, k, v, w, dout, cfg.scale, slope)  # q, k, v checked by attention() above
     if normalizes:
         dq, dk = qk_normalize_backward(q_raw, dq), qk_normalize_backward(k_raw, dk)
     grads["Wq"] = batch.query.reshape(B, -1).T @ dq.reshape(B, -1)
@@ -237,7 +239,8 @@ def head_sharpness(params, batch: Batch, config: TrainConfig) -> dict:
         the batch's mean-loss gradient (what an optimizer steps on); ``example_grad_norms``: per
         parameter, a (B,) array of each example's own loss gradient's norm; ``q_path`` and
         ``value_path``: the median example's W_q and W_v gradient norms; ``logit_rms``: root mean
-        square of the scaled logits over every (query, key) pair; ``length_rms``: the same of
+        square of the scaled logits over every (query, key) pair (before a soft-cap, which the entropy and
+        weights include); ``length_rms``: the same of
         scale * |q| |k| (what the logits would be with every cosine 1); ``cos_rms``: their ratio, the
         rms of cos(q, k) weighted by (|q| |k|)^2, so that ``logit_rms = length_rms * cos_rms`` exactly.
         Under QK-norm q and k are the normalised ones (``length_rms`` is 1 / temperature). Every number
@@ -265,12 +268,12 @@ def head_sharpness(params, batch: Batch, config: TrainConfig) -> dict:
         q, k = batch.query @ params["Wq"], batch.keys @ params["Wk"]  # (B, 1, d_k), (B, n, d_k)
         if RULES[config.rule].normalizes:
             q, k = qk_normalize(q), qk_normalize(k)
-        z = config.scale * (q @ k.swapaxes(-1, -2))[:, 0]  # (B, n)
+        z = config.scale * (q @ k.swapaxes(-1, -2))[:, 0]  # (B, n), before a soft-cap
         lengths = config.scale * np.linalg.norm(q, axis=-1) * np.linalg.norm(k, axis=-1)  # (B, n)
         if not (np.isfinite(z).all() and np.isfinite(lengths).all()):
             return _nan_sharpness(B, config)
     w = aux["weights"]
-    h = entropy_from_logits(z)
+    h = entropy_from_logits(RULES[config.rule].capped(z))  # of the logits the softmax sees
     logit_rms = float(np.sqrt(np.mean(z**2)))
     length_rms = float(np.sqrt(np.mean(lengths**2)))
     ex = aux["example_grad_norms"]

@@ -51,17 +51,17 @@ def rule_attention(q, k, v, rule, *, alpha=0.5, temperature=0.1, causal=False):
     """Attention of (n, d_k) q, k, v under a page-level rule; returns ``(out, weights, logits)``.
 
     ``logits`` are the scaled scores before masking (what the softmax sees), in q's dtype
-    (float16 logits past 65504 are inf).
+    (float16 logits past 65504 are inf), soft-capped under a rule with a cap.
     """
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     q, k = _vectors(q, "q"), _vectors(k, "k")
     if RULES[rule].normalizes:
         q, k = qk_normalize(q), qk_normalize(k)
     scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k))
-    out, weights = attention(q, k, v, scale=scale, causal=causal)
+    out, weights = attention(q, k, v, scale=scale, causal=causal, softcap=RULES[rule].cap)
     q, k = (a.astype(weights.dtype, copy=False) for a in (q, k))  # the common dtype attention used
     with np.errstate(over="ignore", invalid="ignore"):
-        return out, weights, attention_logits(q, k, scale)
+        return out, weights, RULES[rule].capped(attention_logits(q, k, scale))
 
 
 def _length(rule: str, k: np.ndarray) -> int | None:
@@ -76,8 +76,8 @@ def _vectors(x, name: str) -> np.ndarray:
 
 def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causal=False):
     """Gradients of ``sum(out * grad_out)`` for :func:`rule_attention`, with respect to the raw
-    q, k and v: ``(dq, dk, dv)``. The rule's scale is inside (chain rule), and for a rule that
-    normalises q and k ("qknorm") the gradient also passes back through the normalisation.
+    q, k and v: ``(dq, dk, dv)``. The rule's scale is inside (chain rule), so is its soft-cap, and for a
+    rule that normalises q and k ("qknorm") the gradient also passes back through the normalisation.
 
     Shapes: q, k (n, d_k), v (n, d_v), grad_out (n, d_v).
 
@@ -90,7 +90,7 @@ def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causa
     normalizes = RULES[rule].normalizes
     qn, kn = (qk_normalize(q), qk_normalize(k)) if normalizes else (q, k)
     scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k))
-    dq, dk, dv = attention_backward(qn, kn, v, grad_out, scale=scale, causal=causal)
+    dq, dk, dv = attention_backward(qn, kn, v, grad_out, scale=scale, causal=causal, softcap=RULES[rule].cap)
     if normalizes:
         dq, dk = qk_normalize_backward(q, dq), qk_normalize_backward(k, dk)
     return dq, dk, dv

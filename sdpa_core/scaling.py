@@ -7,6 +7,11 @@ sequence length n (SSMax's ``s log n``): its factor is then ``scale(d_k) * lengt
 that applies it passes the n it has. Adding a rule is one entry in
 ``RULES``: every function that takes a ``rule`` (``sweep``, ``rule_attention``, ``rule_gradients``,
 ``query_gradient_norms``, ``TrainConfig``) then accepts it.
+
+A rule may also soft-cap its logits (Gemma 2): ``cap tanh(z / cap)`` of the scaled ``z``, a bounded
+nonlinearity every function applies after the factor (:meth:`Rule.capped`) and differentiates through
+(:meth:`Rule.cap_slope`). Its spread then has no closed form: the theory integrates the cap over the
+Gaussian approximation of the logits (:func:`gauss_moments`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from ._checks import boolean, d_k_values, finite, float_array, integer, real
 
 __all__ = [
     "Rule",
+    "gauss_moments",
+    "llama4_temperature",
     "RULES",
     "RULE_NAMES",
     "RULE_LABELS",
@@ -47,6 +54,17 @@ KNOBS = ("alpha", "temperature")
 SSMAX_S = 0.43
 #: The longest sequence a length rule is given (the page's n goes to 4096; log n stays small).
 MAX_N = 2**53
+#: Gemma 2's soft-cap on attention logits, ``attn_logit_softcapping`` of its published configs (Gemma2Config's
+#: default): ``c tanh(z / c)`` after ``z = q.k / sqrt(query_pre_attn_scalar)`` (transformers'
+#: models/gemma2/modeling_gemma2.py, ``eager_attention_forward``).
+GEMMA2_CAP = 50.0
+#: Llama 4's attention temperature (Llama4TextConfig's defaults, and Llama 4 Scout's and Maverick's configs):
+#: the queries of its layers without RoPE are multiplied by ``1 + attn_scale ln(1 + floor((p + 1) / floor_scale))``
+#: at 0-based position p (transformers' models/llama4/modeling_llama4.py, ``Llama4TextAttention.forward``). The
+#: query at p sees p + 1 keys under the causal mask, so as a function of the n keys a query sees the factor is
+#: ``1 + attn_scale ln(1 + floor(n / floor_scale))``: exactly 1 below n = 8192.
+LLAMA4_FLOOR_SCALE = 8192
+LLAMA4_ATTN_SCALE = 0.1
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,9 @@ class Rule:
         of keys each query is compared with): the factor is then ``scale(d_k) * length(n)``, for n >= 2
         (SSMax, Nakanishi 2025: ``s log n``; Chiang & Cholak 2022 scale by ``log n``). Functions that apply
         such a rule need n; None (the default) for a rule that ignores it.
+    cap : float or None
+        A soft-cap c > 0 (Gemma 2's ``attn_logit_softcapping``): the logits are ``c tanh(z / c)`` of the
+        scaled ``z`` (:meth:`capped`), bounded by c and equal to z where ``|z| << c``. None: no cap.
 
     Examples
     --------
@@ -87,6 +108,7 @@ class Rule:
     normalizes: bool = False
     knobs: tuple[str, ...] = ()
     length: Callable[[int], float] | None = None
+    cap: float | None = None
 
     def __post_init__(self):
         for field_name in ("name", "label"):
@@ -103,6 +125,42 @@ class Rule:
             raise TypeError(f"knobs must be a tuple naming some of {KNOBS}, got {self.knobs!r}")
         if self.length is not None and not callable(self.length):
             raise TypeError(f"length must be a function length(n) or None, got {type(self.length).__name__}")
+        if self.cap is not None:
+            real(self.cap, "cap", low=0.0, low_open=True)  # finite and > 0
+            if self.normalizes:
+                raise ValueError("a rule that normalises q and k has bounded logits already: give it no cap")
+
+    def capped(self, z, out=None) -> np.ndarray:
+        """The logits the softmax sees from the scaled ``z``: ``cap tanh(z / cap)`` in z's dtype (z itself when
+        the rule has no cap). Any z works: +-inf give +-cap, and NaN stays NaN. ``out`` (z's shape and dtype)
+        receives the result in place, as numpy's ``out=``.
+
+        >>> RULES["softcap"].capped(np.array([0.0, 50.0, np.inf])).round(3).tolist()
+        [0.0, 38.08, 50.0]
+        """
+        z = np.asarray(z)
+        if self.cap is None:
+            if out is None:
+                return z
+            out[...] = z
+            return out
+        c = np.asarray(self.cap, dtype=z.dtype if z.dtype.kind == "f" else np.float64)
+        out = np.divide(z, c, out=out)
+        np.tanh(out, out=out)
+        return np.multiply(out, c, out=out)
+
+    def cap_slope(self, z) -> np.ndarray:
+        """d capped(z) / dz at the scaled ``z``: ``1 - tanh(z / cap)^2`` (1 without a cap), float64. A gradient
+        with respect to the scaled logits is this times the one with respect to the capped ones.
+
+        >>> RULES["softcap"].cap_slope(np.array([0.0, 50.0])).round(4).tolist()
+        [1.0, 0.42]
+        """
+        z = np.asarray(z, dtype=np.float64)
+        if self.cap is None:
+            return np.ones_like(z)
+        t = np.tanh(z / self.cap)
+        return 1.0 - t * t
 
     def scales(self, d_ks, *, alpha=0.5, temperature=0.1, n=None) -> np.ndarray:
         """The factor for one d_k or each of a flat list (1 <= d_k <= 2**53): a float64 array (D,).
@@ -162,8 +220,21 @@ class Rule:
     def _theory_logit_std(self, d, sigma, rho, n, alpha, temperature) -> np.ndarray:
         """:meth:`theory_logit_std` of checked arguments."""
         scale = np.abs(self._scales(d, alpha, temperature, n))
+        if self.cap is not None:
+            return self._capped_pooled_std(d, scale, sigma, rho, n)
         unit = pooled_dot_std(d, rho, n, unit=self.normalizes)
         return product(scale, unit) if self.normalizes else product(scale, sigma, unit, sigma)
+
+    def _capped_pooled_std(self, d, scale, sigma, rho, n) -> np.ndarray:
+        """The pooled std of the capped logits: the n - 1 off-diagonal pairs of a row taken as N(0, s^2), the
+        matched pair as N(m, s_d^2) with its exact moments, the cap integrated over each (:func:`gauss_moments`)."""
+        off_mean, off_var = np.zeros_like(d), d  # q_i . k_j, j != i, at unit variance
+        diag_mean, diag_var = pair_dot_moments(d, rho, unit=False)
+        first, second = np.zeros_like(d), np.zeros_like(d)
+        for mean, var, share in ((off_mean, off_var, (n - 1) / n), (diag_mean, diag_var, 1 / n)):
+            m, v = gauss_moments(product(scale, sigma, mean, sigma), product(scale, sigma, np.sqrt(var), sigma), self.cap)
+            first, second = first + share * m, second + share * (v + m * m)
+        return np.sqrt(np.maximum(second - first * first, 0.0))
 
     def pair_theory(self, d_k, *, sigma=1.0, rho=0.0, alpha=0.5, temperature=0.1, n=None) -> tuple[float, float]:
         """Mean and std of one matched pair's logit ``scale * q_i . k_i`` (of the cosine, for a rule that
@@ -184,7 +255,11 @@ class Rule:
         mean, var = pair_dot_moments(d, rho, unit=self.normalizes)
         s = self._scales(d, alpha, temperature, n)
         f = 1.0 if self.normalizes else sigma  # the logit is proportional to sigma^2
-        return float(product(s, f, mean, f)[0]), float(product(np.abs(s), f, np.sqrt(var), f)[0])
+        m, std = product(s, f, mean, f), product(np.abs(s), f, np.sqrt(var), f)
+        if self.cap is not None:  # the matched pair as N(m, std^2), capped
+            m, var_capped = gauss_moments(m, std, self.cap)
+            std = np.sqrt(var_capped)
+        return float(m[0]), float(std[0])
 
 
 def _registry(*rules: Rule) -> dict[str, Rule]:
@@ -206,6 +281,15 @@ RULES: dict[str, Rule] = _registry(
         lambda d, a, t: 1 / np.sqrt(d),
         length=lambda n: SSMAX_S * math.log(n),
     ),
+    # Gemma 2: 1/sqrt(query_pre_attn_scalar) (= 1/sqrt(head_dim) in Gemma 2 9B), then c tanh(z / c)
+    Rule("softcap", f"1/√d_k, cap {GEMMA2_CAP:g} (Gemma 2)", lambda d, a, t: 1 / np.sqrt(d), cap=GEMMA2_CAP),
+    # Llama 4's layers without RoPE: 1/sqrt(head_dim) times its temperature, 1 below n = 8192 keys
+    Rule(
+        "llama4",
+        "1/√d_k·τ(n) (Llama 4)",
+        lambda d, a, t: 1 / np.sqrt(d),
+        length=lambda n: llama4_temperature(n),
+    ),
 )
 #: The names of :data:`RULES` when sdpa_core was imported (defaults of ``sweep`` & co.).
 RULE_NAMES = tuple(RULES)
@@ -214,8 +298,10 @@ RULE_LABELS = {name: r.label for name, r in RULES.items()}
 
 
 def _plain_rules() -> list[str]:
-    """Rules :func:`scale_for` takes by name: those without knobs or a length that do not normalise q and k."""
-    return [name for name, r in RULES.items() if not r.knobs and not r.normalizes and r.length is None]
+    """Rules :func:`scale_for` takes by name: those without knobs, a length or a cap that do not normalise q and k."""
+    return [
+        name for name, r in RULES.items() if not r.knobs and not r.normalizes and r.length is None and r.cap is None
+    ]
 
 
 def scale_for(d_k, rule="sqrt") -> float:
@@ -296,6 +382,43 @@ def logit_scale(d_k, rule: str, *, alpha=0.5, temperature=0.1, n=None) -> float:
     d_k = integer(d_k, "d_k", low=1, high=MAX_D_K)
     spec = RULES[rule]
     return float(spec._scales(np.array([float(d_k)]), alpha, temperature, spec.check_n(n))[0])
+
+
+def llama4_temperature(n, *, floor_scale=LLAMA4_FLOOR_SCALE, attn_scale=LLAMA4_ATTN_SCALE) -> float:
+    """Llama 4's factor on the query that sees ``n`` keys (n >= 1; the query at 0-based position n - 1 under the
+    causal mask): ``1 + attn_scale ln(1 + floor(n / floor_scale))``, exactly 1 for n < floor_scale.
+
+    >>> llama4_temperature(8191), round(llama4_temperature(65536), 4)
+    (1.0, 1.2197)
+    """
+    n = integer(n, "n", low=1, high=MAX_N)
+    floor_scale = integer(floor_scale, "floor_scale", low=1, high=MAX_N)
+    attn_scale = real(attn_scale, "attn_scale", low=0.0, high=1e3)
+    return 1.0 + attn_scale * math.log1p(n // floor_scale)
+
+
+#: The standard normal grid :func:`gauss_moments` integrates over: [-10, 10] in steps of 0.005 (the trapezoid
+#: rule; numpy.polynomial's Gauss-Hermite nodes are not in the site's numpy). Past 10 std the density is 1e-22.
+_GRID = np.linspace(-10.0, 10.0, 4001)
+_WEIGHTS = np.exp(-0.5 * _GRID * _GRID) / np.exp(-0.5 * _GRID * _GRID).sum()
+
+
+def gauss_moments(mean, std, cap: float) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of ``cap tanh(X / cap)`` for X ~ N(mean, std^2), elementwise over arrays of mean and
+    std (no checks; cap > 0). Any float64 works: inf means and stds give the cap's limits (+-cap, and an
+    even split of +-cap for an infinite std), the trapezoid rule's error is below 1e-6 of cap^2.
+
+    >>> [round(float(x[0]), 4) for x in gauss_moments(np.array([0.0]), np.array([1.0]), 50.0)]
+    [0.0, 0.9992]
+    """
+    mean, std = np.broadcast_arrays(np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64))
+    # in units of the cap, clipped where tanh is +-1 to float64 anyway (tanh(20) = 1 - 8e-18)
+    m = np.clip(mean / cap, -40.0, 40.0)[..., None]
+    s = np.clip(std / cap, 0.0, 1e6)[..., None]
+    t = np.tanh(m + s * _GRID)
+    first = np.clip((t * _WEIGHTS).sum(axis=-1), -1.0, 1.0)  # the weights' sum is 1 to a few ulps
+    second = np.clip((t * t * _WEIGHTS).sum(axis=-1), 0.0, 1.0)
+    return cap * first, cap * cap * np.maximum(second - first * first, 0.0)
 
 
 # ---- the closed forms every rule's theory is built from ---------------------------------------------------

@@ -108,7 +108,9 @@ def sweep(
             (
                 i
                 for i, o in enumerate(distinct)
-                if spec[o].normalizes == spec[r].normalizes and np.allclose(factors[o], factors[r], rtol=1e-15, atol=0)
+                if spec[o].normalizes == spec[r].normalizes
+                and spec[o].cap == spec[r].cap
+                and np.allclose(factors[o], factors[r], rtol=1e-15, atol=0)
             ),
             len(distinct),
         )
@@ -124,8 +126,12 @@ def sweep(
             bases[True] = (cos, _pooled_std(cos))
         base, base_std = bases[spec[r].normalizes]
         np.multiply(base, factors[r][:, None, None], out=z[:, i], casting="same_kind")
-        # the spread is exact in float64: |factor| * std of the unscaled base (z may hold 1e-40 as 0)
-        logit_std[i] = np.abs(factors[r])[:, None] * base_std
+        if spec[r].cap is None:
+            # the spread is exact in float64: |factor| * std of the unscaled base (z may hold 1e-40 as 0)
+            logit_std[i] = np.abs(factors[r])[:, None] * base_std
+        else:  # soft-capped: the spread of the logits the softmax sees, bounded by the cap
+            spec[r].capped(z[:, i], out=z[:, i])
+            logit_std[i] = _pooled_std(z[:, i].astype(np.float64))
     stats = {"logit_std": logit_std, **_matrix_stats(z)}  # metric -> (R, D, samples)
 
     out = Sweep(

@@ -20,9 +20,11 @@ RULE_COLORS = {
     "none": OKABE_ITO["vermillion"], "sqrt": OKABE_ITO["blue"], "linear": OKABE_ITO["green"],
     "alpha": OKABE_ITO["purple"], "qknorm": OKABE_ITO["orange"], "ssmax": OKABE_ITO["black"],
     "fold": OKABE_ITO["sky"],   # a training run only: no scaling, 1/√d_k folded into W_q's init
+    # Okabe-Ito has no eighth colour that reads on white (its yellow is 1.2:1): Paul Tol's rose and olive
+    "softcap": "#CC6677", "llama4": "#999933",
 }
 RULE_DASH = {"none": "solid", "sqrt": "solid", "linear": "dashed", "alpha": "dotdash", "qknorm": "dotted",
-             "ssmax": "solid", "fold": "dashdot"}
+             "ssmax": "solid", "fold": "dashdot", "softcap": "dashdot", "llama4": "dotted"}
 DTYPE_COLORS = {"float16": OKABE_ITO["vermillion"], "float32": OKABE_ITO["sky"], "float64": OKABE_ITO["black"]}
 THEORY_COLOR = "#555555"
 #: Text in vermillion on a plot (the float16 limit's label): #D55E00 is 3.9:1 on white; this is 5.3:1.

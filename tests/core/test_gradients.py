@@ -13,8 +13,15 @@ def _torch_rule_dq(torch, q, k, v, g, rule, alpha, temperature, causal):
         qn = qt / qt.norm(dim=-1, keepdim=True)
         kn = kt / kt.norm(dim=-1, keepdim=True)
     scale = sc.logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=k.shape[0])
-    out = torch.nn.functional.scaled_dot_product_attention(qn[None], kn[None], vt[None], scale=scale,
-                                                           is_causal=causal)[0]
+    cap = sc.RULES[rule].cap
+    if cap is None:
+        out = torch.nn.functional.scaled_dot_product_attention(qn[None], kn[None], vt[None], scale=scale,
+                                                               is_causal=causal)[0]
+    else:  # Gemma 2's eager attention (transformers' modeling_gemma2): scale, cap tanh(z / cap), mask, softmax
+        z = cap * torch.tanh(scale * qn @ kn.T / cap)
+        if causal:
+            z = z.masked_fill(~torch.ones(z.shape, dtype=torch.bool).tril(), float("-inf"))
+        out = z.softmax(-1) @ vt
     (out * torch.tensor(g)).sum().backward()
     return qt.grad.numpy(), kt.grad.numpy(), vt.grad.numpy()
 

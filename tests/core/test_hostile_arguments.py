@@ -139,6 +139,7 @@ ATT_BAD = {
                                                       np.full((3, 5), np.nan), np.full((3, 5), np.inf),
                                                       np.ones((4, 3, 5), bool)]),
     "causal": bad_bool(),
+    "softcap": bad_real(0.0, low_open=True).filter(lambda x: x is not None),   # None means no cap
 }
 GRAD_SCALARS = (None, "abc", 3, HUGE, True, float("nan"))  # a float scalar is a valid grad_out (d sum(out))
 RULE_BAD = {"rule": bad_rule(), "alpha": bad_real(0.0, 4.0), "temperature": bad_real(1e-6, 1e6)}
@@ -229,7 +230,8 @@ FUNCTIONS = {
                 "scale": st.sampled_from([None, 0.25, "d ** -0.25", np.array([0.25])]),
                 "normalizes": bad_bool(),
                 "knobs": st.sampled_from([None, "alpha", ["alpha"], ("beta",), ("alpha", 3), 1]),
-                "length": st.sampled_from([0.43, "log", np.log(16), True])}),
+                "length": st.sampled_from([0.43, "log", np.log(16), True]),
+                "cap": st.sampled_from([0.0, -50.0, float("nan"), float("inf"), "50", True, 10 ** 400])}),
     "Trainer": Fn(sc.Trainer, {"config": CFG}, {"config": st.sampled_from([None, {}, "sqrt", 1, CFG.__dict__])}),
     "train": Fn(sc.train, {"config": CFG, "steps": 1},
                 {"config": st.sampled_from([None, {}, "sqrt", 1]), "steps": bad_int(0, 1_000_000)}),

@@ -29,7 +29,8 @@ def _forward(params, batch, cfg):
         q = q / np.linalg.norm(q, axis=-1, keepdims=True)
         k = k / np.linalg.norm(k, axis=-1, keepdims=True)
     written = {"none": 1.0, "sqrt": cfg.d_k ** -0.5, "linear": 1.0 / cfg.d_k, "alpha": cfg.d_k ** -cfg.alpha,
-               "qknorm": 1.0 / cfg.temperature, "ssmax": 0.43 * math.log(cfg.n_keys) / math.sqrt(cfg.d_k)}
+               "qknorm": 1.0 / cfg.temperature, "ssmax": 0.43 * math.log(cfg.n_keys) / math.sqrt(cfg.d_k),
+               "softcap": cfg.d_k ** -0.5, "llama4": cfg.d_k ** -0.5 * (1 + 0.1 * math.log1p(cfg.n_keys // 8192))}
     # a rule added to RULES after these were written: its own scale, the rest of the pass still written here
     scale = written[cfg.rule] if cfg.rule in written else cfg.scale
     z = scale * np.einsum("be,bne->bn", q, k)
@@ -48,7 +49,9 @@ def test_entropy_weights_and_logit_split_match_a_forward_pass_written_here(rule,
     params, batch = _setup(cfg, seed=2)
     m = head_sharpness(params, batch, cfg)
     z, lengths = _forward(params, batch, cfg)
-    logp = z - z.max(-1, keepdims=True)
+    cap = sc.RULES[cfg.rule].cap   # Gemma 2's soft-cap: the softmax sees cap tanh(z / cap); the rms split is of z
+    zc = z if cap is None else cap * np.tanh(z / cap)
+    logp = zc - zc.max(-1, keepdims=True)
     logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
     p = np.exp(logp)
     h = -(p * logp).sum(-1).mean()
