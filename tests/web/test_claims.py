@@ -71,6 +71,9 @@ def oracle(lab: LabState) -> dict:
             z = (qn @ kn.T) * scale
             if rounded:   # products accumulate in float32, the result is rounded to half
                 z = z.to(torch.float16).to(tdt)
+            cap = sc.RULES[rule].cap
+            if cap is not None:   # Gemma 2's eager attention (transformers' modeling_gemma2): cap tanh(z / cap)
+                z = cap * torch.tanh(z / cap)
             matched = float(torch.diagonal(z).detach().double().mean())
             if lab.causal:
                 z = z.masked_fill(~torch.ones(lab.n, lab.n, dtype=torch.bool).tril(), float("-inf"))
@@ -230,6 +233,11 @@ def check_why(lab: LabState, text, rule: dict, tol: float, near) -> None:
     scale = sc.logit_scale(lab.d_k, lab.rule, alpha=lab.alpha, temperature=lab.temperature, n=lab.n)
     qknorm = lab.rule == "qknorm"
     theory = scale * lab.rho * (1 if qknorm else lab.d_k * lab.sigma ** 2)
+    cap = sc.RULES[lab.rule].cap
+    if cap is not None:   # Gemma 2's cap on N(theory, (1 + rho^2) d_k (scale sigma^2)^2), by Gauss-Hermite
+        x, w = np.polynomial.hermite_e.hermegauss(120)
+        std = abs(scale) * lab.sigma ** 2 * math.sqrt((1 + lab.rho ** 2) * lab.d_k)
+        theory = float((w * cap * np.tanh((theory + std * x) / cap)).sum() / w.sum())
     assert ("(ρ × " if qknorm else "(ρ d_k σ²") in text, text
     assert facts["matched_theory"] == pytest.approx(theory, rel=5e-3), (text, theory)
     assert float(shown["matched_theory"]) == pytest.approx(theory, rel=5e-3), (text, theory)

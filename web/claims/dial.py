@@ -67,7 +67,10 @@ def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule
         if sc.RULES[rule].normalizes and not chosen["gaussian"]:
             text += (f" ({RULE_LABELS[rule]}'s m is ρ/τ, its large-d_k value: at d_k = {d_k} the mean cosine of a "
                      f"query and its own key is at most ρ, so its m is smaller.)")
-    if not chosen["gaussian"]:
+    if not chosen["gaussian"] and sc.RULES[rule].cap is not None:
+        text += (f" With {RULE_LABELS[rule]} the logits are capped at ±{fmt(sc.RULES[rule].cap)}, and these settings "
+                 f"reach the cap: the dial's Gaussian picture overstates how peaked they get.")
+    elif not chosen["gaussian"]:
         text += (f" With {RULE_LABELS[rule]} at d_k = {d_k} the logits are cosines, bounded by "
                  f"{fmt(abs(chosen['scale']))}: the dial's Gaussian picture overstates how peaked they get.")
     return text

@@ -144,7 +144,9 @@ def _why(s: Sentence, rule: dict, at_rho0: float) -> None:
         mean, theory = rule["matched"]
         c = rule["scale"]
         normalizes = sc.RULES[rule["rule"]].normalizes
-        form = ("ρ" if normalizes else "ρ d_k σ²") + (f" × {c:.3g}" if c != 1 else "")
+        cap = sc.RULES[rule["rule"]].cap
+        form = ("ρ" if normalizes else "ρ d_k σ²") + (f" × {c:.3g}" if c != 1 else "") + (
+            f", capped at ±{cap:g} as a normal variable would be" if cap is not None else "")
         s.add(": each query's own key gets a logit of {matched} on average (" + form + " = {matched_theory} in theory"
               + (" at large d_k" if normalizes else "") + ")", matched=as_fmt(mean), matched_theory=as_fmt(theory))
 

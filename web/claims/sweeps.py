@@ -11,10 +11,11 @@ import math
 import numpy as np
 
 import sdpa_core as sc
+from sdpa_core.scaling import gauss_moments
 
 from .claim import Claim, Sentence, as_2f, as_fmt, as_g, as_int, as_pct, as_sci, as_word
 from .montecarlo import Z, as_margin, as_points, log_ratio_margin, mean_margin, share_margin
-from .numbers import RULE_LABELS, fmt_sci
+from .numbers import RULE_LABELS, fmt, fmt_sci
 from .playground import STARVED, gradient_figures, starved_countable
 
 
@@ -64,19 +65,40 @@ def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo:
                  d_from=as_int(d[i]), d_to=as_int(d[j]), uniform=as_2f(h), pm=as_margin(pm, 2), **facts)
 
 
+def cap_shrink(cap: float, ratio: float) -> float:
+    """The spread s of Gaussian logits at which ``cap tanh(z / cap)`` has ``ratio`` times their spread (0 < ratio
+    < 1): bisection on s over [1e-3 cap, 1e3 cap], the capped spread's ratio falling monotonically in s."""
+    lo, hi = 1e-3 * cap, 1e3 * cap
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        _, var = gauss_moments(np.array([0.0]), np.array([mid]), cap)
+        lo, hi = (mid, hi) if math.sqrt(float(var[0])) / mid > ratio else (lo, mid)
+    return math.sqrt(lo * hi)
+
+
 def coincident_rules(d_ks, rules, *, alpha: float, temperature: float, n: int) -> str:
     """Which rules' curves lie exactly on another's (the same factor on q·k at every d_k of the sweep,
     so one line hides the other), e.g. d_k^-α at α = 0.5 under 1/√d_k; "" when none do. QK-norm
     normalises q and k first, so it coincides with no other rule."""
-    plain = [r for r in rules if r != "qknorm"]
+    plain = [r for r in rules if not sc.RULES[r].normalizes]
     scales = {r: [sc.logit_scale(int(d), r, alpha=alpha, temperature=temperature, n=n) for d in d_ks] for r in plain}
-    said = []
+    said, capped = [], []
     for i, a in enumerate(plain):
         for b in plain[:i]:
-            if all(math.isclose(x, y, rel_tol=1e-12) for x, y in zip(scales[a], scales[b])):
+            if not all(math.isclose(x, y, rel_tol=1e-12) for x, y in zip(scales[a], scales[b])):
+                continue
+            cap_a, cap_b = sc.RULES[a].cap, sc.RULES[b].cap
+            if cap_a == cap_b:
                 said.append(f"{RULE_LABELS[a]} lies exactly on {RULE_LABELS[b]} (the same scale at every d_k)")
-                break
-    return ("; ".join(said) + ", so its line is hidden under the other.") if said else ""
+            elif cap_b is None:   # the same scale, then a cap: the same logits wherever they stay well inside it
+                capped.append(f"{RULE_LABELS[a]} is {RULE_LABELS[b]} with its logits capped at ±{cap_a:g}: it lowers "
+                              f"their spread by 1% at a spread of {fmt(cap_shrink(cap_a, 0.99))} and by 10% at "
+                              f"{fmt(cap_shrink(cap_a, 0.9))}, so at smaller spreads its line lies on {RULE_LABELS[b]}'s.")
+            else:
+                continue
+            break
+    text = ("; ".join(said) + ", so its line is hidden under the other.") if said else ""
+    return " ".join([text, *capped]).strip()
 
 def gradient_summary(norms: dict, *, rule: str, d_k: int, n: int, rho: float) -> Claim:
     """What is small and what is not in the per-query gradients at this state: rows vs the total. Facts:
