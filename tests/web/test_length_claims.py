@@ -88,3 +88,24 @@ def test_the_page_numbers_agree_with_whole_vectors(d_k, sigma, rho, seed):
             for name, want in (("top_weight", top), ("entropy_ratio", ent)):
                 se = math.hypot(path["spread"][name][r][i] / math.sqrt(LENGTH_SAMPLES), want.std() / math.sqrt(m))
                 assert abs(path[name][r][i] - want.mean()) <= 5 * se + 1e-6, (r, n, name, path[name][r][i], want.mean())
+
+
+# the factors of the shipped length rules, written out here from their papers and modelling files
+WRITTEN_GROWTH = {"ssmax": lambda n: 0.43 * math.log(n),                           # Nakanishi 2025, s = 0.43
+                  "llama4": lambda n: 1 + 0.1 * math.log(1 + math.floor(n / 8192))}  # modeling_llama4, Scout's config
+
+
+@pytest.mark.parametrize("d_k", [1, 64, 4096])
+def test_each_length_rules_growth_is_stated_past_the_plotted_range(d_k):
+    """Every drawn rule whose factor reads n gets its growth at FACTOR_LENGTHS (the formulas written here), and
+    Llama 4's, 1 over the whole plotted range, is said to draw 1/√d_k's curves there (and no other's is)."""
+    path = sc.length_path([16, 4096], sc.RULE_NAMES, d_k=d_k, samples=4)
+    said = {c.facts["rule"]: c for c in claims.length_factors(path)}
+    assert set(said) == {r for r in sc.RULE_NAMES if sc.RULES[r].length is not None} == set(WRITTEN_GROWTH)
+    for rule, claim in said.items():
+        for i, n in enumerate(claims.FACTOR_LENGTHS):
+            assert claim.facts[f"n_{i}"] == n and claim.facts[f"f_{i}"] == pytest.approx(WRITTEN_GROWTH[rule](n), rel=1e-12)
+        flat = all(WRITTEN_GROWTH[rule](int(n)) == 1 for n in path["n"])
+        assert ("so its curves here are 1/√d_k's" in claim) == flat == (rule == "llama4"), claim
+    # and the curves are indeed the same numbers
+    np.testing.assert_array_equal(path["top_weight"]["llama4"], path["top_weight"]["sqrt"])

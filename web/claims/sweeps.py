@@ -296,6 +296,43 @@ def length_headline(path: dict) -> Claim:
                  n_from=as_int(path["n"][i]), n_to=as_int(path["n"][j]), **{**sqrt_facts, **ssmax_facts})
 
 
+#: The lengths at which ``length_factors`` states a length rule's factor: the page's n = 16 and 4096, and two
+#: contexts of today's models past the plotted range (64 Ki and 1 Mi keys).
+FACTOR_LENGTHS = (16, 4096, 8192, 65536, 2**20)
+
+
+def length_factors(path: dict) -> list[Claim]:
+    """For each drawn rule whose factor grows with n (SSMax, Llama 4's temperature): that growth at
+    ``FACTOR_LENGTHS``, past the plotted range too, from the rule itself (facts ``rule``, ``n_i``, ``f_i``)."""
+    out = []
+    for r in path["rules"]:
+        grow = sc.RULES[r].length
+        if grow is None:
+            continue
+        parts = ", ".join(f"×{{f_{i}}} at n = {{n_{i}}}" for i in range(len(FACTOR_LENGTHS)))
+        facts = {f"n_{i}": as_int(n) for i, n in enumerate(FACTOR_LENGTHS)}
+        facts.update({f"f_{i}": as_fmt(float(grow(n))) for i, n in enumerate(FACTOR_LENGTHS)})
+        flat = all(float(grow(int(n))) == 1.0 for n in path["n"])
+        twin = _unscaled_twin(r, int(path["d_k"])) if flat else None
+        tail = (f"; it is 1 up to n = {{n_max}}, so its curves here are {RULE_LABELS[twin]}'s" if twin else "")
+        out.append(Claim("{rule} multiplies its scale by a factor that grows with n: " + parts + tail + ".",
+                         rule=as_word(r, RULE_LABELS[r]), **facts, **({"n_max": as_int(path["n"][-1])} if twin else {})))
+    return out
+
+
+def _unscaled_twin(rule: str, d_k: int) -> str | None:
+    """The rule without a length whose factor at ``d_k`` is ``rule``'s scale before its length factor (1/√d_k for
+    Llama 4's temperature), with the same normalisation and cap; None when no rule is."""
+    spec = sc.RULES[rule]
+    ds = [d_k, 16, 256]   # compared at other d_k too, so 1/√d_k at d_k = 1 is not taken for no scaling
+    base = spec.scale(np.array(ds, dtype=float), 0.5, 0.1)
+    for name, other in sc.RULES.items():
+        if (other.length is None and not other.knobs and other.normalizes == spec.normalizes and other.cap == spec.cap
+                and np.allclose([sc.logit_scale(d, name) for d in ds], base, rtol=1e-12, atol=0)):
+            return name
+    return None
+
+
 def length_details(path: dict, *, rho: float) -> list[Claim]:
     """Each drawn rule's top weight (facts ``top_*``) and entropy as a share of log n (``entropy_from``,
     ``entropy_to``) between the section's two lengths; at ρ > 0 the weight each query puts on its own key

@@ -9,7 +9,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 
 import sdpa_core as sc
 
-from ..claims import length_details, length_headline
+from ..claims import length_details, length_factors, length_headline
 from ..options import LENGTH_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
@@ -76,7 +76,7 @@ class Length(pn.viewable.Viewer):
         show_headline(self.summary, list(self.figs.values()),
             length_headline(path),
             f"d_k = {path['d_k']}, σ = {lab.sigma:g}, ρ = {lab.rho:g}; every query sees all n keys (no mask)",
-            [*length_details(path, rho=lab.rho),
+            [*length_details(path, rho=lab.rho), *length_factors(path),
              f"{LENGTH_SAMPLES} queries compared with the first n of the same {int(n[-1])} keys (exact draws), "
              f"seed {lab.seed}; SSMax's s = {sc.scaling.SSMAX_S:g}, so at n = 16 its factor is "
              f"{sc.scaling.SSMAX_S * np.log(16):.2f}× 1/√d_k."])
