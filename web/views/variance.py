@@ -161,7 +161,8 @@ class Variance(pn.viewable.Viewer):
                     "mean ρ d_k σ², which after dividing by √d_k is ρ √d_k σ² and still grows."),
             caption("Histograms of 20 000 exact samples of one query-key pair at the "
                     "current d_k (left: raw q·k, right: after the chosen rule), with the normal curve theory predicts "
-                    "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit)."),
+                    "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit; Gemma 2's "
+                    "cap bends that normal through c·tanh(z/c), so its curve piles up against ±c)."),
             self.geometry,
             figure_row(self.loglog),   # a bare figure here collapses the row above inside the tour
             self.slopes,
@@ -192,4 +193,6 @@ def _histogram_range(rule: str, sigma: float, rho: float, alpha: float, temperat
     if spec.normalizes:
         top = float(np.max(np.abs(spec.scales(D_K_OPTIONS, alpha=alpha, temperature=temperature, n=n))))
         lo, hi = max(lo, -1.02 * top), min(hi, 1.02 * top)
+    if spec.cap is not None:   # a soft-capped logit lies within ±cap
+        lo, hi = max(lo, -1.02 * spec.cap), min(hi, 1.02 * spec.cap)
     return float(lo), float(hi)
