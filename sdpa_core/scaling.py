@@ -282,11 +282,11 @@ RULES: dict[str, Rule] = _registry(
         length=lambda n: SSMAX_S * math.log(n),
     ),
     # Gemma 2: 1/sqrt(query_pre_attn_scalar) (= 1/sqrt(head_dim) in Gemma 2 9B), then c tanh(z / c)
-    Rule("softcap", f"1/√d_k, cap {GEMMA2_CAP:g} (Gemma 2)", lambda d, a, t: 1 / np.sqrt(d), cap=GEMMA2_CAP),
+    Rule("softcap", f"Gemma 2 soft-cap {GEMMA2_CAP:g}", lambda d, a, t: 1 / np.sqrt(d), cap=GEMMA2_CAP),
     # Llama 4's layers without RoPE: 1/sqrt(head_dim) times its temperature, 1 below n = 8192 keys
     Rule(
         "llama4",
-        "1/√d_k·τ(n) (Llama 4)",
+        "Llama 4 temperature",
         lambda d, a, t: 1 / np.sqrt(d),
         length=lambda n: llama4_temperature(n),
     ),

@@ -206,6 +206,21 @@ def test_the_diagonal_std_matters_when_alignment_is_strong():
     assert abs(real - wrong) > 10 * math.hypot(se, wrong_se)
 
 
+@pytest.mark.parametrize("sigma, bites", [(1.0, False), (2.0, False), (4.0, True), (8.0, True)])
+def test_a_soft_caps_moments_and_where_the_dial_overstates_it(sigma, bites):
+    """Gemma 2's cap at d_k = 64: s is the capped logits' std; where the settings reach the cap (``gaussian``
+    False) the dial at that s is more peaked (lower entropy) than real capped attention by many standard
+    errors (more than 4), and where they do not it agrees within Monte-Carlo error."""
+    r = sc.settings_logit_moments(64, sigma=sigma, rule="softcap")
+    assert r["gaussian"] is (not bites)
+    z = 50 * np.tanh(np.random.default_rng(3).normal(0, sigma * sigma, 400_000) / 50)   # q.k / 8 at d_k = 64
+    assert r["s"] == pytest.approx(z.std(), rel=0.01)
+    real, se = real_entropy(64, "softcap", sigma, samples=2000)
+    dial, dial_se = dial_entropy(r["s"], 16, 400)
+    gap = (real - dial) / math.hypot(se, dial_se)
+    assert gap > Z if bites else abs(real - dial) < 0.02 + Z * math.hypot(se, dial_se), (real, dial, gap)
+
+
 def test_moments_closed_forms():
     r = sc.settings_logit_moments(100, sigma=2.0, rho=0.5, rule="sqrt", n=10)
     assert r["s"] == pytest.approx(4 * 10 / 10) and r["m"] == pytest.approx(0.1 * 0.5 * 100 * 4)

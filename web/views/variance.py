@@ -112,6 +112,10 @@ class Variance(pn.viewable.Viewer):
         self.hists["unscaled"][0].title.text = f"Raw q·k, d_k = {lab.d_k}"
         self.hists["scaled"][0].title.text = f"After {RULE_LABELS[rule]}"
         self.hists["scaled"][3].glyph.fill_color = rule_color(rule)
+        theory = "normal through the cap (theory)" if sc.RULES[rule].cap is not None else "normal (theory)"
+        item = self.hists["scaled"][0].legend[0].items[1]
+        if item.label != {"value": theory}:
+            item.label = {"value": theory}
         pooled = sc.theory_logit_std(lab.d_k, sigma=lab.sigma, rho=lab.rho, n=lab.n)
         show_headline(self.summary, [self.hists['unscaled'][0], self.hists['scaled'][0]],
             variance_headline(d, d_k=lab.d_k, rule=rule),
