@@ -44,7 +44,9 @@ WEIGHTS_JS = """() => {
   return out.sort((a, b) => a - b);
 }"""
 LINKS = ["?d_k=4096&sigma=4&rho=1&dtype=float16", "?d_k=1024&rho=0.5", "?d_k=16&causal=true&rule=qknorm&temperature=0.3&n=12",
-         "?d_k=64&rule=alpha&alpha=0.75&seed=7"]
+         "?d_k=64&rule=alpha&alpha=0.75&seed=7",
+         # today's rules: Gemma 2's cap where σ = 4 makes it bite, Llama 4's temperature (1/√d_k below 8192 keys)
+         "?d_k=64&sigma=4&rho=0.5&rule=softcap", "?d_k=256&n=64&rule=llama4"]
 
 
 def state_of(search: str) -> tuple[LabState, TrainingState]:
