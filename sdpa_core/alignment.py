@@ -105,7 +105,11 @@ def _path_stats(d_k, rho, rules, n, samples, sigma, alpha, temperature, seed) ->
         bases[True] = (cos, _pooled_std(cos))
     # each rule's factor on its base; rules with the same base and factor (alpha = 0.5 and sqrt) share a slot
     keys = {
-        r: (s.normalizes, float(s._scales(d, alpha, temperature, n)[0]) * (1.0 if s.normalizes else sigma * sigma), s.cap)
+        r: (
+            s.normalizes,
+            float(s._scales(d, alpha, temperature, n)[0]) * (1.0 if s.normalizes else sigma * sigma),
+            s.cap,
+        )
         for r, s in spec.items()
     }
     slots = list(dict.fromkeys(keys.values()))

@@ -230,9 +230,9 @@ class Rule:
         matched pair as N(m, s_d^2) with its exact moments, the cap integrated over each (:func:`gauss_moments`)."""
         off_mean, off_var = np.zeros_like(d), d  # q_i . k_j, j != i, at unit variance
         diag_mean, diag_var = pair_dot_moments(d, rho, unit=False)
-        first, second = np.zeros_like(d), np.zeros_like(d)
+        first, second, cap = np.zeros_like(d), np.zeros_like(d), float(self.cap or 0.0)
         for mean, var, share in ((off_mean, off_var, (n - 1) / n), (diag_mean, diag_var, 1 / n)):
-            m, v = gauss_moments(product(scale, sigma, mean, sigma), product(scale, sigma, np.sqrt(var), sigma), self.cap)
+            m, v = gauss_moments(product(scale, sigma, mean, sigma), product(scale, sigma, np.sqrt(var), sigma), cap)
             first, second = first + share * m, second + share * (v + m * m)
         return np.sqrt(np.maximum(second - first * first, 0.0))
 
@@ -257,7 +257,7 @@ class Rule:
         f = 1.0 if self.normalizes else sigma  # the logit is proportional to sigma^2
         m, std = product(s, f, mean, f), product(np.abs(s), f, np.sqrt(var), f)
         if self.cap is not None:  # the matched pair as N(m, std^2), capped
-            m, var_capped = gauss_moments(m, std, self.cap)
+            m, var_capped = gauss_moments(m, std, float(self.cap))
             std = np.sqrt(var_capped)
         return float(m[0]), float(std[0])
 
