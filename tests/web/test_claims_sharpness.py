@@ -50,10 +50,14 @@ def oracle(torch, params: dict, cfg: sc.TrainConfig) -> dict:
     if cfg.rule == "qknorm":
         q = q / np.linalg.norm(q, axis=-1, keepdims=True)
         k = k / np.linalg.norm(k, axis=-1, keepdims=True)
-    scale = {"none": 1.0, "sqrt": cfg.d_k ** -0.5, "linear": 1 / cfg.d_k, "qknorm": 1 / cfg.temperature}[cfg.rule]
+    scale = {"none": 1.0, "sqrt": cfg.d_k ** -0.5, "linear": 1 / cfg.d_k, "qknorm": 1 / cfg.temperature,
+             "softcap": cfg.d_k ** -0.5,                                                  # Gemma 2, then its cap
+             "llama4": cfg.d_k ** -0.5 * (1 + 0.1 * math.log1p(n // 8192))}[cfg.rule]     # modeling_llama4
+    cap = sc.RULES[cfg.rule].cap   # Gemma 2's attn_logit_softcapping (None for the other rules)
     z = scale * np.einsum("be,bne->bn", q, k)
     lengths = scale * np.linalg.norm(q, axis=-1)[:, None] * np.linalg.norm(k, axis=-1)
-    logp = z - z.max(-1, keepdims=True)
+    zc = z if cap is None else cap * np.tanh(z / cap)   # what the softmax sees; the rms split is of z
+    logp = zc - zc.max(-1, keepdims=True)
     logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
     p = np.exp(logp)
     out = {"entropy": float(-(p * logp).sum(-1).mean() / math.log(n)),
@@ -68,7 +72,8 @@ def oracle(torch, params: dict, cfg: sc.TrainConfig) -> dict:
     tq, tk = torch.tensor(query)[:, None] @ wq, torch.tensor(keys) @ t["Wk"]
     if cfg.rule == "qknorm":
         tq, tk = torch.nn.functional.normalize(tq, dim=-1), torch.nn.functional.normalize(tk, dim=-1)
-    weights = torch.softmax(scale * tq @ tk.transpose(1, 2), dim=-1)           # (B, 1, n)
+    zt = scale * tq @ tk.transpose(1, 2)
+    weights = torch.softmax(zt if cap is None else cap * torch.tanh(zt / cap), dim=-1)   # (B, 1, n)
     values = wv[torch.arange(B)[:, None], torch.tensor(labels)]                # (B, n, d_v)
     logits = (weights @ values)[:, 0] @ t["Wo"]
     losses = torch.nn.functional.cross_entropy(logits, torch.tensor(labels[np.arange(B), target]), reduction="none")
@@ -244,6 +249,7 @@ def test_the_sentences_hold_over_seeds(torch, seed):
     (max(TRAIN_D_K_OPTIONS), "none", "fold", "adam", 0.01, 6, 9),
     (256, "sqrt", "none", "sgd", 1.0, 40, 5),
     (16, "qknorm", "linear", "adam", 0.01, 40, 2),
+    (256, "softcap", "llama4", "sgd", 1.0, 40, 6),   # today's rules: Gemma 2's cap, Llama 4's temperature
 ])
 def test_the_sentences_hold_at_the_corners(torch, d_k, rule_a, rule_b, optimizer, lr, steps, seed):
     """The smallest and largest d_k of the page, SGD (run B unscaled, so B is the featured run when it starts more
