@@ -321,3 +321,16 @@ def test_the_alignment_sentences_state_the_states_rho(rho, said):
                                            temperature=lab.temperature, alpha=lab.alpha)):
         assert ("the sweep's point nearest your 0.34" in claim) == said, claim
         assert claim.facts["rho"] == pytest.approx(round(rho / 0.05) * 0.05)
+
+
+def test_the_tuning_answer_states_todays_dials_as_their_formulas_give_them():
+    """"Can the factor be tuned?" gives Gemma 2's cap, the spread at which it bends the logits by 1% (a Monte Carlo
+    here), and Llama 4's temperature at 65,536 tokens (its modelling file's formula written here)."""
+    from web.views.questions import QUESTIONS
+    answer = next(q.answer for q in QUESTIONS if q.question == "Can the factor be tuned?")
+    cap = sc.RULES["softcap"].cap
+    s = float(claims.fmt(claims.cap_shrink(cap, 0.99)))
+    z = np.random.default_rng(4).standard_normal(1_000_000)
+    assert float((cap * np.tanh(s * z / cap)).std()) / s == pytest.approx(0.99, abs=2e-3)
+    assert f"once it reaches {claims.fmt(s)}" in answer and f"±{cap:g}" in answer
+    assert f"{1 + 0.1 * math.log(1 + math.floor(65536 / 8192)):.3g} at 65,536" in answer

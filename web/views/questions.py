@@ -7,7 +7,11 @@ from urllib.parse import urlencode
 import panel as pn
 import param
 
+import sdpa_core as sc
+from sdpa_core.scaling import GEMMA2_CAP, LLAMA4_ATTN_SCALE, LLAMA4_FLOOR_SCALE, llama4_temperature
+
 from .. import real_training
+from ..claims import cap_shrink, fmt
 from ..state import LabState
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
 from ..urlstate import apply_query
@@ -95,13 +99,22 @@ QUESTIONS = [
         "1/τ whatever d_k is. With a fixed τ, the cosines of independent random vectors (ρ = 0) shrink like "
         "1/√d_k, so attention flattens as d_k grows; once q and k align (ρ > 0) a query's cosine with its own key "
         "stays near ρ while the others shrink, so QK-norm concentrates on that key instead. τ is learned or tuned. "
-        f"{real_training.tuned()} The button opens every rule at ρ = 0.5, where 1/√d_k saturates at large d_k and "
-        "1/d_k does not.",
+        f"{real_training.tuned()} Today's open models add two more dials. Gemma 2 keeps 1/√d_k and then caps "
+        f"every logit at ±{GEMMA2_CAP:g} with {GEMMA2_CAP:g}·tanh(z/{GEMMA2_CAP:g}): that lowers the logits' spread by "
+        f"1% once it reaches {fmt(cap_shrink(GEMMA2_CAP, 0.99))}, so at initialisation (spread about 1) it does "
+        "nothing, and it bounds the logits that training grows. Llama 4 multiplies the queries of its layers "
+        f"without position encoding by 1 + {LLAMA4_ATTN_SCALE:g}·ln(1 + ⌊n/{LLAMA4_FLOOR_SCALE}⌋) at the n-th token: 1 below "
+        f"{LLAMA4_FLOOR_SCALE:,} tokens, {fmt(llama4_temperature(65536))} at 65,536, the idea of SSMax's "
+        f"{sc.scaling.SSMAX_S:g}·ln n made gentle. Both are rules here, and Real models reads any model's "
+        "config.json. The button opens every rule at ρ = 0.5, where 1/√d_k saturates at large d_k and 1/d_k does not.",
         r"\begin{gathered}\text{scale} = d_k^{-1/2}\ (\text{Vaswani}), \\ d_k^{-1}\ (\mu\text{P}),\quad "
-        r"d_k^{-\alpha}, \\ \text{QK-norm: } \frac{\cos(q, k)}{\tau}\end{gathered}",
+        r"d_k^{-\alpha}, \\ \text{QK-norm: } \frac{\cos(q, k)}{\tau}, \\ \text{Gemma 2: } c\tanh(z/c)\end{gathered}",
         "Yang et al. (2022), *Tensor Programs V* (muP, 1/d_k attention); Henry et al. (2020), *Query-Key "
         "Normalization for Transformers*; Dehghani et al. (2023), *Scaling Vision Transformers to 22 Billion "
-        "Parameters* (QK-norm against logit growth).",
+        "Parameters* (QK-norm against logit growth); Gemma Team (2024), *Gemma 2* (logit soft-capping), as "
+        "transformers' models/gemma2/modeling_gemma2.py applies it; Meta's Llama 4 attention temperature, as "
+        "transformers' models/llama4/modeling_llama4.py (Llama4TextAttention) applies it; Nakanishi (2025), "
+        "*Scalable-Softmax Is Superior for Attention* (SSMax).",
         "Compare every rule", {"view": "saturation", "rho": 0.5}),
     Question(
         "Is it always necessary?",
