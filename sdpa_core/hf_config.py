@@ -77,7 +77,8 @@ class ConfigHead:
 
     ``factor``: what the model's code multiplies q . k by (at positions where any temperature is 1);
     ``formula``: how it came about, in words; ``softcap``: c of ``c tanh(z / c)`` or None; ``qk_norm``: one of
-    ``real_models.QK_NORMS``; ``norm_width``: the coordinates a whole-projection QK-norm runs over;
+    ``real_models.QK_NORMS``; ``norm_width``, ``k_norm_width``: the coordinates a whole-projection QK-norm of q
+    and of k runs over (OLMo 2: all query heads, all key heads);
     ``temperature``: (floor_scale, attn_scale) of Llama 4's position temperature, or None; ``q_std``,
     ``k_std``: the std of W_q's and W_k's entries seen from the normalised input (MLA's low-rank paths folded
     in); ``fields``: what was read; ``ignored``: the file's other top-level fields; ``notes``: conditions.
@@ -94,6 +95,7 @@ class ConfigHead:
     softcap: float | None
     qk_norm: str
     norm_width: int
+    k_norm_width: int
     temperature: tuple[float, float] | None
     init_std: float
     q_std: float
@@ -350,7 +352,7 @@ def read_config(cfg) -> ConfigHead:
         )
 
     factor, formula, softcap, qk_norm, temperature = d_k**-0.5, f"1/√head_dim = 1/√{d_k}", None, "none", None
-    norm_width = heads * d_k
+    norm_width = k_norm_width = heads * d_k
     if how == "plain" and model_type == "gpt2":
         if "scale_attn_weights" in cfg and not _flag(cfg, "scale_attn_weights"):
             factor, formula = 1.0, "1 (scale_attn_weights is false)"
@@ -366,9 +368,11 @@ def read_config(cfg) -> ConfigHead:
         )
     elif how == "qk_norm_all":
         qk_norm = "all"
+        k_norm_width = kv_heads * d_k  # Olmo2Attention: k_norm = Olmo2RMSNorm(num_key_value_heads * head_dim)
         notes.append(
-            f"{architecture} normalises q and k over all heads at once (RMSNorm over "
-            f"{heads} × {d_k} = {heads * d_k} coordinates) before splitting them into heads."
+            f"{architecture} normalises q and k over all heads at once (RMSNorm over {heads} × {d_k} = "
+            f"{heads * d_k} coordinates for q, {kv_heads} × {d_k} = {k_norm_width} for k) before "
+            "splitting them into heads."
         )
     elif how == "multiplier":
         need("attention_multiplier")
@@ -458,6 +462,7 @@ def read_config(cfg) -> ConfigHead:
         softcap=softcap,
         qk_norm=qk_norm,
         norm_width=norm_width,
+        k_norm_width=k_norm_width,
         temperature=temperature,
         q_std=init_std,
         k_std=init_std,
@@ -550,6 +555,7 @@ def _read_mla(cfg, d_model, init_std, source, fields, need, record) -> dict:
         factor=float(factor),
         formula=formula,
         norm_width=d_k,
+        k_norm_width=d_k,
         q_std=q_entry / math.sqrt(d_model),
         k_std=k_entry / math.sqrt(d_model),
         notes=notes,
@@ -640,6 +646,7 @@ def config_at_init(head: ConfigHead, *, n=128, samples=8, seed=0) -> dict:
         factor=head.factor,
         softcap=head.softcap,
         norm_width=head.norm_width if head.qk_norm == "all" else None,
+        k_norm_width=head.k_norm_width if head.qk_norm == "all" else None,
         n=n,
         samples=samples,
         seed=seed,

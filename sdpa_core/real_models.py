@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import boolean, entries, integer, real
+from .scaling import gauss_moments
 from .stats import SATURATION, above
 
 __all__ = [
@@ -175,6 +176,7 @@ def head_at_init(
     factor=None,
     softcap=None,
     norm_width=None,
+    k_norm_width=None,
 ) -> dict:
     """One attention head at initialisation: its logit std in closed form, and the softmax over n tokens.
 
@@ -208,7 +210,10 @@ def head_at_init(
         The model's logits become ``c tanh(z / c)`` after its factor (Gemma 2's ``attn_logit_softcapping``),
         c in (0, 1e6]; the other variants are not capped.
     norm_width : int, optional
-        For ``qk_norm="all"``: how many coordinates the norm runs over (``heads * d_k`` by default).
+        For ``qk_norm="all"``: how many coordinates the norm of q runs over (``heads * d_k`` by default).
+    k_norm_width : int, optional
+        The same for k (``norm_width`` by default): OLMo 2 normalises k over its ``num_key_value_heads * d_k``
+        coordinates, fewer than q's under grouped-query attention.
 
     Returns
     -------
@@ -259,6 +264,7 @@ def head_at_init(
     if cap is not None and cap <= 0:
         raise ValueError(f"softcap must be > 0, got {cap}: the logits become c tanh(z / c)")
     width = heads * d_k if norm_width is None else integer(norm_width, "norm_width", low=d_k, high=MAX_D_MODEL * 4)
+    k_width = width if k_norm_width is None else integer(k_norm_width, "k_norm_width", low=d_k, high=MAX_D_MODEL * 4)
     init_std = real(init_std, "init_std", low=STD_RANGE[0], high=STD_RANGE[1])
     q_std = init_std if q_std is None else real(q_std, "q_std", low=STD_RANGE[0], high=STD_RANGE[1])
     k_std = init_std if k_std is None else real(k_std, "k_std", low=STD_RANGE[0], high=STD_RANGE[1])
@@ -277,7 +283,7 @@ def head_at_init(
     factors = {v: float(f) for v, f in _factors(d_model, d_k, scale).items()}
     if own is not None:
         factors["model"] = own
-    dots = _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed, width)
+    dots = _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed, (width, k_width))
     mc: dict[str, dict] = {}
     for v, f in factors.items():
         capped = cap if v == "model" else None
@@ -448,10 +454,10 @@ def _tokens(rng, d_model: int, n: int, samples: int, layernorm: bool, input_std:
     return a
 
 
-def _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed, width=None) -> np.ndarray:
-    """q_i . k_j of ``samples`` fresh heads, (samples, n, n), after any QK-norm, before the scale (``width``: what
-    a whole-projection QK-norm runs over, d_model by default)."""
-    width = d_model if width is None else width
+def _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, samples, seed, widths=None) -> np.ndarray:
+    """q_i . k_j of ``samples`` fresh heads, (samples, n, n), after any QK-norm, before the scale (``widths``: what
+    a whole-projection QK-norm of q and of k runs over, d_model for both by default)."""
+    q_width, k_width = (d_model, d_model) if widths is None else widths
     rng = np.random.default_rng(seed)
     x = _tokens(rng, d_model, n, samples, layernorm, input_std)  # (samples, n, r)
     r = x.shape[-1]
@@ -459,7 +465,7 @@ def _head_dots(d_model, d_k, q_std, k_std, layernorm, input_std, qk_norm, n, sam
     k = x @ (k_std * rng.standard_normal((samples, r, d_k)))
     if qk_norm != "none":
         x2 = (x * x).sum(axis=-1, keepdims=True)  # |x_i|^2
-        q, k = (_rms_normalize(rng, a, s, x2, width, qk_norm) for a, s in ((q, q_std), (k, k_std)))
+        q, k = (_rms_normalize(rng, a, s, x2, w, qk_norm) for a, s, w in ((q, q_std, q_width), (k, k_std, k_width)))
     return q @ k.swapaxes(-1, -2)
 
 
@@ -475,12 +481,11 @@ def _rms_normalize(rng, a, std, x2, width, qk_norm) -> np.ndarray:
 
 
 def capped_std(std: float, cap: float) -> float:
-    """The std of ``cap tanh(z / cap)`` for z ~ N(0, std^2) (soft-capped Gaussian logits): the trapezoid rule
-    over the normal density on [-10, 10] with 4001 points (steps of 0.005; numpy.polynomial's Gauss-Hermite
-    is not in the site's numpy). ``std`` itself when the cap is far above it, and at most ``cap``."""
-    x = np.linspace(-10.0, 10.0, 4001)
-    w = np.exp(-0.5 * x * x)
-    return float(np.sqrt((w * (cap * np.tanh(std * x / cap)) ** 2).sum() / w.sum()))
+    """The std of ``cap tanh(z / cap)`` for z ~ N(0, std^2) (soft-capped Gaussian logits), about 0 (their rms):
+    :func:`sdpa_core.scaling.gauss_moments`, the trapezoid rule on the normal density. ``std`` itself when the
+    cap is far above it, and at most ``cap``."""
+    mean, var = gauss_moments(np.array([0.0]), np.array([float(std)]), float(cap))
+    return float(np.sqrt(var[0] + mean[0] ** 2))
 
 
 def _softmax_stats(z: np.ndarray) -> dict:

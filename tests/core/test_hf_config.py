@@ -269,8 +269,26 @@ def test_a_link_rebuilds_every_kind_of_head(cfg):
     """The head a link rebuilds is the head read, in every branch (defaults, explicit nulls, false flags)."""
     h = read_config(cfg)
     again = read_config(parse_config(hf_config.to_link(h)))
-    keys = ("factor", "d_k", "softcap", "qk_norm", "temperature", "q_std", "k_std", "norm_width")
+    keys = ("factor", "d_k", "softcap", "qk_norm", "temperature", "q_std", "k_std", "norm_width", "k_norm_width")
     assert {k: getattr(again, k) for k in keys} == {k: getattr(h, k) for k in keys}
+
+
+def test_olmo_2_normalises_k_over_its_key_heads_only():
+    """Olmo2Attention builds q_norm over num_attention_heads * head_dim and k_norm over num_key_value_heads *
+    head_dim: under grouped-query attention k's norm runs over fewer coordinates, and the draw follows (a head
+    drawn with both widths equal to q's differs, with the same seed, from the one the config gives)."""
+    cfg = {"model_type": "olmo2", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 4}
+    h = read_config(cfg)
+    assert (h.qk_norm, h.norm_width, h.k_norm_width) == ("all", 16 * 64, 4 * 64)
+    assert "4 × 64 = 256 for k" in " ".join(h.notes)
+    drawn = hf_config.config_at_init(h, n=16, samples=4)
+    same = real_models.head_at_init(1024, 16, qk_norm="all", norm_width=1024, k_norm_width=1024, q_std=h.q_std,
+                                    k_std=h.k_std, n=16, samples=4)
+    apart = real_models.head_at_init(1024, 16, qk_norm="all", norm_width=1024, k_norm_width=256, q_std=h.q_std,
+                                     k_std=h.k_std, n=16, samples=4)
+    assert drawn["mc"]["model"]["logit_std"] == apart["mc"]["model"]["logit_std"]
+    assert drawn["mc"]["model"]["logit_std"] != same["mc"]["model"]["logit_std"]
+    assert read_config({**cfg, "num_key_value_heads": 16}).k_norm_width == 1024
 
 
 def test_gemma_2_without_a_cap_field_is_capped_as_its_config_class_is():
