@@ -118,10 +118,11 @@ def _path_stats(d_k, rho, rules, n, samples, sigma, alpha, temperature, seed) ->
     for i, (normalizes, factor, cap) in enumerate(slots):
         base, base_std = bases[normalizes]
         np.multiply(base, factor, out=z[:, i], casting="same_kind")
-        if cap is None:
+        first = next(r for r in rules if keys[r] == (normalizes, factor, cap))
+        if not spec[first].caps(abs(factor) * float(np.abs(base).max())):
             logit_std[i] = abs(factor) * base_std
         else:  # soft-capped, by the first rule of this slot (sweeps.sweep does the same)
-            spec[next(r for r in rules if keys[r] == (normalizes, factor, cap))].capped(z[:, i], out=z[:, i])
+            spec[first].capped(z[:, i], out=z[:, i])
             logit_std[i] = _pooled_std(z[:, i].astype(np.float64))
     stats = {"logit_std": logit_std, **_matrix_stats(z)}  # metric -> (R, P, samples)
     return {m: {r: vals[slots.index(keys[r])] for r in rules} for m, vals in stats.items()}

@@ -262,7 +262,7 @@ def _weights(q, k, scale, allowed, bias, softcap=None):
         qs = _times(q, scale)
         z = matmul(qs, k.swapaxes(-1, -2)).astype(compute_dtype(q.dtype), copy=False)
         if softcap is not None:  # c tanh(z / c) (Gemma 2, FlashAttention's softcap): bounded, before the mask
-            z = softcap * np.tanh(z / np.asarray(softcap, dtype=z.dtype))
+            z = (softcap * np.tanh(z.astype(np.float64) / softcap)).astype(z.dtype)  # float64: any cap
         elif bias is None and allowed is None and _exp_is_safe(qs, k, z.dtype):
             np.exp(z, out=z)
             return normalize_inplace(z)

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ._checks import _asarray, boolean, float_array, integer, real
-from .scaling import MAX_D_K, RULES, check_rule, gauss_moments, pair_dot_moments
+from .scaling import MAX_D_K, RULES, check_rule, pair_dot_moments
 from .stats import SATURATION, above
 
 __all__ = ["two_token_curve", "dial_attention", "settings_logit_moments", "STARVED_RATIO", "MAX_DIAL_N"]
@@ -203,7 +203,7 @@ def settings_logit_moments(d_k, *, sigma=1.0, rho=0.0, rule="sqrt", alpha=0.5, t
       query is a unit vector). The dial draws every row at exactly s: it is the ``d_k -> inf`` picture.
     - ``scale``: the factor c; ``gaussian``: whether the dial's Gaussian logits are a fair picture (see Notes).
 
-    Returns a dict of floats (and the bool ``gaussian``).
+    Returns a dict of floats (and the bools ``gaussian`` and ``matched_capped``).
 
     Notes
     -----
@@ -216,9 +216,10 @@ def settings_logit_moments(d_k, *, sigma=1.0, rho=0.0, rule="sqrt", alpha=0.5, t
     - QK-norm at small d_k: a cosine is bounded (|logit| <= |c|) and not Gaussian (uniform on [-1, 1] at
       d_k = 3); at large s the dial's Gaussian tails saturate rows that real QK-norm cannot.
       ``gaussian`` is False for a normalising rule below d_k = 32.
-    - A soft-cap (Gemma 2): s, m and diag_std are those of ``cap tanh(z / cap)`` for Gaussian z with the
-      moments above (:func:`sdpa_core.scaling.gauss_moments`), and the logits are bounded by the cap: where
-      the uncapped s passes a quarter of it, ``gaussian`` is False (the dial's tails would go past the cap).
+    - A soft-cap (Gemma 2): s, m and diag_std are those of the capped logits ``cap tanh(z / cap)``
+      (:meth:`Rule.capped_moments`, exact for Gaussian q and k), which are bounded by the cap: where the
+      uncapped s passes a quarter of it, ``gaussian`` is False (the dial's tails would go past the cap);
+      ``matched_capped`` says the matched logit reaches a quarter of it (mean plus two std, uncapped).
     - rho > 0: the matched logit's mean also fluctuates from query to query (its ``rho |q_i|^2`` part),
       which ``diag_std`` includes; the dial draws it independently of the row's own spread.
     - float16: logits past 65504 overflow, which the dial (float64) does not show.
@@ -246,11 +247,12 @@ def settings_logit_moments(d_k, *, sigma=1.0, rho=0.0, rule="sqrt", alpha=0.5, t
     s = abs(c) * f * off
     m = c * f * float(mean[0])
     diag_std = abs(c) * f * math.sqrt(float(var[0]))
-    bites = False
-    if spec.cap is not None:  # a soft-cap: the moments of cap tanh(z / cap), z Gaussian with the moments above
+    bites = matched_capped = False
+    if spec.cap is not None:  # a soft-cap: the moments of cap tanh(z / cap), exact for Gaussian q and k
         bites = s > spec.cap / 4
-        mc, vc = gauss_moments(np.array([m, 0.0]), np.array([diag_std, s]), spec.cap)
-        m, diag_std, s = float(mc[0]), math.sqrt(float(vc[0])), math.sqrt(float(vc[1]))
+        matched_capped = abs(m) + 2 * diag_std > spec.cap / 4
+        capped = spec.capped_moments(darr, np.array([c * f]), rho)
+        s, m, diag_std = (float(capped[k][0]) for k in ("off_std", "matched_mean", "matched_std"))
     pooled = float(spec._theory_logit_std(darr, sigma, rho, n, alpha, temperature)[0])
     for name, value in (("s", s), ("m", m), ("diag_std", diag_std), ("pooled_std", pooled)):
         if not math.isfinite(value):
@@ -263,6 +265,7 @@ def settings_logit_moments(d_k, *, sigma=1.0, rho=0.0, rule="sqrt", alpha=0.5, t
         "row_spread": 0.0 if unit else _chi_relative_std(d),
         "scale": c,
         "gaussian": not (unit and d < 32) and not bites,
+        "matched_capped": matched_capped,
     }
 
 

@@ -89,28 +89,34 @@ def dot_histograms(
             f"the {rule!r} logits' spread here is {std1:.3g}, too close to float64's smallest numbers to "
             f"histogram (densities of 1/spread would overflow): use a larger sigma, a smaller d_k or alpha"
         )
-    dot, scaled = unit * sigma2, spec.capped(base * (base_size * factor))
+    size = base_size * factor
+    capping = spec.caps(abs(size) * float(np.abs(base).max()))  # a cap these logits reach (not at a tiny sigma)
+    dot, scaled = unit * sigma2, base * size
+    if capping:
+        scaled = spec.capped(scaled)
     return {
         "unscaled": _histogram(dot, mean0, std0, bins),
-        "scaled": _histogram(scaled, mean1, std1, bins, _raw(spec, factor * base_size, mean0 / sigma2, std0 / sigma2)),
+        "scaled": _histogram(scaled, mean1, std1, bins, _raw(spec, size, mean0 / sigma2, std0 / sigma2, capping)),
         "theory_mean": (mean0, mean1),
         "theory_std": (std0, std1),
         # moments of the sigma = 1 draws, scaled once: those of 1e-300 values would square to 0
-        "sample_mean": (float(unit.mean()) * sigma2, _moment(base, base_size * factor, scaled, spec.cap, np.mean)),
-        "sample_std": (float(unit.std()) * sigma2, _moment(base, base_size * abs(factor), scaled, spec.cap, np.std)),
+        "sample_mean": (float(unit.mean()) * sigma2, _moment(base, size, scaled, capping, np.mean)),
+        "sample_std": (float(unit.std()) * sigma2, _moment(base, abs(size), scaled, capping, np.std)),
     }
 
 
-def _moment(base: np.ndarray, size: float, scaled: np.ndarray, cap, stat) -> float:
+def _moment(base: np.ndarray, size: float, scaled: np.ndarray, capping: bool, stat) -> float:
     """``stat`` (mean or std) of the scaled logits: of the sigma-free base times its size (exact for tiny sigma),
-    or of the capped logits themselves under a soft-cap (bounded by it, no underflow to fear)."""
-    return float(stat(base)) * size if cap is None else float(stat(scaled))
+    or, where a soft-cap reaches them (``capping``: they are then at least 1e-4 of the cap, so their squares do
+    not underflow), of the capped logits themselves."""
+    return float(stat(scaled)) if capping else float(stat(base)) * size
 
 
-def _raw(spec, size: float, mean: float, std: float):
-    """For a soft-capping rule, ``(cap, mean, std)`` of the logit before its cap (the pair's dot at sigma = 1 times
-    ``size``): the theory curve is then that normal pushed through the cap. None for every other rule."""
-    return None if spec.cap is None else (spec.cap, size * mean, abs(size) * std)
+def _raw(spec, size: float, mean: float, std: float, capping: bool):
+    """For a soft-capping rule whose cap these logits reach, ``(cap, mean, std)`` of the logit before its cap (the
+    pair's dot at sigma = 1 times ``size``): the theory curve is then that normal pushed through the cap. None for
+    every other rule, and where the cap changes nothing."""
+    return (spec.cap, size * mean, abs(size) * std) if capping else None
 
 
 def _histogram(x: np.ndarray, mean: float, std: float, bins: int, capped=None) -> dict:
@@ -121,7 +127,7 @@ def _histogram(x: np.ndarray, mean: float, std: float, bins: int, capped=None) -
     lo, hi = min(lo, mean - 4 * std), max(hi, mean + 4 * std)
     if capped is not None:
         c = capped[0]
-        lo, hi = max(lo, -c * (1 - 1e-9)), min(hi, c * (1 - 1e-9))
+        lo, hi = max(lo, -c), min(hi, c)  # a logit at the cap (tanh = 1 in float64) is in the last bin
     if not hi > lo:
         lo, hi = lo - 1, hi + 1
     counts, edges = np.histogram(x, bins=bins, range=(lo, hi), density=True)
@@ -132,6 +138,8 @@ def _histogram(x: np.ndarray, mean: float, std: float, bins: int, capped=None) -
         u = np.tanh(raw / c)
         keep = (1 - u * u > 1e-12) & (c * u >= lo) & (c * u <= hi)
         grid, pdf = c * u[keep], _normal_pdf(raw[keep], m, s) / (1 - u[keep] ** 2)
+        if grid.size == 0:  # the whole normal lies past 14 caps: every logit is +-c to 1e-12, a point mass
+            grid, pdf = np.array([lo, hi]), np.zeros(2)
     else:
         grid = np.linspace(lo, hi, 200)
         pdf = _normal_pdf(grid, mean, std) if std > 0 else 0 * grid

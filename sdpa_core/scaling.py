@@ -144,10 +144,20 @@ class Rule:
                 return z
             out[...] = z
             return out
-        c = np.asarray(self.cap, dtype=z.dtype if z.dtype.kind == "f" else np.float64)
-        out = np.divide(z, c, out=out)
-        np.tanh(out, out=out)
-        return np.multiply(out, c, out=out)
+        if z.dtype == np.float64 or z.dtype.kind != "f":
+            out = np.divide(z, self.cap, out=out)
+            np.tanh(out, out=out)
+            return np.multiply(out, self.cap, out=out)
+        capped = (self.cap * np.tanh(z.astype(np.float64) / self.cap)).astype(z.dtype)  # a cap float32 cannot hold
+        if out is None:
+            return capped
+        out[...] = capped
+        return out
+
+    def caps(self, bound: float) -> bool:
+        """Whether the cap changes logits as large as ``bound`` (in absolute value) by more than 1e-8 of them:
+        False without a cap or where ``bound`` is below 1e-4 of it, where the uncapped exact paths apply."""
+        return self.cap is not None and bound >= 1e-4 * self.cap
 
     def cap_slope(self, z) -> np.ndarray:
         """d capped(z) / dz at the scaled ``z``: ``1 - tanh(z / cap)^2`` (1 without a cap), float64. A gradient
@@ -226,15 +236,46 @@ class Rule:
         return product(scale, unit) if self.normalizes else product(scale, sigma, unit, sigma)
 
     def _capped_pooled_std(self, d, scale, sigma, rho, n) -> np.ndarray:
-        """The pooled std of the capped logits: the n - 1 off-diagonal pairs of a row taken as N(0, s^2), the
-        matched pair as N(m, s_d^2) with its exact moments, the cap integrated over each (:func:`gauss_moments`)."""
-        off_mean, off_var = np.zeros_like(d), d  # q_i . k_j, j != i, at unit variance
-        diag_mean, diag_var = pair_dot_moments(d, rho, unit=False)
-        first, second, cap = np.zeros_like(d), np.zeros_like(d), float(self.cap or 0.0)
-        for mean, var, share in ((off_mean, off_var, (n - 1) / n), (diag_mean, diag_var, 1 / n)):
-            m, v = gauss_moments(product(scale, sigma, mean, sigma), product(scale, sigma, np.sqrt(var), sigma), cap)
-            first, second = first + share * m, second + share * (v + m * m)
-        return np.sqrt(np.maximum(second - first * first, 0.0))
+        """The pooled std of the capped logits over the n x n pairs (:meth:`capped_moments`)."""
+        return self.capped_moments(d, product(scale, sigma, sigma), rho, n)["pooled_std"]
+
+    def capped_moments(self, d, f, rho, n=2) -> dict:
+        """The moments of a capped rule's logits ``cap tanh(f q.k / cap)`` (``f`` the factor times sigma^2, an
+        array over the d_k of ``d``; no checks), exact for Gaussian q and k: given |q|^2 = sigma^2 r, an unmatched
+        ``q.k_j`` is N(0, sigma^4 r) and the matched ``q.k_i = rho |q|^2 + sqrt(1 - rho^2) q.z`` is
+        N(rho sigma^2 r, (1 - rho^2) sigma^4 r), and r is chi-square with d_k degrees of freedom: the cap is
+        integrated over each normal (:func:`gauss_moments`) and then over r (:func:`_chi2_grid`).
+
+        Returns arrays over d of ``off_std`` (an unmatched logit's std; its mean is 0), ``matched_mean``,
+        ``matched_std`` and ``pooled_std`` (all n x n logits together). Where every logit stays below 1e-4 of the
+        cap (tiny sigma) the cap changes them by under 1e-8 and the uncapped closed forms are returned, exactly
+        as for the rule without a cap (their products would underflow here)."""
+        cap = float(self.cap or 0.0)
+        d, f = np.broadcast_arrays(np.asarray(d, dtype=np.float64), np.asarray(f, dtype=np.float64))
+        off0, (m0, v0) = np.abs(f) * np.sqrt(d), pair_dot_moments(d, rho, unit=False)
+        pooled0 = np.abs(f) * pooled_dot_std(d, rho, n, unit=False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            small = (np.abs(f * m0) + 10 * np.abs(f) * np.sqrt(v0) + 10 * off0) < 1e-4 * cap
+        out = {"off_std": off0, "matched_mean": f * m0, "matched_std": np.abs(f) * np.sqrt(v0), "pooled_std": pooled0}
+        if small.all():
+            return out
+        r, w = _chi2_grid(d)  # (D, R): |q|^2 / sigma^2 and its weights
+        fa = np.abs(f)[:, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            off_m, off_v = gauss_moments(np.zeros_like(r), fa * np.sqrt(r), cap)
+            mat_m, mat_v = gauss_moments(f[:, None] * rho * r, fa * np.sqrt((1 - rho * rho) * r), cap)
+        off_second = (w * (off_v + off_m * off_m)).sum(axis=-1)  # E over r of E[logit^2 | r]
+        mat_first = (w * mat_m).sum(axis=-1)
+        mat_second = (w * (mat_v + mat_m * mat_m)).sum(axis=-1)
+        first = mat_first / n  # the unmatched logits' mean is 0
+        second = ((n - 1) * off_second + mat_second) / n
+        exact = {
+            "off_std": np.sqrt(off_second),
+            "matched_mean": mat_first,
+            "matched_std": np.sqrt(np.maximum(mat_second - mat_first * mat_first, 0.0)),
+            "pooled_std": np.sqrt(np.maximum(second - first * first, 0.0)),
+        }
+        return {k: np.where(small, out[k], exact[k]) for k in out}
 
     def pair_theory(self, d_k, *, sigma=1.0, rho=0.0, alpha=0.5, temperature=0.1, n=None) -> tuple[float, float]:
         """Mean and std of one matched pair's logit ``scale * q_i . k_i`` (of the cosine, for a rule that
@@ -256,9 +297,9 @@ class Rule:
         s = self._scales(d, alpha, temperature, n)
         f = 1.0 if self.normalizes else sigma  # the logit is proportional to sigma^2
         m, std = product(s, f, mean, f), product(np.abs(s), f, np.sqrt(var), f)
-        if self.cap is not None:  # the matched pair as N(m, std^2), capped
-            m, var_capped = gauss_moments(m, std, float(self.cap))
-            std = np.sqrt(var_capped)
+        if self.cap is not None:  # the matched pair, capped (exact for Gaussian q and k: capped_moments)
+            c = self.capped_moments(d, product(s, f, f), rho)
+            m, std = c["matched_mean"], c["matched_std"]
         return float(m[0]), float(std[0])
 
 
@@ -397,28 +438,76 @@ def llama4_temperature(n, *, floor_scale=LLAMA4_FLOOR_SCALE, attn_scale=LLAMA4_A
     return 1.0 + attn_scale * math.log1p(n // floor_scale)
 
 
-#: The standard normal grid :func:`gauss_moments` integrates over: [-10, 10] in steps of 0.005 (the trapezoid
-#: rule; numpy.polynomial's Gauss-Hermite nodes are not in the site's numpy). Past 10 std the density is 1e-22.
-_GRID = np.linspace(-10.0, 10.0, 4001)
+#: The standard normal grid :func:`gauss_moments` integrates over: [-10, 10] in steps of 0.125 (the trapezoid
+#: rule, offset by half a step so that a cap far below the spread, a step function at 0, is integrated exactly;
+#: numpy.polynomial's Gauss-Hermite nodes are not in the site's numpy). Past 10 std the density is 1e-22.
+_GRID = np.linspace(-10.0, 10.0, 160, endpoint=False) + 0.0625
 _WEIGHTS = np.exp(-0.5 * _GRID * _GRID) / np.exp(-0.5 * _GRID * _GRID).sum()
+#: Points of the chi-square grid (:func:`_chi2_grid`).
+_CHI2_POINTS = 96
+
+
+def _chi2_grid(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes r and weights (each row summing to 1) for an expectation over r ~ chi-square(d), for each d of the
+    (D,) array: (D, R). The trapezoid rule in t = ln(r / d), where the density is ``exp(-(d/2)(e^t - 1 - t))``
+    up to a constant (computed with expm1, so that d up to 2**53 keeps its precision), over
+    t in d - max(10 sqrt(2/d), 28/d) .. + 10 sqrt(2/d) + 14/d: the left tail of small d (chi-square(1) has mass
+    down to 0) and both tails of large d, where t is about N(0, 2/d)."""
+    d = np.asarray(d, dtype=np.float64)[:, None]
+    lo = -np.maximum(10 * np.sqrt(2 / d), 28 / d)
+    hi = 10 * np.sqrt(2 / d) + 14 / d
+    t = lo + (hi - lo) * np.linspace(0.0, 1.0, _CHI2_POINTS)[None, :]
+    logw = -(d / 2) * (np.expm1(t) - t)
+    w = np.exp(logw - logw.max(axis=-1, keepdims=True))
+    return d * np.exp(t), w / w.sum(axis=-1, keepdims=True)
 
 
 def gauss_moments(mean, std, cap: float) -> tuple[np.ndarray, np.ndarray]:
     """Mean and variance of ``cap tanh(X / cap)`` for X ~ N(mean, std^2), elementwise over arrays of mean and
     std (no checks; cap > 0). Any float64 works: inf means and stds give the cap's limits (+-cap, and an
-    even split of +-cap for an infinite std), the trapezoid rule's error is below 1e-6 of cap^2.
+    even split of +-cap for an infinite std). Two quadratures, each within 2e-6 of cap^2: for a spread up to 2
+    caps, the trapezoid rule on X's standard normal grid (:data:`_GRID`); past it, where tanh turns within one
+    step of that grid, on u = X / cap over [-20, 20] (where tanh is not yet +-1 to float64), with the normal
+    tails beyond taken exactly (erfc).
 
     >>> [round(float(x[0]), 4) for x in gauss_moments(np.array([0.0]), np.array([1.0]), 50.0)]
     [0.0, 0.9992]
     """
     mean, std = np.broadcast_arrays(np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64))
-    # in units of the cap, clipped where tanh is +-1 to float64 anyway (tanh(20) = 1 - 8e-18)
-    m = np.clip(mean / cap, -40.0, 40.0)[..., None]
-    s = np.clip(std / cap, 0.0, 1e6)[..., None]
-    t = np.tanh(m + s * _GRID)
-    first = np.clip((t * _WEIGHTS).sum(axis=-1), -1.0, 1.0)  # the weights' sum is 1 to a few ulps
-    second = np.clip((t * t * _WEIGHTS).sum(axis=-1), 0.0, 1.0)
+    # in units of the cap, clipped where tanh is +-1 to float64 anyway (tanh(20) = 1 - 8e-18): the spread to
+    # 1e6, the mean to 40 past the reach of either grid
+    s = np.clip(std / cap, 0.0, 1e6)
+    reach = 40.0 + 10.0 * s
+    m = np.clip(mean / cap, -reach, reach)
+    first, second = np.empty(m.shape), np.empty(m.shape)
+    wide = s > 2.0
+    narrow = ~wide
+    t = np.tanh(m[narrow][..., None] + s[narrow][..., None] * _GRID)
+    first[narrow] = (t * _WEIGHTS).sum(axis=-1)
+    second[narrow] = (t * t * _WEIGHTS).sum(axis=-1)
+    if wide.any():
+        mw, sw = m[wide][..., None], s[wide][..., None]
+        density = np.exp(-0.5 * ((_U - mw) / sw) ** 2) / (sw * math.sqrt(2 * math.pi)) * _U_WEIGHTS
+        above = _normal_sf((_U[-1] - mw[..., 0]) / sw[..., 0])  # P(X / cap > 20): tanh is 1 there
+        below = _normal_sf((mw[..., 0] - _U[0]) / sw[..., 0])  # P(X / cap < -20): -1
+        tanh_u = np.tanh(_U)
+        first[wide] = (tanh_u * density).sum(axis=-1) + above - below
+        second[wide] = (tanh_u * tanh_u * density).sum(axis=-1) + above + below
+    first = np.clip(first, -1.0, 1.0)  # the weights' sum is 1 to a few ulps
+    second = np.clip(second, 0.0, 1.0)
     return cap * first, cap * cap * np.maximum(second - first * first, 0.0)
+
+
+#: The grid in X / cap of :func:`gauss_moments`' wide spreads: [-20, 20] in steps of 0.05, trapezoid weights.
+_U = np.linspace(-20.0, 20.0, 801)
+_U_WEIGHTS = np.full(_U.shape, 0.05)
+_U_WEIGHTS[[0, -1]] = 0.025
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _normal_sf(z: np.ndarray) -> np.ndarray:
+    """P(Z > z) for a standard normal Z, elementwise (numpy has no erfc; math's, one by one)."""
+    return 0.5 * np.asarray(_ERFC(np.asarray(z, dtype=np.float64) / math.sqrt(2.0)), dtype=np.float64)
 
 
 # ---- the closed forms every rule's theory is built from ---------------------------------------------------

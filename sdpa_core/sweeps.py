@@ -126,7 +126,7 @@ def sweep(
             bases[True] = (cos, _pooled_std(cos))
         base, base_std = bases[spec[r].normalizes]
         np.multiply(base, factors[r][:, None, None], out=z[:, i], casting="same_kind")
-        if spec[r].cap is None:
+        if not spec[r].caps(float(np.abs(factors[r]).max()) * float(np.abs(base).max())):
             # the spread is exact in float64: |factor| * std of the unscaled base (z may hold 1e-40 as 0)
             logit_std[i] = np.abs(factors[r])[:, None] * base_std
         else:  # soft-capped: the spread of the logits the softmax sees, bounded by the cap

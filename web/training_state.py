@@ -172,8 +172,9 @@ class TrainingState(param.Parameterized):
             details.append(sharp_gradient_sentence(m["now"], run=k, step=m["step"]))
         details.append(batch_gradient_sentence(f["initial"], run=key))
         for k in ("a", "b"):
+            rule = sc.RULES[self.trainers[k].config.rule]
             details.append(logit_growth_sentence(s[k]["initial"], s[k]["now"], run=k, step=s[k]["step"],
-                                                 normalizes=sc.RULES[self.trainers[k].config.rule].normalizes))
+                                                 normalizes=rule.normalizes, cap=rule.cap))
         headline = sharpness_headline(f["initial"], f["now"], run=key, step=f["step"])
         return headline, conditions, [d for d in details if d]
 

@@ -55,7 +55,11 @@ def test_a_rule_added_in_one_core_entry_and_one_colour_keeps_every_sentence_true
                            cwd=src, capture_output=True, text=True, env=env)
     lines = check.stdout.splitlines()
     assert lines[0] == str(src / "sdpa_core" / "__init__.py"), check.stderr
-    assert lines[1].startswith("d_k^-α lies exactly on d_k^-3/4 (the same scale at every d_k)"), check.stdout
+    # the new rule's clause first (it comes before α in RULES), then this tree's sentence at α = 0.75 unchanged
+    from web import claims
+    import sdpa_core as sc
+    here = claims.coincident_rules([1, 16, 256], sc.RULE_NAMES, alpha=0.75, temperature=0.1, n=16)
+    assert lines[1] == "d_k^-α lies exactly on d_k^-3/4 (the same scale at every d_k, at α = 0.75); " + here, check.stdout
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not training_claims",
                            *ORACLE], cwd=src, capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

@@ -64,6 +64,9 @@ def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule
                  f"m = {fmt(none['m'])} unscaled" + (f", {about}{fmt(chosen['m'])} with {RULE_LABELS[rule]}"
                                                     if rule != "none" else "")
                  + ", which this dial (drawn at ρ = 0) leaves out; As q and k align shows what it does.")
+        if chosen.get("matched_capped"):
+            text += (f" ({RULE_LABELS[rule]} caps that logit at ±{fmt(sc.RULES[rule].cap)}: its m is the mean of the "
+                     "capped logit.)")
         if sc.RULES[rule].normalizes and not chosen["gaussian"]:
             text += (f" ({RULE_LABELS[rule]}'s m is ρ/τ, its large-d_k value: at d_k = {d_k} the mean cosine of a "
                      f"query and its own key is at most ρ, so its m is smaller.)")

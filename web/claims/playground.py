@@ -125,7 +125,8 @@ def verdict(sides: dict, *, n: int, d_k: int, dtype: str, rho: float, causal: bo
                   f"{LITTLE:g} of the unscaled ones, saturated rows within {LITTLE_SATURATED * 100:.0f} points)",
                   finding=(CHANGES_LITTLE, "so the rule changes little here"))
         s.add(".")
-    if causal and sc.RULES[rule["rule"]].length is not None:   # SSMax's ln n: which n, under the mask
+    grow = sc.RULES[rule["rule"]].length
+    if causal and grow is not None and grow(2) != grow(n):   # SSMax's ln n: which n, under the mask
         s.add(" ({rule} takes the sequence length n = {n} for every row here, although under the causal mask "
               "row i sees only i + 1 keys.)", rule=named["rule"], n=named["n"])
     gradient = gradient_sentence(none["grad"], rule["grad"], rule=rule["rule"], n=n, causal=causal, dtype=dtype)

@@ -76,6 +76,12 @@ def cap_shrink(cap: float, ratio: float) -> float:
     return math.sqrt(lo * hi)
 
 
+def _settings(rule: str, *, alpha: float, n: int) -> list[str]:
+    """The settings a rule's scale reads besides d_k, as the coincidence sentence names them ("α = 0.5", "n = 16")."""
+    spec = sc.RULES[rule]
+    return ([f"α = {alpha:g}"] if "alpha" in spec.knobs else []) + ([f"n = {n}"] if spec.length is not None else [])
+
+
 def coincident_rules(d_ks, rules, *, alpha: float, temperature: float, n: int) -> str:
     """Which rules' curves lie exactly on another's (the same factor on q·k at every d_k of the sweep,
     so one line hides the other), e.g. d_k^-α at α = 0.5 under 1/√d_k; "" when none do. QK-norm
@@ -89,10 +95,11 @@ def coincident_rules(d_ks, rules, *, alpha: float, temperature: float, n: int) -
                 continue
             cap_a, cap_b = sc.RULES[a].cap, sc.RULES[b].cap
             if cap_a == cap_b:
-                said.append(f"{RULE_LABELS[a]} lies exactly on {RULE_LABELS[b]} (the same scale at every d_k)")
+                at = "".join(f", at {knob}" for knob in _settings(a, alpha=alpha, n=n) + _settings(b, alpha=alpha, n=n))
+                said.append(f"{RULE_LABELS[a]} lies exactly on {RULE_LABELS[b]} (the same scale at every d_k{at})")
             elif cap_b is None:   # the same scale, then a cap: the same logits wherever they stay well inside it
                 capped.append(f"{RULE_LABELS[a]} is {RULE_LABELS[b]} with its logits capped at ±{cap_a:g}: it lowers "
-                              f"their spread by 1% at a spread of {fmt(cap_shrink(cap_a, 0.99))} and by 10% at "
+                              f"normal logits' spread by 1% at a spread of {fmt(cap_shrink(cap_a, 0.99))} and by 10% at "
                               f"{fmt(cap_shrink(cap_a, 0.9))}, so at smaller spreads its line lies on {RULE_LABELS[b]}'s.")
             else:
                 continue

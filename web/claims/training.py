@@ -213,12 +213,15 @@ def batch_gradient_sentence(initial: dict, *, run: str) -> Claim:
     return s.add(".").claim()
 
 
-def logit_growth_sentence(initial: dict, now: dict, *, run: str, step: int, normalizes: bool) -> Claim:
+def logit_growth_sentence(initial: dict, now: dict, *, run: str, step: int, normalizes: bool,
+                          cap: float | None = None) -> Claim:
     """Where run ``run``'s logit growth came from, measured: the logits' rms from step 0 to ``step`` split
     exactly into the lengths' part (scale |q| |k|) and the cosines' part (``logit_rms = length_rms * cos_rms``);
     ``normalizes``: the run uses QK-norm, whose lengths are fixed. Facts: ``run``, ``step``, ``grow`` (with
     ``direction``), ``logit0`` → ``logit1``, ``lengths``, ``cosines`` (``cos0`` → ``cos1``), and without QK-norm
-    ``more`` ("angles" or "lengths") and ``rotation`` (the most rotation alone could raise the cosines' rms)."""
+    ``more`` ("angles" or "lengths") and ``rotation`` (the most rotation alone could raise the cosines' rms);
+    ``cap``: the run's soft-cap, whose logits are measured before it (the split holds there; the softmax sees
+    cap tanh(z / cap))."""
     if step == 0 or not all(math.isfinite(m[k]) and m[k] > 0 for m in (initial, now)
                             for k in ("logit_rms", "length_rms", "cos_rms")):
         return Claim("")
@@ -226,7 +229,8 @@ def logit_growth_sentence(initial: dict, now: dict, *, run: str, step: int, norm
     lengths = now["length_rms"] / initial["length_rms"]
     cosines = now["cos_rms"] / initial["cos_rms"]
     s = Sentence().add(
-        "From step 0 to step {step} run {run}'s logits {direction} {grow} in rms ({logit0} → {logit1}): scale·|q| |k| "
+        "From step 0 to step {step} run {run}'s logits" + (f" (before its ±{cap:g} cap)" if cap is not None else "")
+        + " {direction} {grow} in rms ({logit0} → {logit1}): scale·|q| |k| "
         "changed {lengths} and the cosines' rms {cosines} ({cos0} → {cos1}; their product is the logits' rms)",
         step=as_int(step), run=as_word(run, run.upper()), direction=as_word(grow >= 1, "grew" if grow >= 1 else "shrank"),
         grow=_as_factor(grow), logit0=as_fmt(initial["logit_rms"]), logit1=as_fmt(now["logit_rms"]),

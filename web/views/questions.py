@@ -8,6 +8,7 @@ import panel as pn
 import param
 
 import sdpa_core as sc
+from sdpa_core.hf_published import PUBLISHED
 from sdpa_core.scaling import GEMMA2_CAP, LLAMA4_ATTN_SCALE, LLAMA4_FLOOR_SCALE, llama4_temperature
 
 from .. import real_training
@@ -20,6 +21,7 @@ from .common import caption, heading
 
 
 _REAL = real_training.spec()
+_GEMMA_27B = PUBLISHED["gemma-2-27b"].config   # its published config.json (sdpa_core/hf_published.py)
 
 
 def _at_least(d_k: int) -> str:
@@ -99,8 +101,10 @@ QUESTIONS = [
         "1/τ whatever d_k is. With a fixed τ, the cosines of independent random vectors (ρ = 0) shrink like "
         "1/√d_k, so attention flattens as d_k grows; once q and k align (ρ > 0) a query's cosine with its own key "
         "stays near ρ while the others shrink, so QK-norm concentrates on that key instead. τ is learned or tuned. "
-        f"{real_training.tuned()} Today's open models add two more dials. Gemma 2 keeps 1/√d_k and then caps "
-        f"every logit at ±{GEMMA2_CAP:g} with {GEMMA2_CAP:g}·tanh(z/{GEMMA2_CAP:g}): that lowers the logits' spread by "
+        f"{real_training.tuned()} Today's open models add two more dials. Gemma 2 scales by "
+        f"1/√query_pre_attn_scalar (1/√d_k in its 9B model; 1/√{_GEMMA_27B['query_pre_attn_scalar']} for 27B's "
+        f"d_k = {_GEMMA_27B['head_dim']}) and then caps "
+        f"every logit at ±{GEMMA2_CAP:g} with {GEMMA2_CAP:g}·tanh(z/{GEMMA2_CAP:g}): that lowers the spread of normal logits by "
         f"1% once it reaches {fmt(cap_shrink(GEMMA2_CAP, 0.99))}, so at initialisation (spread about 1) it does "
         "nothing, and it bounds the logits that training grows. Llama 4 multiplies the queries of its layers "
         f"without position encoding by 1 + {LLAMA4_ATTN_SCALE:g}·ln(1 + ⌊n/{LLAMA4_FLOOR_SCALE}⌋) at the n-th token: 1 below "

@@ -127,7 +127,7 @@ class Saturation(pn.viewable.Viewer):
             saturation_headline(s, rule=lab.rule),
             f"At σ = {lab.sigma:g}, ρ = {lab.rho:g}, n = {lab.n}",
             [saturation_summary(s, n=lab.n, sigma=lab.sigma, rho=lab.rho),
-             f"At α = {lab.alpha:g}, {same[0].lower() + same[1:]}" if same else "",
+             same,
              f"{lab.sweep_samples} random {lab.n}×{lab.n} attention matrices per d_k{capped}; "
              f"α = {lab.alpha:g}, QK-norm temperature {lab.temperature:g}, seed {lab.seed}."])
 

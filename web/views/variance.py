@@ -166,7 +166,7 @@ class Variance(pn.viewable.Viewer):
             caption("Histograms of 20 000 exact samples of one query-key pair at the "
                     "current d_k (left: raw q·k, right: after the chosen rule), with the normal curve theory predicts "
                     "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit; Gemma 2's "
-                    "cap bends that normal through c·tanh(z/c), so its curve piles up against ±c)."),
+                    "cap bends that normal through c·tanh(z/c), so once the logits reach the cap its curve piles up against ±c)."),
             self.geometry,
             figure_row(self.loglog),   # a bare figure here collapses the row above inside the tour
             self.slopes,
