@@ -10,8 +10,8 @@ that applies it passes the n it has. Adding a rule is one entry in
 
 A rule may also soft-cap its logits (Gemma 2): ``cap tanh(z / cap)`` of the scaled ``z``, a bounded
 nonlinearity every function applies after the factor (:meth:`Rule.capped`) and differentiates through
-(:meth:`Rule.cap_slope`). Its spread then has no closed form: the theory integrates the cap over the
-Gaussian approximation of the logits (:func:`gauss_moments`).
+(:meth:`Rule.cap_slope`). Its spread then has no closed form: the theory integrates the cap exactly for
+Gaussian q and k, over each logit's normal law given |q| and then over |q| (:meth:`Rule.capped_moments`).
 """
 
 from __future__ import annotations
