@@ -128,6 +128,10 @@ def _histogram(x: np.ndarray, mean: float, std: float, bins: int, capped=None) -
     if capped is not None:
         c = capped[0]
         lo, hi = max(lo, -c), min(hi, c)  # a logit at the cap (tanh = 1 in float64) is in the last bin
+        mid = (lo + hi) / 2
+        if hi - lo < 0.3 * c and abs(mid) > 0.7 * c:  # piled up against the cap: bins a figure of +-c can draw
+            mid = max(-0.85 * c, min(mid, 0.85 * c))
+            lo, hi = mid - 0.15 * c, mid + 0.15 * c
     if not hi > lo:
         lo, hi = lo - 1, hi + 1
     counts, edges = np.histogram(x, bins=bins, range=(lo, hi), density=True)

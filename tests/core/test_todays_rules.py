@@ -128,14 +128,17 @@ def test_a_cap_float32_cannot_hold_still_gives_weights(softcap):
 
 @pytest.mark.parametrize("d_k, sigma", [(4096, 8.0), (1024, 5.5), (1, 8.0)])
 def test_a_histogram_at_the_cap_keeps_every_sample_and_a_curve(d_k, sigma):
-    """At rho = 1 and a large d_k every capped logit is c in float64: the histogram still holds all its samples
-    (its bars' area is 1), its range stays within +-c, and the theory curve has points to draw."""
+    """At rho = 1 and a large d_k capped logits reach c in float64 (and at d_k = 1, sigma 8 many pile up near it):
+    the histogram still holds all its samples (its bars' area is 1), its range stays within +-c, and the
+    theory curve has points to draw."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         h = sc.dot_histograms(d_k, rule="softcap", sigma=sigma, rho=1.0)
     bars = h["scaled"]
     assert (bars["density"] * (bars["right"] - bars["left"])).sum() == pytest.approx(1.0)
     assert -CAP <= bars["left"][0] and bars["right"][-1] <= CAP and len(bars["x"]) >= 2
+    # and its bars span at least 0.3 c, so a spike at the cap is a bar a figure of +-c draws (not 1e-8 wide)
+    assert bars["right"][-1] - bars["left"][0] >= 0.3 * CAP * (1 - 1e-12)
 
 
 def test_gauss_moments_match_a_monte_carlo_and_their_limits():
