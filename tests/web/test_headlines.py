@@ -60,6 +60,9 @@ def test_variance_headline_is_the_std_of_one_pair(d_k, sigma, rho, rule, seed):
     # a rule added to RULES after these were written: its own factor, the draws still made here
     scaled = written[rule] if rule in written else (cos if sc.RULES[rule].normalizes else dots) * sc.logit_scale(
         d_k, rule, alpha=lab.alpha, temperature=lab.temperature, n=lab.n)
+    cap = sc.RULES[rule].cap   # Gemma 2's soft-cap: the softmax sees cap tanh(z / cap)
+    if cap is not None and rule not in written:
+        scaled = cap * np.tanh(scaled / cap)
     assert h.facts["d_k"] == d_k
     assert abs(float(h.shown["unscaled"]) / dots.std() - 1) < 0.08, (h, dots.std())
     if rule == "none":
