@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from . import real_models
+from . import real_models, scaling
 
 __all__ = [
     "ConfigError",
@@ -628,7 +628,7 @@ def temperature_at(head: ConfigHead, position) -> float:
     if head.temperature is None:
         return 1.0
     floor_scale, attn_scale = head.temperature
-    return 1.0 + attn_scale * math.log1p(math.floor((position + 1) / floor_scale))
+    return scaling.llama4_temperature(position + 1, floor_scale=floor_scale, attn_scale=attn_scale)
 
 
 def config_at_init(head: ConfigHead, *, n=128, samples=8, seed=0) -> dict:

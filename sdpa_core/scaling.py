@@ -9,9 +9,10 @@ that applies it passes the n it has. Adding a rule is one entry in
 ``query_gradient_norms``, ``TrainConfig``) then accepts it.
 
 A rule may also soft-cap its logits (Gemma 2): ``cap tanh(z / cap)`` of the scaled ``z``, a bounded
-nonlinearity every function applies after the factor (:meth:`Rule.capped`) and differentiates through
-(:meth:`Rule.cap_slope`). Its spread then has no closed form: the theory integrates the cap exactly for
-Gaussian q and k, over each logit's normal law given |q| and then over |q| (:meth:`Rule.capped_moments`).
+nonlinearity every function applies after the factor (:meth:`Rule.capped`, or ``attention``'s ``softcap=``)
+and differentiates through (``attention.cap_slope``). Its spread then has no closed form: the theory
+integrates the cap exactly for Gaussian q and k, over each logit's normal law given |q| and then over |q|
+(:meth:`Rule.capped_moments`).
 """
 
 from __future__ import annotations
@@ -159,19 +160,6 @@ class Rule:
         False without a cap or where ``bound`` is below 1e-4 of it, where the uncapped exact paths apply."""
         return self.cap is not None and bound >= 1e-4 * self.cap
 
-    def cap_slope(self, z) -> np.ndarray:
-        """d capped(z) / dz at the scaled ``z``: ``1 - tanh(z / cap)^2`` (1 without a cap), float64. A gradient
-        with respect to the scaled logits is this times the one with respect to the capped ones.
-
-        >>> RULES["softcap"].cap_slope(np.array([0.0, 50.0])).round(4).tolist()
-        [1.0, 0.42]
-        """
-        z = np.asarray(z, dtype=np.float64)
-        if self.cap is None:
-            return np.ones_like(z)
-        t = np.tanh(z / self.cap)
-        return 1.0 - t * t
-
     def scales(self, d_ks, *, alpha=0.5, temperature=0.1, n=None) -> np.ndarray:
         """The factor for one d_k or each of a flat list (1 <= d_k <= 2**53): a float64 array (D,).
         ``n``, the sequence length (2 <= n <= 2**53), is needed by a rule with a ``length`` and
@@ -230,14 +218,10 @@ class Rule:
     def _theory_logit_std(self, d, sigma, rho, n, alpha, temperature) -> np.ndarray:
         """:meth:`theory_logit_std` of checked arguments."""
         scale = np.abs(self._scales(d, alpha, temperature, n))
-        if self.cap is not None:
-            return self._capped_pooled_std(d, scale, sigma, rho, n)
+        if self.cap is not None:  # the pooled std of the capped logits over the n x n pairs
+            return self.capped_moments(d, product(scale, sigma, sigma), rho, n)["pooled_std"]
         unit = pooled_dot_std(d, rho, n, unit=self.normalizes)
         return product(scale, unit) if self.normalizes else product(scale, sigma, unit, sigma)
-
-    def _capped_pooled_std(self, d, scale, sigma, rho, n) -> np.ndarray:
-        """The pooled std of the capped logits over the n x n pairs (:meth:`capped_moments`)."""
-        return self.capped_moments(d, product(scale, sigma, sigma), rho, n)["pooled_std"]
 
     def capped_moments(self, d, f, rho, n=2) -> dict:
         """The moments of a capped rule's logits ``cap tanh(f q.k / cap)`` (``f`` the factor times sigma^2, an
@@ -427,15 +411,16 @@ def logit_scale(d_k, rule: str, *, alpha=0.5, temperature=0.1, n=None) -> float:
 
 def llama4_temperature(n, *, floor_scale=LLAMA4_FLOOR_SCALE, attn_scale=LLAMA4_ATTN_SCALE) -> float:
     """Llama 4's factor on the query that sees ``n`` keys (n >= 1; the query at 0-based position n - 1 under the
-    causal mask): ``1 + attn_scale ln(1 + floor(n / floor_scale))``, exactly 1 for n < floor_scale.
+    causal mask): ``1 + attn_scale ln(1 + floor(n / floor_scale))``, exactly 1 for n < floor_scale (a real > 0,
+    as a config may give it; ``hf_config.temperature_at`` reads a config's through this).
 
     >>> llama4_temperature(8191), round(llama4_temperature(65536), 4)
     (1.0, 1.2197)
     """
     n = integer(n, "n", low=1, high=MAX_N)
-    floor_scale = integer(floor_scale, "floor_scale", low=1, high=MAX_N)
+    floor_scale = real(floor_scale, "floor_scale", low=0.0, low_open=True, high=1e9)
     attn_scale = real(attn_scale, "attn_scale", low=0.0, high=1e3)
-    return 1.0 + attn_scale * math.log1p(n // floor_scale)
+    return 1.0 + attn_scale * math.log1p(math.floor(n / floor_scale))
 
 
 #: The standard normal grid :func:`gauss_moments` integrates over: [-10, 10] in steps of 0.125 (the trapezoid

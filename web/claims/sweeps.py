@@ -6,6 +6,7 @@ each sentence against an independent computation; each names the conditions it h
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -65,6 +66,7 @@ def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo:
                  d_from=as_int(d[i]), d_to=as_int(d[j]), uniform=as_2f(h), pm=as_margin(pm, 2), **facts)
 
 
+@functools.lru_cache(maxsize=16)   # the saturation note asks for the same two on every update
 def cap_shrink(cap: float, ratio: float) -> float:
     """The spread s of Gaussian logits at which ``cap tanh(z / cap)`` has ``ratio`` times their spread (0 < ratio
     < 1): bisection on s over [1e-3 cap, 1e3 cap], the capped spread's ratio falling monotonically in s."""
