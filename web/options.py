@@ -77,7 +77,8 @@ MODEL_SAMPLES = 8                                # independent heads averaged th
 ALIGN_MAP_RULES = ("sqrt", "linear", "qknorm")   # its heatmaps: Vaswani's rule and the two alternatives
 #: A heatmap's title: its rule's name, short enough for a map 100 px wide on a 320 px phone (14 px bold;
 #: muP is named in the captions).
-MAP_TITLES = {**RULE_LABELS, "linear": "1/d_k", "ssmax": "SSMax", "softcap": "cap 50", "llama4": "Llama 4"}
+MAP_TITLES = {**RULE_LABELS, "linear": "1/d_k", "ssmax": "SSMax", "softcap": f"cap {sc.RULES['softcap'].cap:g}",
+              "llama4": "Llama 4"}
 LENGTH_SAMPLES = 128                             # queries per sequence length in the length section (~0.1 s): at
 #                                                 64 the default state's SSMax move was unclear, 256 cost 0.12 s more
 LENGTH_RULES = ("none", "sqrt", "ssmax")         # always drawn there, with the chosen rule
