@@ -67,8 +67,8 @@ PYODIDE = [
                    "setWasmTableEntry", "convertJsFunctionToWasm", "updateTableMap", "loadDynamicLibrary")],
 ]
 
-#: BokehJS's internals: (module of Bokeh's bokeh.js, name defined in it, where we rely on it). Checked in the
-#: unminified bokeh.js of the installed Bokeh, the version whose bokeh.min.js the site ships.
+#: BokehJS's internals: (module of Bokeh's bokeh.js or bokeh-widgets.js, name defined in it, where we rely on it).
+#: Checked in the unminified bundles of the installed Bokeh, the version whose .min.js files the site ships.
 BOKEHJS = [
     ("models/ui/ui_element", "UIElementView", "templates/slices.js: a root's draw starts in a task of its own"),
     ("models/ui/ui_element", "lazy_initialize", "templates/slices.js"),
@@ -80,6 +80,12 @@ BOKEHJS = [
     ("core/visuals/visual", "VisualProperties", "templates/slices.js: no CSS lookup for a plot's colours"),
     ("core/visuals/visual", "_get_css_value", "templates/slices.js"),
     ("core/visuals/visual", "--bk-", "templates/slices.js: the CSS variables' prefix (see bokeh_css_variables)"),
+    ("document/document", "_recompute_all_models", "templates/bokeh_leaks.js: the model graph pruned soon after a patch"),
+    ("model", "on_event", "templates/bokeh_leaks.js: a view's event callbacks go with the view"),
+    ("core/view", "remove", "templates/bokeh_leaks.js"),
+    ("models/plots/plot_canvas", "connect_signals", "templates/bokeh_leaks.js: its visual viewport listener"),
+    ("models/ranges/data_range1d", "_plot_bounds", "templates/bokeh_leaks.js: a removed plot forgotten"),
+    ("models/widgets/input_widget", "_build_description_el", "templates/bokeh_leaks.js: a description's listeners"),
 ]
 
 # templates/sdpa_worker.py (start) replaces Bokeh's Model.__init_subclass__ by its first line and turns param's
@@ -159,7 +165,8 @@ def missing_bokehjs(bundle: str | None = None, names=BOKEHJS) -> list[str]:
     an exported class, a method or getter, or a property its constructor sets."""
     if bundle is None:
         import bokeh
-        bundle = (Path(bokeh.__file__).parent / "server" / "static" / "js" / "bokeh.js").read_text(encoding="utf-8")
+        js = Path(bokeh.__file__).parent / "server" / "static" / "js"
+        bundle = "".join((js / f).read_text(encoding="utf-8") for f in ("bokeh.js", "bokeh-widgets.js"))
     out = []
     for module, name, used in names:
         text = bokehjs_module(bundle, module)

@@ -53,7 +53,8 @@ function sdpaAdoptEvents(drawn, live, {drawnHere = () => true, moved = new Set()
 // firstPaint: firstpaint.js's (its `drawn` document); earlyMoves: patches.js's (values the reader moved
 // before Python was live stay); base: the site's folder; panelDist: where this site keeps Panel's
 // files; bokehJs: BokehJS's file, named when it is missing. Returns draw(msg): a promise of the document.
-function sdpaLiveDocument({lab, firstPaint, earlyMoves, base, panelDist, bokehJs}) {
+// beforeDraw(Bokeh): runs before BokehJS draws anything here (boot.js: bokeh_leaks.js's patch).
+function sdpaLiveDocument({lab, firstPaint, earlyMoves, base, panelDist, bokehJs, beforeDraw = () => {}}) {
   // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
   const local = (json) => json.replaceAll('"static/extensions/panel/', `"${panelDist}`);
   // The worker names Panel's stylesheets by absolute URL, the pre-render by relative URL with a
@@ -85,6 +86,7 @@ function sdpaLiveDocument({lab, firstPaint, earlyMoves, base, panelDist, bokehJs
 
   return async function draw(msg) {
     if (!window.Bokeh || !Bokeh.embed) throw new Error(`BokehJS is not loaded (${bokehJs} did not run)`);
+    beforeDraw(Bokeh);
     const docs_json = JSON.parse(local(msg.docs_json));
     const adopted = adopt(docs_json);
     if (adopted) return adopted;

@@ -39,7 +39,15 @@
   // document beneath it, in slices (slices.js).
   @@include:slices.js@@
   @@include:firstpaint.js@@
-  const firstPaint = sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: location.search, inSlices: sdpaSlicer()});
+  // What would keep removed figures alive in a long session (bokeh_leaks.js): patched before the first draw.
+  @@include:bokeh_leaks.js@@
+  const bokehLeaks = sdpaBokehLeaks();
+  const slicer = sdpaSlicer();
+  const inSlices = (Bokeh, draw) => {
+    bokehLeaks.patch(Bokeh);
+    return slicer(Bokeh, draw);
+  };
+  const firstPaint = sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: location.search, inSlices});
   window.sdpaFirstPaint = firstPaint.draw;
 
   let fresh = false;       // "Reload from the network" was chosen: bypass the caches this once
@@ -146,6 +154,7 @@
   // pre-render from another build, no pre-render) is drawn anew.
   @@include:adopt.js@@
   const drawLive = sdpaLiveDocument({lab, firstPaint, earlyMoves, base: BASE, panelDist: "./@@PANEL_DIST@@",
+                                     beforeDraw: bokehLeaks.patch,
                                      bokehJs: "@@BOKEH_DIR@@bokeh.min.js"});
   const linked = new WeakSet();
   async function render(msg) {
@@ -214,6 +223,7 @@
       setup.afterBoot(msg);
     } else if (msg.type === "patch") {
       sdpaQuiet.run(() => worker.patches.doc.apply_json_patch(msg.patch, msg.buffers));
+      bokehLeaks.pruneSoon(worker.patches.doc);
       const {patches} = worker;
       if (patches.sentAt !== null) {
         lab.latencies.push(performance.now() - patches.sentAt);
