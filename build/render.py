@@ -367,7 +367,7 @@ def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = Non
     (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see
     snapmaker.js), where the service worker is registered (offline.REGISTRATION), and which link keys are
     settings (a link with any of them first paints as a preview, firstpaint.js); the modules it
-    includes (firstpaint, progress, start, setup, snapmaker, patches, adopt) are inside."""
+    includes (slices, firstpaint, bokeh_leaks, progress, start, setup, snapmaker, patches, adopt) are inside."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
                                    "size": len(worker), "snapshots": snapshot_folder is not None,
                                    "snapshotFolder": snapshot_folder},
