@@ -86,6 +86,11 @@ DARK_DATA = {OKABE_ITO["black"]: "#e6e8eb", THEORY_COLOR: "#a9b0b8", MARK_COLOR:
 VERDICT_STYLES = {"border-left": "5px solid " + OKABE_ITO["blue"], "background": "var(--sdpa-verdict-bg)",
                   "padding": "2px 12px", "font-size": "15.5px", "font-weight": "400", "border-radius": "3px",
                   "color": "var(--sdpa-text)"}
+#: A view's first place, embedded (?embed=1, below): its question, then its headline (LEAD_STYLES), then
+#: its figure beside its controls, so that a 700 x 450 frame shows all three. Elsewhere the order is the page's.
+EMBED_LEAD = {"order": "var(--sdpa-embed-lead, 0)"}
+#: The headline a view's figure is about: a verdict, and first (after the question) when embedded.
+LEAD_STYLES = {**VERDICT_STYLES, **EMBED_LEAD}
 NOTICE_STYLES = {"border-left": "5px solid " + OKABE_ITO["vermillion"], "background": "var(--sdpa-notice-bg)",
                  "padding": "2px 12px", "border-radius": "3px", "color": "var(--sdpa-text)"}
 
@@ -267,7 +272,12 @@ TEMPLATE_CSS = COLOUR_CSS + """
 /* ?embed=1 (web/page.py EMBED_JS): the view alone, for an <iframe> */
 html.sdpa-embed #header, html.sdpa-embed #sidebar, html.sdpa-embed #sidebar-toggle { display: none !important; }
 html.sdpa-embed #main { padding: 4px !important; }
-html.sdpa-embed { --sdpa-h2-size: 1.05rem; }   /* the view's heading (web/views/common.py) */
+html.sdpa-embed { --sdpa-h2-size: 1.05rem;   /* the view's heading (web/views/common.py) */
+                  --sdpa-embed-lead: -1;    /* its question and headline first (EMBED_LEAD) */
+                  --sdpa-embed-basis: 380px;    /* its figure and its controls side by side (common.beside) */
+                  /* a tour step's card beside its view (web/views/tour.py EMBED_TOUR) */
+                  --sdpa-embed-direction: row; --sdpa-embed-wrap: wrap;
+                  --sdpa-embed-card-flex: 1 1 250px; --sdpa-embed-slot-flex: 2 1 400px; }
 @media %(phone)s {
   html, body { height: auto !important; overflow: auto !important; }
   /* the template's #container is .vh-100.overflow-hidden: without this nothing below the fold scrolls */

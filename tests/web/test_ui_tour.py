@@ -130,9 +130,10 @@ RECTS_JS = r"""() => {
 
 
 def test_an_embed_of_700_by_450_shows_the_link_out_the_figure_and_its_control(page: Page, runtime):
-    """A course page's 700 x 450 frame: the link to the full page on the first line, the view's first figure and
-    the d_k slider that moves it whole inside the frame without scrolling; while the built site boots, its
-    notice is one line along the bottom edge that covers no figure."""
+    """A course page's 700 x 450 frame: the link to the full page on the first line, then the view's question, its
+    headline, and its first figure and the d_k slider that moves it, all whole inside the frame without
+    scrolling; while the built site boots, its notice is one line along the bottom edge that covers no figure.
+    A tour step's embed shows its card beside its view: the step's first figure whole in the frame too."""
     page.set_viewport_size({"width": 700, "height": 450})
     page.goto(runtime.url + "?view=playground&embed=1")
     if runtime.name == "site":
@@ -150,6 +151,17 @@ def test_an_embed_of_700_by_450_shows_the_link_out_the_figure_and_its_control(pa
     expect(handle).to_be_visible(timeout=30_000)
     box = handle.bounding_box()
     assert box["y"] + box["height"] <= 450, box
+    first = min(page.evaluate(RECTS_JS)["canvases"])
+    assert first[1] <= 450, first
+    headline = page.get_by_text(re.compile(r"^Without scaling, the top key takes")).first
+    expect(headline).to_be_visible(timeout=30_000)
+    said = headline.bounding_box()
+    assert said["y"] + said["height"] <= first[0], (said, first)       # above the figure it is about
+    assert page.evaluate("() => scrollY") == 0
+
+    runtime.open(page, step_query(4) + "&embed=1")
+    expect(page.get_by_text(STEPS[3].title, exact=True)).to_be_visible(timeout=60_000)
+    page.wait_for_function(f"() => ({RECTS_JS})().canvases.length >= 1", timeout=60_000)
     first = min(page.evaluate(RECTS_JS)["canvases"])
     assert first[0] < 120 and first[1] <= 450, first
     assert page.evaluate("() => scrollY") == 0

@@ -14,7 +14,7 @@ import sdpa_core as sc
 from ..claims import alignment_headline, alignment_summary, flat_maps
 from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, MAP_TITLES, RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, HEATMAP, MARK_COLOR, NAN_COLOR, VERDICT_STYLES, make_figure, style_legend
+from ..theme import CSS, HEATMAP, MARK_COLOR, NAN_COLOR, LEAD_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color, rule_dash,
                      set_html, show_headline)
 from .playground import heatmap_data
@@ -66,7 +66,7 @@ class Alignment(pn.viewable.Viewer):
         self.play.param.watch(self._toggle, ["value"])
         self.rho = pn.widgets.FloatSlider.from_param(lab.param.rho, name="ρ (q/k correlation)", step=0.05,
                                                      sizing_mode="stretch_width")
-        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=LEAD_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
         self.flat = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["sdpa-caption"],
                                  stylesheets=[CSS])

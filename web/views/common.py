@@ -16,7 +16,7 @@ from ..options import RULE_LABELS, STATIC_SITE_ENV
 from ..settings import BY_KEY, SHARED_SETTINGS
 from ..state import LabState
 from ..training_state import TrainingState
-from ..theme import CSS, PHONE, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
+from ..theme import CSS, EMBED_LEAD, PHONE, RULE_COLORS, RULE_DASH, THEORY_COLOR, WRAP_BUTTONS
 
 
 def held(method):
@@ -107,7 +107,9 @@ HEADING = "sdpa-heading"
 
 
 def heading(text: str, level: int = 2, css_margin: str = "8px 0 2px 0", **kwargs) -> pn.pane.HTML:
-    kwargs = {"sizing_mode": "stretch_width", "margin": (4, 10, 0, 10), "css_classes": [HEADING], **kwargs}
+    """A view's question (level 2: first when embedded, web/theme.py EMBED_LEAD) or a section's (3)."""
+    kwargs = {"sizing_mode": "stretch_width", "margin": (4, 10, 0, 10), "css_classes": [HEADING],
+              **({"styles": EMBED_LEAD} if level == 2 else {}), **kwargs}
     return pn.pane.HTML(f"<h{level} style='margin:{css_margin};{HEADING_STYLE[level]}'>{html.escape(text)}</h{level}>",
                         **kwargs)
 
@@ -152,8 +154,10 @@ def beside(figures, controls: list, *, basis: int = 560, min_width: int = 250) -
     """One figure, or several (a list), with the controls that move them: to their right on a desktop,
     directly under the first figure on a phone (``basis``: each figure's width before the row wraps)."""
     figures = list(figures) if isinstance(figures, (list, tuple)) else [figures]
-    first = pn.Column(figures[0], sizing_mode="stretch_width", min_width=min_width, styles={"flex": f"3 1 {basis}px"})
-    rest = [pn.Column(f, sizing_mode="stretch_width", min_width=min_width, styles={"flex": f"3 1 {basis}px", "order": "2"})
+    # embedded (web/theme.py: --sdpa-embed-basis), at most 380 px each: a 700 px frame holds a figure and its controls
+    flex = f"3 1 min({basis}px, var(--sdpa-embed-basis, {basis}px))"
+    first = pn.Column(figures[0], sizing_mode="stretch_width", min_width=min_width, styles={"flex": flex})
+    rest = [pn.Column(f, sizing_mode="stretch_width", min_width=min_width, styles={"flex": flex, "order": "2"})
             for f in figures[1:]]
     return pn.FlexBox(
         first, *rest,

@@ -14,7 +14,7 @@ import sdpa_core as sc
 from ..claims import dial_headline, dial_summary, settings_sentence
 from ..options import RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, VERDICT_STYLES, make_figure,
+from ..theme import (CSS, HEATMAP, MARK_COLOR, NAN_COLOR, OKABE_ITO, THEORY_COLOR, LEAD_STYLES, make_figure,
                      style_legend)
 from .common import ANSWER, beside, caption, figure_row, heading, held, rule_color, set_html, show_headline
 from .playground import heatmap_data
@@ -75,7 +75,7 @@ class Dial(pn.viewable.Viewer):
         g.add_layout(self.reference)
         g.add_layout(self.starved)
         self.grad_fig = g
-        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=LEAD_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.settings = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
         self.to_rule = pn.widgets.Button(label="Set the dial to the rule's s", color="primary", variant="outline")
         self.to_none = pn.widgets.Button(label="Set the dial to the unscaled s", color="primary", variant="outline")

@@ -14,7 +14,7 @@ from sdpa_core import real_models
 from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_headline, model_summary, pct
 from ..options import MAX_D_MODEL, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, VERDICT_STYLES, make_figure, style_legend
+from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
 from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
 from .config_paste import ConfigPaste
 
@@ -63,7 +63,7 @@ class Models(pn.viewable.Viewer):
         self.scale = pn.widgets.Select.from_param(lab.param.model_scale, name="Model's scale on q·k",
                                                   options={v: k for k, v in SCALE_LABELS.items()}, width=150)
         self.table = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
-        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=LEAD_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.bug = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.source = caption("")
         self.width_sources = {v: ColumnDataSource({"d_model": [], "std": []}) for v in WIDTH_LINES}

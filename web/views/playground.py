@@ -11,7 +11,7 @@ from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
 from ..claims import conditions, fmt, fmt_sci, headline, pct, readout_rows, split_verdict
 from ..options import MAP_TITLES, RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import VERDICT_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
+from ..theme import LEAD_STYLES, CSS, HEATMAP, NAN_COLOR, make_figure, style_legend
 from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color,
                      set_html, show_headline, swatch)
 
@@ -41,7 +41,7 @@ class Playground(pn.viewable.Viewer):
         self.maps, self.map_sources = {}, {}
         for side in ("none", "rule"):
             src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
-            p = make_figure(title="", x_label="key j", y_label="query i", height=320,
+            p = make_figure(title="", x_label="key j", y_label="query i", height=264,
                             hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
                             x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True, min_width=140)
             p.rect("x", "y", width=1, height=1, source=src, line_color=None,
@@ -68,7 +68,7 @@ class Playground(pn.viewable.Viewer):
         self.query_slider = pn.widgets.IntSlider.from_param(self.lab.param.query, name="Query row i shown in the bar chart",
                                                             end=self.lab.n - 1, sizing_mode="stretch_width")
         self.readouts = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
-        self.verdict = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+        self.verdict = pn.pane.HTML("", css_classes=ANSWER, styles=LEAD_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
         # the three settings that move the heatmaps, beside them (every other one: "All settings")
         self.controls = [

@@ -11,7 +11,7 @@ import sdpa_core as sc
 from ..claims import broken_span, first_broken, precision_headline
 from ..options import ORDER_LABELS, PRECISION_N, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, WRAP_BUTTONS, VERDICT_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
+from ..theme import CSS, WRAP_BUTTONS, LEAD_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
 from .common import ANSWER, beside, caption, control, heading, held, show_headline
 
 DTYPE_NAMES = ("float16", "float32", "float64")
@@ -85,7 +85,7 @@ class Precision(pn.viewable.Viewer):
         self.preset = pn.widgets.Button(label="Show an overflow (σ = 4, ρ = 1)", color="primary",
                                         variant="outline")
         self.preset.on_click(lambda e: lab.param.update(sigma=4.0, rho=1.0, order="after"))
-        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=LEAD_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
         lab.param.watch(self._update, ["precision", "order"])
         lab.param.watch(self._update_mark, ["d_k"])

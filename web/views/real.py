@@ -12,7 +12,7 @@ import sdpa_core as sc
 
 from .. import real_training as rt
 from ..claims import best_sentence, failed, growth_sentence, real_headline, small_width_sentence, toy_sentence
-from ..theme import CSS, RULE_COLORS, RULE_DASH, VERDICT_STYLES, WRAP_BUTTONS, make_figure, style_legend
+from ..theme import CSS, RULE_COLORS, RULE_DASH, LEAD_STYLES, WRAP_BUTTONS, make_figure, style_legend
 from ..toy_sweep import STEPS, ToySweep
 from ..toy_sweep import RULES as TOY_RULES
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
@@ -108,7 +108,7 @@ class Real(pn.viewable.Viewer):
         for widget, name in ((self.d_k, "real_d_k"), (self.lr, "real_lr"), (self.init, "real_init")):
             widget.link(tr, value=name)
             tr.param.watch(lambda e, w=widget: setattr(w, "value", e.new), [name])
-        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width",
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=LEAD_STYLES, sizing_mode="stretch_width",
                                     margin=(4, 10), stylesheets=[CSS])
         # the toy of Train it, swept live over the same rates at the reader's d_k
         self.sweep = ToySweep(d_k=tr.real_d_k)

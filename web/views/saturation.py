@@ -15,7 +15,7 @@ import sdpa_core as sc
 from ..claims import coincident_rules, gradient_summary, saturation_headline, saturation_summary
 from ..options import RULE_LABELS, SAMPLES_OPTIONS, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
+from ..theme import CSS, MARK_COLOR, THEORY_COLOR, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, choice_slider, control, details_html, figure_row, heading, held, rule_color,
                      rule_dash, show_headline)
 from .length import Length
@@ -84,7 +84,7 @@ class Saturation(pn.viewable.Viewer):
         self.download = pn.widgets.FileDownload(callback=self._csv, filename="sdpa_sweep.csv",
                                                 label="Download the sweep as CSV", color="primary",
                                                 variant="outline", sizing_mode="stretch_width", embed=False)
-        self.note = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES, stylesheets=[CSS])
+        self.note = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(4, 10), styles=LEAD_STYLES, stylesheets=[CSS])
         self.length = Length(lab=self.lab)
         self.lab.param.watch(self._update, ["sweep"])
         self.lab.param.watch(self._update_note, ["sweep", "rule"])

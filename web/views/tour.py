@@ -22,6 +22,11 @@ from .common import ANSWER, HEADING, caption, details_html, heading, held, prere
 END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
        "that shows it; every view keeps the settings you leave it with.")
+#: Embedded (?embed=1, web/theme.py), a 700 px frame holds the step's card and its view side by side, so the
+#: step's figure is on the frame's first screen; elsewhere (no variables) the tour is one column.
+EMBED_TOUR = {"tour": {"flex-direction": "var(--sdpa-embed-direction, column)", "flex-wrap": "var(--sdpa-embed-wrap, nowrap)"},
+              "card": {"flex": "var(--sdpa-embed-card-flex, 0 1 auto)"},
+              "slot": {"flex": "var(--sdpa-embed-slot-flex, 0 1 auto)", "min-width": "0"}}
 CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "var(--sdpa-card-bg)", "padding": "4px 4px 8px 4px", "color": "var(--sdpa-text)"}
 
 
@@ -43,7 +48,7 @@ class Tour(pn.viewable.Viewer):
         self.prev.on_click(lambda e: self.go(self.lab.step - 1))
         self.next.on_click(lambda e: self.go(self.lab.step + 1))
         self.jump.param.watch(lambda e: self.go(e.new), ["value"])
-        self.card = pn.Column(sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles=CARD_STYLES,
+        self.card = pn.Column(sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles={**CARD_STYLES, **EMBED_TOUR["card"]},
                               stylesheets=[CSS, CARD_CSS])
         # a new step opens at its top, in the browser at the click (no round trip): a phone kept the old
         # scroll position and opened the next step in its middle
@@ -67,7 +72,7 @@ class Tour(pn.viewable.Viewer):
                                        max_width=330, styles={"flex": "1 1 240px"},
                                        stylesheets=[":host .bk-btn { white-space: normal; }"])
         self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
-        self.slot = pn.Column(sizing_mode="stretch_width")
+        self.slot = pn.Column(sizing_mode="stretch_width", styles=EMBED_TOUR["slot"])
         self.picks: dict[int, int] = {}     # step -> the first prediction made there, for the recap
         self._switching = False
         self._veiled = None                  # the step's view, shown inside the tour (its heading hidden)
@@ -214,7 +219,7 @@ class Tour(pn.viewable.Viewer):
         self.card.objects = [self.title, self.question, self.predict, self.choices, self.feedback, self.now_try, nav]
         more = pn.FlexBox(self.jump, self.leave, sizing_mode="stretch_width", align_items="end",
                           margin=(0, 10, 8, 10))
-        return pn.Column(self.card, self.slot, more, self.end, sizing_mode="stretch_width")
+        return pn.Column(self.card, self.slot, more, self.end, sizing_mode="stretch_width", styles=EMBED_TOUR["tour"])
 
 
 def answer_panes(layout) -> list:

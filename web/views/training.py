@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 
 from ..options import LR_OPTIONS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES, VIEW_HEADINGS
 from ..training_state import TrainingState
-from ..theme import VERDICT_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
+from ..theme import LEAD_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
 from ..figure_labels import describe
 from .. import real_training
 from .common import ANSWER, beside, caption, choice_slider, figure_row, heading, held, rule_color
@@ -93,7 +93,7 @@ class Training(pn.viewable.Viewer):
         self.download = pn.widgets.FileDownload(callback=lambda: io.StringIO(tr.history_csv()),
                                                 filename="sdpa_training.csv", label="Download curves as CSV",
                                                 color="primary", variant="outline", embed=False, width=220)
-        self.status = pn.pane.HTML("", css_classes=ANSWER, styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10))
+        self.status = pn.pane.HTML("", css_classes=ANSWER, styles=LEAD_STYLES, sizing_mode="stretch_width", margin=(4, 10))
         self.play.on_click(self._toggle)
         self.step_btn.on_click(lambda e: (setattr(self, "_played", True), self._advance(10)))
         self.reset_btn.on_click(lambda e: tr.reset())

@@ -13,7 +13,7 @@ import sdpa_core as sc
 from ..claims import loglog_summary, variance_headline, variance_summary
 from ..options import D_K_OPTIONS, HIST_SAMPLES, RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
+from ..theme import CSS, LEAD_STYLES, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
 from ..figure_labels import describe
 from .geometry import Geometry
 from .common import ANSWER, beside, caption, control, figure_row, heading, held, rule_color, show_headline
@@ -79,7 +79,7 @@ class Variance(pn.viewable.Viewer):
         self.rule_item = rules.items[1]
         self.loglog = p
         self.geometry = Geometry(lab=self.lab)
-        self.summary = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(4, 10), styles=VERDICT_STYLES,
+        self.summary = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(4, 10), styles=LEAD_STYLES,
                                     stylesheets=[CSS])
         self.slopes = pn.pane.HTML("", css_classes=ANSWER, sizing_mode="stretch_width", margin=(0, 10), styles=VERDICT_STYLES)
         self.lab.param.watch(self._update_hist, ["dots"])
