@@ -107,3 +107,43 @@ def test_a_redeploy_with_an_open_tab(deployable, browser):
         assert errors == [], errors
     finally:
         context.close()
+
+
+def test_an_update_reaches_the_last_tab_on_its_first_reload_after_the_others_closed(deployable, browser):
+    """Two tabs of version A; B is deployed. A reload while the other tab is open stays on A (that tab uses
+    A's files), and says why; once the other tab is closed, the next reload is B's (docs/site.md)."""
+    root, url = deployable
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    errors = []
+    try:
+        first, second = context.new_page(), context.new_page()
+        for page in (first, second):
+            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
+        first.goto(url)
+        ready(first)
+        first.wait_for_function("sdpaLab.offlineReady", timeout=SETTLED_MS)
+        first.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SETTLED_MS)
+        second.goto(url)
+        ready(second)
+        assert second.evaluate("navigator.serviceWorker.controller !== null")
+
+        redeploy(root, "B")
+        first.evaluate("navigator.serviceWorker.getRegistration().then((r) => r.update())")
+        for page in (first, second):
+            page.wait_for_selector("#sdpa-update", timeout=SETTLED_MS)     # B installed, waiting: said in both
+
+        first.reload()              # the other tab still uses A: A goes on, and says why
+        ready(first)
+        assert first.evaluate(VERSION) == "A"
+        assert first.evaluate("sdpaLab.takeOver") == "other pages open"
+        first.wait_for_selector("#sdpa-update", timeout=SETTLED_MS)
+
+        second.close()
+        first.reload()              # now the only tab of A: B takes over on this reload
+        ready(first)
+        assert first.evaluate(VERSION) == "B", first.evaluate("sdpaLab.takeOver")
+        still_usable(first)
+        assert errors == [], errors
+    finally:
+        context.close()
