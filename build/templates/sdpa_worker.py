@@ -12,6 +12,9 @@ worker.js starts Pyodide and installs the packages, then calls these in order:
 4. ``link(send)``: once the page has drawn it, changes go both ways. ``link`` returns the function the
    worker calls with each patch from the page; Python's answer goes to ``send(patch, buffers, done)``.
 
+Around a memory snapshot (templates/snapshot.js): ``before_snapshot()`` just before it is taken, and
+``after_restore()`` first thing after a restore (and on the instance that took it, to go on).
+
 It ships in the site's package archive (build/wheels.py) and imports only the standard library at the
 top: ``start`` must run before Panel and Bokeh are imported. Every private Panel, Bokeh and param name
 used here is listed in build/private_api.py. tests/build/test_sdpa_worker.py runs it in CPython.
@@ -174,3 +177,48 @@ def set_location(location: str) -> None:
         data = json.loads(location)
         with edit_readonly(state.location):
             state.location.param.update({k: v for k, v in data.items() if k in state.location.param})
+
+
+#: The JS of Panel's ``_dict_converter`` (undefined -> null, pyodide#3968), as panel/io/pyodide.py makes it
+#: with run_js: made again after a restore. tests/build/test_sdpa_worker.py checks it against the installed
+#: Panel's source, which is the Panel the site ships.
+DICT_CONVERTER_JS = """
+((entries) => {
+  for (let entry of entries) {
+    if (entry[1] === undefined) {
+      entry[1] = null;
+    }
+  }
+  return Object.fromEntries(entries);
+})
+"""
+
+
+async def before_snapshot() -> str:
+    """Leave nothing a restore could not make again, and say what would be lost: the asyncio tasks still
+    pending (their timers do not survive a snapshot), as a JSON list. Panel's ``_dict_converter`` is a JS
+    function Python holds with no path from globalThis: it is dropped here, and ``after_restore`` makes it
+    again."""
+    import gc
+    import json
+
+    for _ in range(3):
+        await asyncio.sleep(0)
+    from panel.io import pyodide as panel_pyodide
+
+    panel_pyodide._dict_converter = None
+    del panel_pyodide
+    gc.collect()
+    pending = (t for t in asyncio.all_tasks() if not t.done() and t is not asyncio.current_task())
+    return json.dumps(sorted(repr(t.get_coro()) for t in pending))
+
+
+def after_restore() -> None:
+    """After a restore: ``sys.path`` as before (loadPyodide inserts "" again) and Panel's ``_dict_converter``
+    made again (``DICT_CONVERTER_JS``)."""
+    import pyodide.code
+    from panel.io import pyodide as panel_pyodide
+
+    while sys.path.count("") > 1:
+        sys.path.remove("")
+    panel_pyodide._dict_converter = pyodide.code.run_js(DICT_CONVERTER_JS)

@@ -26,52 +26,18 @@
 // _dict_converter).
 "use strict";
 
-// Python run just before the snapshot: let what the build scheduled run (call_soon callbacks), name
-// any asyncio task still pending (its timers are JS timers, which a restore does not have), and drop
-// the JS values Python holds that have no access path from globalThis (SDPA_SNAPSHOT_PY_AFTER makes
-// them again).
-const SDPA_SNAPSHOT_PY_BEFORE = `
-import asyncio, gc, json
-for _ in range(3):
-    await asyncio.sleep(0)
-from panel.io import pyodide as _sdpa_pp
-_sdpa_pp._dict_converter = None
-del _sdpa_pp
-gc.collect()
-json.dumps(sorted(repr(t.get_coro()) for t in asyncio.all_tasks() if not t.done() and t is not asyncio.current_task()))
-`;
-
-// Python run after a restore (and on the instance that made the snapshot, to go on with it).
-const SDPA_SNAPSHOT_PY_AFTER = `
-import sys
-while sys.path.count("") > 1:      # loadPyodide inserts "" again after a restore
-    sys.path.remove("")
-import pyodide.code
-from panel.io import pyodide as _sdpa_pp
-# as panel/io/pyodide.py makes it (undefined -> null, pyodide#3968)
-_sdpa_pp._dict_converter = pyodide.code.run_js("""
-((entries) => {
-  for (let entry of entries) {
-    if (entry[1] === undefined) {
-      entry[1] = null;
-    }
-  }
-  return Object.fromEntries(entries);
-})
-""")
-del _sdpa_pp
-`;
-
+// The Python around a snapshot is in templates/sdpa_worker.py (before_snapshot, after_restore), tested in
+// CPython; here only the calls, as worker.js calls sdpa_worker.write.
 // Go on after makeMemorySnapshot on the instance that made it, or first thing after a restore.
 function sdpaSnapshotResume(pyodide) {
-  pyodide.runPython(SDPA_SNAPSHOT_PY_AFTER);
+  pyodide.runPython("__import__('sdpa_worker').after_restore()");
 }
 
 const sdpaIsWasmFunction = (f) => typeof f === "function" && /\[native code\]/.test(Function.prototype.toString.call(f)) &&
   /^function \d+\(/.test(Function.prototype.toString.call(f));
 
 // Held JS values without an access path from globalThis: none is expected once
-// SDPA_SNAPSHOT_PY_BEFORE has run (a JS function given to Python before the snapshot, such as
+// sdpa_worker.before_snapshot has run (a JS function given to Python before the snapshot, such as
 // worker.js's sendPatch, would be one: it is given to sdpa_worker.link after the restore instead).
 function sdpaSnapshotSerializer(value) {
   let what;
@@ -86,7 +52,9 @@ function sdpaSnapshotSerializer(value) {
 // What restore needs beyond the heap. Call (and await) after the app is built, just before
 // makeMemorySnapshot; after the snapshot, sdpaSnapshotResume(pyodide) to go on with this instance.
 async function sdpaSnapshotRecord(pyodide) {
-  const pending = JSON.parse(await pyodide.runPythonAsync(SDPA_SNAPSHOT_PY_BEFORE));
+  // let what the build scheduled run, drop the JS values Python holds that have no path from globalThis,
+  // and name any asyncio task still pending (its timers are JS timers, which a restore does not have)
+  const pending = JSON.parse(await pyodide.runPythonAsync("await __import__('sdpa_worker').before_snapshot()"));
   if (pending.length) throw new Error(`snapshot: asyncio tasks still pending, a restore would lose their timers: ${pending.join(", ")}`);
   const M = pyodide._module;
   const LDSO = M.LDSO;

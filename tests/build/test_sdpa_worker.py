@@ -27,7 +27,7 @@ pyodide = types.ModuleType("pyodide")
 pyodide.ffi = types.SimpleNamespace(to_js=lambda value, **kw: types.SimpleNamespace(buffer=value)
                                     if isinstance(value, bytes) else value, jsnull=object())
 pyodide.code = types.SimpleNamespace(run_js=lambda code: None)
-sys.modules.update(js=js, pyodide=pyodide)
+sys.modules.update({"js": js, "pyodide": pyodide, "pyodide.code": pyodide.code})
 
 
 class FromPage:
@@ -87,6 +87,19 @@ async def main():
     out["timer"] = [(p, d) for p, d in sent]
     sdpa_worker.set_location(json.dumps({"search": "?view=dial&s=2.5", "hash": "", "bogus": 1}))
     out["location"] = state.location.search
+
+    # around a memory snapshot: a task still pending is named; Panel's converter dropped, then made again
+    # from Panel's own source with sys.path as it was
+    import panel.io.pyodide as panel_pyodide
+    waiting = asyncio.ensure_future(asyncio.sleep(3600))
+    out["pending"] = json.loads(await sdpa_worker.before_snapshot())
+    waiting.cancel()
+    out["dropped"] = panel_pyodide._dict_converter is None
+    sys.path[:0] = ["", ""]
+    pyodide.code.run_js = lambda code: ("made by run_js", code)
+    sdpa_worker.after_restore()
+    out["remade"] = panel_pyodide._dict_converter
+    out["empty_paths"] = sys.path.count("")
 
 asyncio.run(main())
 print("RESULT " + json.dumps(out, default=str))
@@ -148,3 +161,18 @@ def test_a_change_python_makes_on_its_own_goes_on_the_next_tick(run):
 
 def test_the_pages_location_reaches_panel(run):
     assert run["location"] == "?view=dial&s=2.5"
+
+
+def test_a_snapshot_names_pending_tasks_and_panels_converter_is_made_again(run):
+    """before_snapshot names the asyncio tasks a restore would lose and drops the JS function Python holds;
+    after_restore makes it again with the JS the installed Panel's panel/io/pyodide.py runs (the Panel the
+    site ships), and leaves one "" on sys.path."""
+    import importlib.util
+
+    source = Path(importlib.util.find_spec("panel.io.pyodide").origin).read_text()
+    panels_js = source.split('_dict_converter = pyodide.code.run_js("""', 1)[1].split('""")', 1)[0]
+    assert "Object.fromEntries" in panels_js and "undefined" in panels_js
+    assert len(run["pending"]) == 1 and "sleep" in run["pending"][0]
+    assert run["dropped"] is True
+    assert run["remade"] == ["made by run_js", panels_js]
+    assert run["empty_paths"] == 1
