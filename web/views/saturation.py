@@ -17,7 +17,7 @@ from ..options import RULE_LABELS, SAMPLES_OPTIONS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, choice_slider, control, details_html, figure_row, heading, held, rule_color,
-                     rule_dash, show_headline)
+                     rule_dash, set_html, show_headline)
 from .length import Length
 
 PLOTS = {
@@ -141,7 +141,7 @@ class Saturation(pn.viewable.Viewer):
             # one log axis at every setting: rows below its floor (exact zeros among them) sit on the floor
             self.grad_sources[rule].data = {"rank": (np.arange(len(y)) + 0.5) / len(y), "norm": np.clip(y, *GRADIENT_AXIS),
                                             "rule": [RULE_LABELS[rule]] * len(y)}
-        self.grad_note.object = gradient_note(gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho))
+        set_html(self.grad_note, gradient_note(gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho)))
 
     @held
     def _update_marks(self, *_):
