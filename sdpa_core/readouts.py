@@ -137,10 +137,11 @@ def query_gradient_norms(
         s = seed + i
         q, k, v = draw_qkv(n, d_k, sigma=sigma, rho=rho, seed=s)
         g = upstream_gradient(n, v.shape[-1], seed=s)
+        shared: dict = {}  # _round_off's pieces of this draw, once per kind of rule
         for r in rules:
             dq = rule_gradients(q, k, v, g, r, alpha=alpha, temperature=temperature, causal=causal)[0]
             norms = np.linalg.norm(dq, axis=-1)
-            floor = _round_off(q, k, v, g, r, alpha, temperature)
+            floor = _round_off(q, k, v, g, r, alpha, temperature, shared=shared)
             if flush_round_off:
                 norms[norms < floor] = 0.0
             out[r].append(norms)
@@ -288,31 +289,51 @@ def _row_norms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.sqrt(np.einsum("...i,...i->...", y, y)), e[..., 0].astype(np.int64)
 
 
-def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=None) -> float:
-    """``dq_floor`` of :func:`rule_readouts` for float64 (n, d) arrays (arguments already checked; ``parts``:
-    :func:`_scaled_parts` of them, when the caller has it). Exact for any finite inputs (the sizes are
-    multiplied as mantissas and powers of two); past float64's range (a size of inf) there is no floor: 0."""
-    normalizes = RULES[rule].normalizes
+def _round_off_pieces(q, k, v, g, normalizes: bool, parts=None) -> tuple:
+    """What :func:`_round_off` multiplies the rule's scale by, the same for every rule of one kind (one that
+    normalises q and k, or not) on one draw: max|g vᵀ| over the powers of two taken out of v and g, those
+    powers, the largest row of k (normalised for such a rule) as mantissa and power, and for such a rule the
+    smallest row of q (None for a row of zeros)."""
     _, vs, gs, _ = parts if parts is not None else _scaled_parts(q, v, g, normalizes)
     if normalizes:
         k = qk_normalize(k)
-    size = abs(logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k)))
-    size *= float(np.finfo(np.float64).eps) * q.shape[0] * 4
     with np.errstate(over="ignore", invalid="ignore"):  # float16-rounded inputs near 65504 are finite here
-        size *= float(np.abs(np.broadcast_to(gs, (q.shape[0], vs.shape[-1])) @ vs.T).max())
+        gv = float(np.abs(np.broadcast_to(gs, (q.shape[0], vs.shape[-1])) @ vs.T).max())
     exp = int(_pow2(v)) + int(_pow2(g))
     k_mant, k_exp = _row_norms(k)
     top = int(np.argmax(np.where(k_mant > 0, np.log2(np.where(k_mant > 0, k_mant, 1)) + k_exp, -np.inf)))
-    size *= float(k_mant[top])
-    exp += int(k_exp[top])
+    low_q = None
     if normalizes:
         q_mant, q_exp = _row_norms(q)
-        if (q_mant == 0).any():  # a row of zeros: its gradient is grad / eps (qk_normalize_backward), no floor
+        if not (q_mant == 0).any():
+            low = int(np.argmin(np.log2(q_mant) + q_exp))
+            low_q = (float(q_mant[low]), int(q_exp[low]))
+    return gv, exp, float(k_mant[top]), int(k_exp[top]), low_q
+
+
+def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=None, shared=None) -> float:
+    """``dq_floor`` of :func:`rule_readouts` for float64 (n, d) arrays (arguments already checked; ``parts``:
+    :func:`_scaled_parts` of them, when the caller has it; ``shared``: a dict kept across the rules of one
+    draw, which holds :func:`_round_off_pieces` once per kind of rule). Exact for any finite inputs (the sizes
+    are multiplied as mantissas and powers of two); past float64's range (a size of inf) there is no floor: 0."""
+    normalizes = RULES[rule].normalizes
+    pieces = shared.get(normalizes) if shared is not None else None
+    if pieces is None:
+        pieces = _round_off_pieces(q, k, v, g, normalizes, parts)
+        if shared is not None:
+            shared[normalizes] = pieces
+    gv, exp, k_mant, k_exp, low_q = pieces
+    size = abs(logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k)))
+    size *= float(np.finfo(np.float64).eps) * q.shape[0] * 4
+    size *= gv
+    size *= k_mant
+    exp += k_exp
+    if normalizes:
+        if low_q is None:  # a row of zeros: its gradient is grad / eps (qk_normalize_backward), no floor
             size /= 1e-300
         else:
-            low = int(np.argmin(np.log2(q_mant) + q_exp))
-            size /= float(q_mant[low])
-            exp -= int(q_exp[low])
+            size /= low_q[0]
+            exp -= low_q[1]
     with np.errstate(over="ignore", under="ignore"):
         floor = float(np.ldexp(size, exp))
     return floor if math.isfinite(floor) else 0.0
