@@ -7,7 +7,8 @@ After the first round every view exists, so from then on nothing may grow: at th
 garbage collection, must be what they were at the end of the second round, and the page's model graph
 must hold the models Python's document holds, soon after the last patch (templates/bokeh_leaks.js). Those
 counts are exact, whatever the machine. The heaps (the page's JS heap, the worker's wasm memory, Python's
-tracked objects) are printed for a reader, never asserted: their size varies with the machine."""
+tracked objects) and the DOM's nodes and listeners are printed for a reader, never asserted: their size
+varies with the machine and the browser."""
 from __future__ import annotations
 
 import os
@@ -83,6 +84,7 @@ def measure(page, cdp) -> dict:
         "Python objects": worker.evaluate("self.pyodide.runPython('import gc\\ngc.collect()\\nlen(gc.get_objects())')"),
         "Python's models": worker.evaluate(f"self.pyodide.runPython({PYTHON_MODELS!r})"),
         "page's graph": page.evaluate("Bokeh.documents[Bokeh.documents.length - 1].all_models.size"),
+        **{f"DOM {k}": v for k, v in cdp.send("Memory.getDOMCounters").items() if k in ("nodes", "jsEventListeners")},
         **{f"live {k}": v for k, v in live_objects(cdp).items()},
     }
 

@@ -71,18 +71,29 @@ def ready(page):
     assert page.evaluate("window.sdpaLab.error") is None, page.evaluate("window.sdpaLab.error")
 
 
+def tab(context, errors: list):
+    """A new tab whose page errors and console errors go into ``errors``."""
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
+    return page
+
+
+def first_visit(page, url: str) -> None:
+    """Boot ``url`` and wait until its offline copy and its snapshot are settled."""
+    page.goto(url)
+    ready(page)
+    page.wait_for_function("sdpaLab.offlineReady", timeout=SETTLED_MS)
+    page.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SETTLED_MS)
+
+
 def test_a_redeploy_with_an_open_tab(deployable, browser):
     root, url = deployable
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     errors = []
     try:
-        page = context.new_page()
-        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-        page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
-        page.goto(url)
-        ready(page)
-        page.wait_for_function("sdpaLab.offlineReady", timeout=SETTLED_MS)
-        page.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SETTLED_MS)
+        page = tab(context, errors)
+        first_visit(page, url)
         assert page.evaluate("sdpaLab.snapshot.state") == "stored"
         page.reload()               # now served by version A's service worker, restored from A's snapshot
         ready(page)
@@ -116,14 +127,8 @@ def test_an_update_reaches_the_last_tab_on_its_first_reload_after_the_others_clo
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     errors = []
     try:
-        first, second = context.new_page(), context.new_page()
-        for page in (first, second):
-            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-            page.on("console", lambda m: m.type == "error" and errors.append(f"console.error: {m.text}"))
-        first.goto(url)
-        ready(first)
-        first.wait_for_function("sdpaLab.offlineReady", timeout=SETTLED_MS)
-        first.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=SETTLED_MS)
+        first, second = tab(context, errors), tab(context, errors)
+        first_visit(first, url)
         second.goto(url)
         ready(second)
         assert second.evaluate("navigator.serviceWorker.controller !== null")
