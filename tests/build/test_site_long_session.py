@@ -16,7 +16,7 @@ import os
 import pytest
 
 from sitebuild import HANDLE, require_pyodide_dist
-from web.options import VIEW_LABELS, VIEWS
+from web.options import VIEW_HEADINGS, VIEW_LABELS, VIEWS
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -26,6 +26,10 @@ PER_VIEW = int(os.environ.get("SDPA_LONG_SESSION_PER_VIEW", "8"))
 #: templates/bokeh_leaks.js prunes the page's model graph within a second of a patch; BokehJS alone waits
 #: for 30 s without one, which a reader moving a control never gives it.
 PRUNED_MS = 10_000
+#: Live objects after a later round, against round 2. A leak grows them every round (before
+#: templates/bokeh_leaks.js, by about 700 models a round, from 753); a view retained once does not
+#: (a 25-round session here: 753 models to round 7, 1,006 from round 8 to 25, one playground's worth).
+GROWTH_ALLOWED = 1.5
 # Before boot.js: count Python's answers to the page's patches (a patch marked done, or "idle").
 COUNT_ANSWERS = r"""
 (() => {
@@ -111,6 +115,8 @@ def test_a_long_session_stays_flat(site, served, browser):
             for view in cycle:
                 page.locator("#main select").first.select_option(label=VIEW_LABELS[view])
                 page.wait_for_function(f"location.search.includes('view={view}')", timeout=30_000)
+                if view in VIEW_HEADINGS:       # drawn: its question is on the page (else the handle could be missed)
+                    page.get_by_role("heading", name=VIEW_HEADINGS[view], exact=True).first.wait_for(timeout=60_000)
                 handle = page.locator(HANDLE)
                 if handle.count() == 0:
                     continue            # a view without the d_k slider: switched through
@@ -140,7 +146,7 @@ def test_a_long_session_stays_flat(site, served, browser):
         second = rows[2][2]
         for n, _, row in rows[3:]:
             for key in LIVE:
-                assert row[f"live {key}"] <= second[f"live {key}"], (
+                assert row[f"live {key}"] <= GROWTH_ALLOWED * second[f"live {key}"], (
                     f"live {key} grew from {second[f'live {key}']} (round 2) to {row[f'live {key}']} (after step {n})")
     finally:
         context.close()
