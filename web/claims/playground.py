@@ -163,7 +163,7 @@ def headline(sides: dict, *, n: int, dtype: str) -> Claim:
     def side(s: dict, key: str) -> str:
         if s["nan_rows"]:
             facts.update({f"{key}_nan": as_int(s["nan_rows"]), "n": as_int(n), "dtype": as_word(dtype, dtype)})
-            return f"{{{key}_nan}} of {{n}} rows are NaN ({{dtype}} overflows)"
+            return f"{{{key}_nan}} of {{n}} rows are NaN ({{dtype}})"   # short: a rule's label can take 4 words
         facts[f"{key}_top"] = as_pct(s["stats"]["max_weight"])
         return f"the top key takes {{{key}_top}} of a row's weight on average"
 
