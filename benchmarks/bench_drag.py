@@ -18,7 +18,8 @@ Per build, each round boots the page in a fresh browser profile and then:
   and the messages each way.
 - fast drag: 8 presses 16 ms apart (a held key or a mouse drag), up then down; "settled" is from the
   last press until the last message from the worker is applied and no long task runs.
-`--profile N` prints a cProfile of the worker's Python over one step drag per build instead.
+`--profile N` prints a cProfile of the worker's Python over one step drag per build instead (its top N by
+cumulative time, then by own time).
 Timings are printed, never asserted (tests count messages instead: tests/build/test_site_interaction.py).
 """
 from __future__ import annotations
@@ -170,7 +171,8 @@ PROFILE_OFF = """
 _bench_profile.disable()
 import io, pstats
 _out = io.StringIO()
-pstats.Stats(_bench_profile, stream=_out).sort_stats("cumulative").print_stats(%d)
+for _key in ("cumulative", "tottime"):  # where the time is spent, then who spends it
+    pstats.Stats(_bench_profile, stream=_out).sort_stats(_key).print_stats(%d)
 _out.getvalue()
 """
 
@@ -240,7 +242,7 @@ def run_site(browser, url: str, steps: int, profile: int = 0, label: str = HANDL
     if profile:
         page.evaluate(PY, PROFILE_ON)
         step_drag(page, "ArrowRight", steps)
-        print(page.evaluate(PY, PROFILE_OFF % profile))
+        print(page.evaluate(PY, PROFILE_OFF % (profile,)))
         context.close()
         return {}
     steps_out = step_drag(page, "ArrowRight", steps) + step_drag(page, "ArrowLeft", steps)

@@ -110,6 +110,12 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
     then 1e400, inf, and ``dW - rowsum(W * dW)`` is inf - inf = NaN). Scale them down first to see
     finite numbers: every gradient is linear in grad_out, and dq, dk are linear in v.
     """
+    return _attention_backward(q, k, v, grad_out, scale, mask, causal, softcap)
+
+
+def _attention_backward(q, k, v, grad_out, scale, mask, causal, softcap, dq_only=False):
+    """:func:`attention_backward`; with ``dq_only``, ``(dq, None, None)``: dk and dv are not computed (two
+    of the four products), for a caller that reads only the queries' gradient."""
     q, k, v, scale, allowed, bias = _prepare(q, k, v, scale, mask, causal)
     out_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]) + (q.shape[-2], v.shape[-1])
     grad_out = finite(float_array(grad_out, "grad_out", min_ndim=0), "grad_out", "its gradients would be too")
@@ -124,7 +130,7 @@ def attention_backward(q, k, v, grad_out, *, scale=None, mask=None, causal=False
     softcap = _softcap(softcap)
     w = _weights(q, k, scale, allowed, bias, softcap)  # in compute_dtype: float32 for float16
     slope = None if softcap is None else cap_slope(q, k, scale, softcap, w.dtype)
-    return _backward_from_weights(q, k, v, w, np.broadcast_to(grad_out, out_shape), scale, slope)
+    return _backward_from_weights(q, k, v, w, np.broadcast_to(grad_out, out_shape), scale, slope, dq_only)
 
 
 def _softcap(softcap) -> float | None:
@@ -140,22 +146,25 @@ def cap_slope(q, k, scale: float, softcap: float, dtype) -> np.ndarray:
         return (1.0 - t * t).astype(dtype, copy=False)
 
 
-def _backward_from_weights(q, k, v, w, grad_out, scale: float, slope=None):
+def _backward_from_weights(q, k, v, w, grad_out, scale: float, slope=None, dq_only=False):
     """:func:`attention_backward` given the forward pass's weights ``w`` (in :func:`compute_dtype`), for a
     caller that has just computed them with :func:`attention` and checked its arguments there (the tiny
     model's training step): no checks, and the weights are not computed a second time. ``grad_out`` has
-    the output's shape; ``slope``, for soft-capped logits, is :func:`cap_slope`."""
+    the output's shape; ``slope``, for soft-capped logits, is :func:`cap_slope`; ``dq_only``: see
+    :func:`_attention_backward`."""
     dtype = q.dtype
     q, k, v = (a.astype(w.dtype, copy=False) for a in (q, k, v))
     g = grad_out.astype(w.dtype, copy=False)
     with np.errstate(over="ignore", invalid="ignore"):
-        dv = w.swapaxes(-1, -2) @ g
+        dv = None if dq_only else w.swapaxes(-1, -2) @ g
         dz = g @ v.swapaxes(-1, -2)  # dW, then turned into dZ in place
         dz -= np.einsum("...ij,...ij->...i", dz, w)[..., None]  # rowsum(W * dW) without an L x S temporary
         dz *= w  # dZ / scale: scale goes on the smaller products
         if slope is not None:  # through c tanh(z / c)
             dz *= slope
         dq = _times_fresh(dz @ k, scale)
+        if dq_only:
+            return _unbroadcast(dq, q.shape).astype(dtype, copy=False), None, None
         dk = _times_fresh(dz.swapaxes(-1, -2) @ q, scale)
         return tuple(_unbroadcast(d, a.shape).astype(dtype, copy=False) for d, a in ((dq, q), (dk, k), (dv, v)))
 

@@ -97,7 +97,8 @@ def length_path(
     seed = integer(seed, "seed", low=0)
     if samples * int(n[-1]) * len(rules) > MAX_WORK:
         raise ValueError(f"too much work: samples * max(ns) * len(rules) must be <= {MAX_WORK}")
-    dots, cosines = _pairs(np.random.default_rng(seed), samples, int(n[-1]), d_k, sigma, rho)
+    normalizing = any(RULES[r].normalizes for r in rules)
+    dots, cosines = _pairs(np.random.default_rng(seed), samples, int(n[-1]), d_k, sigma, rho, normalizing)
     metrics = ("top_weight", "own_weight", "entropy", "entropy_ratio")
     out: dict = {
         "n": n,
@@ -125,20 +126,24 @@ def length_path(
     return out
 
 
-def _pairs(rng: np.random.Generator, m: int, n: int, d: int, sigma: float, rho: float):
+def _pairs(rng: np.random.Generator, m: int, n: int, d: int, sigma: float, rho: float, cosines: bool = True):
     """q . k_j and cos(q, k_j) for m queries and n keys, (m, n) each; key 0 is the query's own key.
+    Without ``cosines`` the second is None: the keys' lengths off q (a chi draw, most of the time taken
+    here) are drawn last, so the dots are the same either way.
 
     Drawn at sigma = 1: the cosines do not depend on sigma (at sigma = 1e-300 the components would be
     subnormal and their ratios garbage), and the dots are scaled by sigma^2 once (1e-600 rounds to 0:
     logits that small are 0 for the softmax anyway)."""
     q_len = np.sqrt(rng.chisquare(d, size=(m, 1)))  # |q| / sigma
     along = rng.standard_normal((m, n))  # each key's (or z's) component along q, / sigma
-    rest = np.sqrt(rng.gamma((d - 1) / 2, 2.0, size=(m, n)))  # the length of the rest (chi, d - 1), / sigma
     c = math.sqrt(1 - rho * rho)
     along[:, 0] = rho * q_len[:, 0] + c * along[:, 0]  # k_0 = rho q + c z: along q, and c times z's rest
-    rest[:, 0] *= c
     with np.errstate(under="ignore"):
         dots = (sigma * q_len) * (sigma * along)
+    if not cosines:
+        return dots, None
+    rest = np.sqrt(rng.gamma((d - 1) / 2, 2.0, size=(m, n)))  # the length of the rest (chi, d - 1), / sigma
+    rest[:, 0] *= c
     k_len = np.hypot(along, rest)
     with np.errstate(invalid="ignore", divide="ignore"):
         cosines = np.where(k_len > 0, along / np.where(k_len > 0, k_len, 1.0), 0.0)

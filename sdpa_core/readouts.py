@@ -16,7 +16,7 @@ from ._checks import (
     names,
     probabilities,
 )
-from .attention import attention, attention_backward, logits as attention_logits
+from .attention import _attention_backward, attention, logits as attention_logits
 from .scaling import (
     RULE_NAMES,
     RULES,
@@ -85,14 +85,20 @@ def rule_gradients(q, k, v, grad_out, rule, *, alpha=0.5, temperature=0.1, causa
     1e400) comes out inf or NaN, as PyTorch's would, without a numpy warning (see
     :func:`sdpa_core.attention_backward`); :func:`rule_readouts` gives such a row's norm exactly.
     """
+    return _rule_backward(q, k, v, grad_out, rule, alpha, temperature, causal)
+
+
+def _rule_backward(q, k, v, grad_out, rule, alpha, temperature, causal, dq_only=False):
+    """:func:`rule_gradients`; with ``dq_only``, ``(dq, None, None)`` (the same dq, half the products)."""
     rule, alpha, temperature = check_rule(rule, alpha=alpha, temperature=temperature)
     q, k = _vectors(q, "q"), _vectors(k, "k")
     normalizes = RULES[rule].normalizes
     qn, kn = (qk_normalize(q), qk_normalize(k)) if normalizes else (q, k)
     scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k))
-    dq, dk, dv = attention_backward(qn, kn, v, grad_out, scale=scale, causal=causal, softcap=RULES[rule].cap)
+    dq, dk, dv = _attention_backward(qn, kn, v, grad_out, scale, None, causal, RULES[rule].cap, dq_only)
     if normalizes:
-        dq, dk = qk_normalize_backward(q, dq), qk_normalize_backward(k, dk)
+        dq = qk_normalize_backward(q, dq)
+        dk = None if dq_only else qk_normalize_backward(k, dk)
     return dq, dk, dv
 
 
@@ -131,22 +137,20 @@ def query_gradient_norms(
     flush_round_off = boolean(flush_round_off, "flush_round_off")
     if reps * len(rules) * n * n * d_k > MAX_FLOPS:
         raise ValueError(f"too much work: reps * len(rules) * n * n * d_k must be <= {MAX_FLOPS}")
-    out: dict[str, list[np.ndarray]] = {r: [] for r in rules}
-    floors: dict[str, list[np.ndarray]] = {r: [] for r in rules}
-    for i in range(reps):
-        s = seed + i
-        q, k, v = draw_qkv(n, d_k, sigma=sigma, rho=rho, seed=s)
-        g = upstream_gradient(n, v.shape[-1], seed=s)
-        shared: dict = {}  # _round_off's pieces of this draw, once per kind of rule
-        for r in rules:
-            dq = rule_gradients(q, k, v, g, r, alpha=alpha, temperature=temperature, causal=causal)[0]
-            norms = np.linalg.norm(dq, axis=-1)
-            floor = _round_off(q, k, v, g, r, alpha, temperature, shared=shared)
-            if flush_round_off:
-                norms[norms < floor] = 0.0
-            out[r].append(norms)
-            floors[r].append(np.full(n, floor))
-    return RowNorms({r: np.concatenate(out[r]) for r in rules}, {r: np.concatenate(floors[r]) for r in rules})
+    draws = [draw_qkv(n, d_k, sigma=sigma, rho=rho, seed=seed + i) for i in range(reps)]
+    q, k, v = (np.stack(a) for a in zip(*draws))  # (reps, n, d_k): one call per rule, not one per draw
+    g = np.stack([upstream_gradient(n, d_k, seed=seed + i) for i in range(reps)])
+    shared: list[dict] = [{} for _ in range(reps)]  # _round_off's pieces of each draw, once per kind of rule
+    out, floors = {}, {}
+    for r in rules:
+        dq = _rule_backward(q, k, v, g, r, alpha, temperature, causal, dq_only=True)[0]
+        norms = np.linalg.norm(dq, axis=-1)  # (reps, n)
+        floor = np.array([_round_off(*a, g[i], r, alpha, temperature, shared=shared[i]) for i, a in enumerate(draws)])
+        floor = np.broadcast_to(floor[:, None], norms.shape)
+        if flush_round_off:
+            norms[norms < floor] = 0.0
+        out[r], floors[r] = norms.reshape(-1), floor.reshape(-1).copy()
+    return RowNorms(out, floors)
 
 
 class RowNorms(dict):
@@ -289,17 +293,25 @@ def _row_norms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.sqrt(np.einsum("...i,...i->...", y, y)), e[..., 0].astype(np.int64)
 
 
-def _round_off_pieces(q, k, v, g, normalizes: bool, parts=None) -> tuple:
+def _gv(q, v, g, normalizes: bool, parts=None) -> tuple[float, int]:
+    """max|g vᵀ| over the powers of two taken out of v and g, and those powers (the same for either kind of
+    rule: only q is scaled differently)."""
+    _, vs, gs, _ = parts if parts is not None else _scaled_parts(q, v, g, normalizes)
+    with np.errstate(over="ignore", invalid="ignore"):  # float16-rounded inputs near 65504 are finite here
+        gv = float(np.abs(np.broadcast_to(gs, (q.shape[0], vs.shape[-1])) @ vs.T).max())
+    return gv, int(_pow2(v)) + int(_pow2(g))
+
+
+def _round_off_pieces(q, k, v, g, normalizes: bool, parts=None, shared=None) -> tuple:
     """What :func:`_round_off` multiplies the rule's scale by, the same for every rule of one kind (one that
     normalises q and k, or not) on one draw: max|g vᵀ| over the powers of two taken out of v and g, those
     powers, the largest row of k (normalised for such a rule) as mantissa and power, and for such a rule the
     smallest row of q (None for a row of zeros)."""
-    _, vs, gs, _ = parts if parts is not None else _scaled_parts(q, v, g, normalizes)
+    gv, exp = shared.get("gv") if shared is not None and "gv" in shared else _gv(q, v, g, normalizes, parts)
+    if shared is not None:
+        shared["gv"] = gv, exp
     if normalizes:
         k = qk_normalize(k)
-    with np.errstate(over="ignore", invalid="ignore"):  # float16-rounded inputs near 65504 are finite here
-        gv = float(np.abs(np.broadcast_to(gs, (q.shape[0], vs.shape[-1])) @ vs.T).max())
-    exp = int(_pow2(v)) + int(_pow2(g))
     k_mant, k_exp = _row_norms(k)
     top = int(np.argmax(np.where(k_mant > 0, np.log2(np.where(k_mant > 0, k_mant, 1)) + k_exp, -np.inf)))
     low_q = None
@@ -319,7 +331,7 @@ def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=No
     normalizes = RULES[rule].normalizes
     pieces = shared.get(normalizes) if shared is not None else None
     if pieces is None:
-        pieces = _round_off_pieces(q, k, v, g, normalizes, parts)
+        pieces = _round_off_pieces(q, k, v, g, normalizes, parts, shared)
         if shared is not None:
             shared[normalizes] = pieces
     gv, exp, k_mant, k_exp, low_q = pieces

@@ -38,16 +38,18 @@ def test_rule_gradients_match_torch_autograd(torch, rule, causal):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
-def test_query_gradient_norms_are_the_rows_of_dq():
-    """query_gradient_norms stacks ||dL/dq_i|| of each draw (seed, seed+1, ...) for every rule."""
-    norms = sc.query_gradient_norms(8, 64, ("none", "sqrt"), reps=3, seed=11, rho=0.3)
-    for rule in ("none", "sqrt"):
+@pytest.mark.parametrize("causal", [False, True])
+def test_query_gradient_norms_are_the_rows_of_dq(causal):
+    """query_gradient_norms stacks ||dL/dq_i|| of each draw (seed, seed+1, ...) for every rule: its one
+    batched, dq-only backward pass per rule gives rule_gradients' dq of each draw alone."""
+    norms = sc.query_gradient_norms(8, 64, RULE_NAMES, reps=3, seed=11, rho=0.3, sigma=1.7, causal=causal)
+    for rule in RULE_NAMES:
         rows = []
         for s in (11, 12, 13):
-            q, k, v = sc.draw_qkv(8, 64, rho=0.3, seed=s)
-            dq = sc.rule_gradients(q, k, v, sc.upstream_gradient(8, 64, seed=s), rule)[0]
+            q, k, v = sc.draw_qkv(8, 64, rho=0.3, sigma=1.7, seed=s)
+            dq = sc.rule_gradients(q, k, v, sc.upstream_gradient(8, 64, seed=s), rule, causal=causal)[0]
             rows.append(np.linalg.norm(dq, axis=-1))
-        np.testing.assert_allclose(norms[rule], np.concatenate(rows), rtol=1e-12)
+        np.testing.assert_allclose(norms[rule], np.concatenate(rows), rtol=1e-12, err_msg=rule)
 
 
 def test_query_gradient_norms_carry_each_rows_round_off_floor():

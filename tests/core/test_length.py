@@ -54,6 +54,17 @@ def test_length_path_agrees_with_whole_vectors(rule, d_k, sigma, rho):
             assert abs(got[metric][rule][i] - w.mean()) <= 5 * se + 1e-9, (metric, ns[i], got[metric][rule][i], w.mean())
 
 
+def test_a_rule_s_path_does_not_depend_on_the_rules_beside_it():
+    """The cosines (for QK-norm) are drawn only when a normalising rule is asked for, after the dots: the
+    unscaled path alone and beside QK-norm is the same to the bit."""
+    ns = [2, 64, 512]
+    alone = sc.length_path(ns, ("none", "sqrt"), d_k=16, rho=0.5, samples=256, seed=4)
+    beside = sc.length_path(ns, ("none", "qknorm", "sqrt"), d_k=16, rho=0.5, samples=256, seed=4)
+    for metric in ("top_weight", "own_weight", "entropy", "entropy_ratio"):
+        for rule in ("none", "sqrt"):
+            np.testing.assert_array_equal(alone[metric][rule], beside[metric][rule])
+
+
 def test_attention_fades_with_1_over_sqrt_dk_and_ssmax_holds_it():
     """The section's point at the page's defaults (d_k = 64, σ = 1, ρ = 0): from n = 16 to 4096 the top weight
     falls more than 10x with 1/√d_k, and SSMax keeps it within 1.25x; the entropy ratio rises towards 1."""
