@@ -113,16 +113,16 @@ def length_path(
     for r in rules:
         spec = RULES[r]
         base = cosines if spec.normalizes else dots
-        rows: dict[str, list] = {m: [] for m in metrics}
-        for length in n:
-            factor = float(spec._scales(np.array([float(d_k)]), alpha, temperature, int(length))[0])
-            top, own, ent = _row_stats(spec.capped(factor * base[:, :length]))
-            for m, v in zip(metrics, (top, own, ent, ent / math.log(length))):
-                rows[m].append(v)
-        for m in metrics:
-            out[m][r] = np.array([v.mean() for v in rows[m]])
-            out["spread"][m][r] = np.array([v.std() for v in rows[m]])
-        out["top_weights"][r] = np.stack(rows["top_weight"], axis=1)
+        factors = [float(spec._scales(np.array([float(d_k)]), alpha, temperature, int(length))[0]) for length in n]
+        if all(f == factors[0] for f in factors):  # one softmax over the longest row, summed by segments
+            top, own, ent = _prefix_stats(spec.capped(factors[0] * base[:, : n[-1]]), n)
+        else:  # the factor depends on n (SSMax): each length's logits are their own
+            top, own, ent = (np.stack(a) for a in zip(*(
+                _row_stats(spec.capped(f * base[:, :length])) for f, length in zip(factors, n))))
+        for m, v in zip(metrics, (top, own, ent, ent / np.log(n)[:, None])):  # (N, samples) each
+            out[m][r] = v.mean(axis=1)
+            out["spread"][m][r] = v.std(axis=1)
+        out["top_weights"][r] = top.T.copy()
     return out
 
 
@@ -148,6 +148,31 @@ def _pairs(rng: np.random.Generator, m: int, n: int, d: int, sigma: float, rho: 
     with np.errstate(invalid="ignore", divide="ignore"):
         cosines = np.where(k_len > 0, along / np.where(k_len > 0, k_len, 1.0), 0.0)
     return dots, cosines
+
+
+def _prefix_stats(z: np.ndarray, ns):
+    """:func:`_row_stats` of each prefix ``z[:, :n]`` for the increasing lengths ``ns``, as (len(ns), rows)
+    arrays, with one exp per logit: each segment between two lengths is summed against its own max, and a
+    prefix adds its segments' sums rescaled to the prefix's max (every term <= 1, as in :func:`_row_stats`)."""
+    bounds = [0, *(int(x) for x in ns)]
+    seg_max, seg_sum, seg_dev = [], [], []  # per segment: max, sum e^(z - max), sum e^(z - max) (z - max)
+    for a, b in zip(bounds, bounds[1:]):
+        seg_max.append(z[:, a:b].max(axis=-1))
+        part = z[:, a:b] - seg_max[-1][:, None]
+        e = np.exp(part)
+        if a == 0:
+            first = e[:, 0]
+        seg_sum.append(e.sum(axis=-1))
+        seg_dev.append(np.einsum("ij,ij->i", e, part))
+    m_s, s_s, d_s = (np.stack(x) for x in (seg_max, seg_sum, seg_dev))  # (segments, rows)
+    top_max = np.maximum.accumulate(m_s, axis=0)  # each prefix's max, (prefixes, rows)
+    inside = np.tri(len(m_s), dtype=bool)[:, :, None]  # prefix i holds segments s <= i
+    shift = np.where(inside, m_s[None] - top_max[:, None], 0.0)  # (prefixes, segments, rows), <= 0 inside
+    w = np.where(inside, np.exp(shift), 0.0)
+    total = (w * s_s[None]).sum(axis=1)
+    dev = (w * (d_s[None] + shift * s_s[None])).sum(axis=1)  # sum e^(z - M) (z - M) over the prefix
+    own = first[None] * np.exp(m_s[0][None] - top_max) / total
+    return 1.0 / total, own, np.maximum(np.log(total) - dev / total, 0.0)
 
 
 def _row_stats(z: np.ndarray):

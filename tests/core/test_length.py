@@ -65,6 +65,22 @@ def test_a_rule_s_path_does_not_depend_on_the_rules_beside_it():
             np.testing.assert_array_equal(alone[metric][rule], beside[metric][rule])
 
 
+@pytest.mark.parametrize("d_k, sigma, rho", [(1, 1.0, 0.0), (64, 1.0, 1.0), (1024, 3.0, 0.5), (65536, 1e-3, 0.9)])
+def test_a_length_s_numbers_do_not_depend_on_the_other_lengths(d_k, sigma, rho):
+    """Each prefix's softmax is summed from segments between the asked lengths: the numbers at n are the
+    same (to round-off) whether n is one of twelve lengths or of two, that is, cut into 12 segments or 1."""
+    rules = ("none", "sqrt", "softcap", "qknorm", "ssmax")
+    many = sc.length_path(sc.LENGTHS, rules, d_k=d_k, sigma=sigma, rho=rho, samples=32, seed=9)
+    for i, n in enumerate(sc.LENGTHS[:-1]):
+        two = sc.length_path((n, sc.LENGTHS[-1]), rules, d_k=d_k, sigma=sigma, rho=rho, samples=32, seed=9)
+        for metric in ("top_weight", "own_weight", "entropy", "entropy_ratio"):
+            for rule in rules:
+                np.testing.assert_allclose(two[metric][rule], many[metric][rule][[i, -1]], rtol=0, atol=1e-12,
+                                           err_msg=f"{metric} {rule} n={n}")
+                np.testing.assert_allclose(two["spread"][metric][rule], many["spread"][metric][rule][[i, -1]],
+                                           rtol=0, atol=1e-12)
+
+
 def test_attention_fades_with_1_over_sqrt_dk_and_ssmax_holds_it():
     """The section's point at the page's defaults (d_k = 64, σ = 1, ρ = 0): from n = 16 to 4096 the top weight
     falls more than 10x with 1/√d_k, and SSMax keeps it within 1.25x; the entropy ratio rises towards 1."""
