@@ -12,6 +12,7 @@ and the cosine of every pair follow, so d_k = 4096 costs what d_k = 1 does.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -98,7 +99,7 @@ def length_path(
     if samples * int(n[-1]) * len(rules) > MAX_WORK:
         raise ValueError(f"too much work: samples * max(ns) * len(rules) must be <= {MAX_WORK}")
     normalizing = any(RULES[r].normalizes for r in rules)
-    dots, cosines = _pairs(np.random.default_rng(seed), samples, int(n[-1]), d_k, sigma, rho, normalizing)
+    dots, cosines = _pairs(seed, samples, int(n[-1]), d_k, sigma, rho, normalizing)
     metrics = ("top_weight", "own_weight", "entropy", "entropy_ratio")
     out: dict = {
         "n": n,
@@ -126,28 +127,53 @@ def length_path(
     return out
 
 
-def _pairs(rng: np.random.Generator, m: int, n: int, d: int, sigma: float, rho: float, cosines: bool = True):
+def _pairs(seed: int, m: int, n: int, d: int, sigma: float, rho: float, cosines: bool = True):
     """q . k_j and cos(q, k_j) for m queries and n keys, (m, n) each; key 0 is the query's own key.
-    Without ``cosines`` the second is None: the keys' lengths off q (a chi draw, most of the time taken
-    here) are drawn last, so the dots are the same either way.
+    Without ``cosines`` the second is None (the keys' lengths off q, a chi draw, are not drawn).
+
+    Each key's component along q does not depend on d: it is drawn from its own stream of ``seed``
+    (:func:`_along`), kept between calls, so moving d_k draws only the m lengths of q again.
 
     Drawn at sigma = 1: the cosines do not depend on sigma (at sigma = 1e-300 the components would be
     subnormal and their ratios garbage), and the dots are scaled by sigma^2 once (1e-600 rounds to 0:
     logits that small are 0 for the softmax anyway)."""
+    rng = np.random.default_rng(seed)
     q_len = np.sqrt(rng.chisquare(d, size=(m, 1)))  # |q| / sigma
-    along = rng.standard_normal((m, n))  # each key's (or z's) component along q, / sigma
+    # each key's (or z's) component along q, / sigma; read-only
+    along = _along(seed, m, n) if m * n <= _KEEP_ALONG else _draw_along(seed, m, n)
     c = math.sqrt(1 - rho * rho)
-    along[:, 0] = rho * q_len[:, 0] + c * along[:, 0]  # k_0 = rho q + c z: along q, and c times z's rest
+    own = rho * q_len[:, 0] + c * along[:, 0]  # k_0 = rho q + c z: along q, and c times z's rest
     with np.errstate(under="ignore"):
         dots = (sigma * q_len) * (sigma * along)
+        dots[:, 0] = (sigma * q_len[:, 0]) * (sigma * own)
     if not cosines:
         return dots, None
+    along = along.copy()
+    along[:, 0] = own
     rest = np.sqrt(rng.gamma((d - 1) / 2, 2.0, size=(m, n)))  # the length of the rest (chi, d - 1), / sigma
     rest[:, 0] *= c
     k_len = np.hypot(along, rest)
     with np.errstate(invalid="ignore", divide="ignore"):
         cosines = np.where(k_len > 0, along / np.where(k_len > 0, k_len, 1.0), 0.0)
     return dots, cosines
+
+
+#: The largest draw along q that :func:`_along` keeps (8 MB; the page's is 128 x 4096, 4 MB).
+_KEEP_ALONG = 2**20
+
+
+@functools.lru_cache(maxsize=2)
+def _along(seed: int, m: int, n: int) -> np.ndarray:
+    """:func:`_draw_along`, kept: the same for every d_k, sigma and rho, so a d_k notch does not draw it again
+    (in the browser, 15 ms of the saturation view's 125 ms a notch)."""
+    return _draw_along(seed, m, n)
+
+
+def _draw_along(seed: int, m: int, n: int) -> np.ndarray:
+    """(m, n) standard normals, read-only, from a stream of ``seed``'s own for the keys' components along q."""
+    along = np.random.default_rng([seed, 1]).standard_normal((m, n))
+    along.setflags(write=False)
+    return along
 
 
 def _prefix_stats(z: np.ndarray, ns):
