@@ -145,7 +145,9 @@ def query_gradient_norms(
     for r in rules:
         dq = _rule_backward(q, k, v, g, r, alpha, temperature, causal, dq_only=True)[0]
         norms = np.linalg.norm(dq, axis=-1)  # (reps, n)
-        floor = np.array([_round_off(*a, g[i], r, alpha, temperature, shared=shared[i]) for i, a in enumerate(draws)])
+        scale = logit_scale(d_k, r, alpha=alpha, temperature=temperature, n=_length(r, k))  # every draw's
+        floor = np.array([_round_off(*a, g[i], r, alpha, temperature, shared=shared[i], scale=scale)
+                          for i, a in enumerate(draws)])
         floor = np.broadcast_to(floor[:, None], norms.shape)
         if flush_round_off:
             norms[norms < floor] = 0.0
@@ -323,10 +325,12 @@ def _round_off_pieces(q, k, v, g, normalizes: bool, parts=None, shared=None) -> 
     return gv, exp, float(k_mant[top]), int(k_exp[top]), low_q
 
 
-def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=None, shared=None) -> float:
+def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=None, shared=None,
+               scale=None) -> float:
     """``dq_floor`` of :func:`rule_readouts` for float64 (n, d) arrays (arguments already checked; ``parts``:
     :func:`_scaled_parts` of them, when the caller has it; ``shared``: a dict kept across the rules of one
-    draw, which holds :func:`_round_off_pieces` once per kind of rule). Exact for any finite inputs (the sizes
+    draw, which holds :func:`_round_off_pieces` once per kind of rule; ``scale``: the rule's
+    :func:`logit_scale` at this q and k, when the caller has it). Exact for any finite inputs (the sizes
     are multiplied as mantissas and powers of two); past float64's range (a size of inf) there is no floor: 0."""
     normalizes = RULES[rule].normalizes
     pieces = shared.get(normalizes) if shared is not None else None
@@ -335,7 +339,9 @@ def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=No
         if shared is not None:
             shared[normalizes] = pieces
     gv, exp, k_mant, k_exp, low_q = pieces
-    size = abs(logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k)))
+    if scale is None:
+        scale = logit_scale(q.shape[-1], rule, alpha=alpha, temperature=temperature, n=_length(rule, k))
+    size = abs(scale)
     size *= float(np.finfo(np.float64).eps) * q.shape[0] * 4
     size *= gv
     size *= k_mant
