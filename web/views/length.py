@@ -13,7 +13,7 @@ from ..claims import length_details, length_factors, length_headline
 from ..options import LENGTH_SAMPLES, RULE_LABELS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
-from .common import ANSWER, beside, caption, control, heading, held, rule_color, rule_dash, show_headline
+from .common import ANSWER, beside, caption, control, heading, held, rule_color, rule_dash, set_data, show_headline
 
 #: What the two figures draw: metric -> (title, y label, y axis type).
 PLOTS = {"top_weight": ("Top weight of a row", "top weight (log)", "log"),
@@ -65,8 +65,8 @@ class Length(pn.viewable.Viewer):
         for metric in PLOTS:
             for rule, src in self.sources[metric].items():
                 drawn = rule in path["rules"]
-                src.data = ({"n": n, "y": path[metric][rule], "rule": [RULE_LABELS[rule]] * len(n)} if drawn
-                            else {"n": [], "y": [], "rule": []})
+                set_data(src, {"n": n, "y": path[metric][rule], "rule": [RULE_LABELS[rule]] * len(n)} if drawn
+                         else {"n": [], "y": [], "rule": []})
                 line = self.lines[(metric, rule)]
                 line.visible = drawn
                 line.glyph.line_width = 4.5 if rule == lab.rule else 2.0

@@ -17,7 +17,7 @@ from ..options import RULE_LABELS, SAMPLES_OPTIONS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, MARK_COLOR, THEORY_COLOR, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, choice_slider, control, details_html, figure_row, heading, held, rule_color,
-                     rule_dash, set_html, show_headline)
+                     rule_dash, set_data, set_html, show_headline)
 from .length import Length
 
 PLOTS = {
@@ -111,8 +111,8 @@ class Saturation(pn.viewable.Viewer):
         for metric in PLOTS:
             for rule in sc.RULE_NAMES:
                 m, sp = s.mean[metric][rule], s.spread[metric][rule]
-                self.sources[metric][rule].data = {"d_k": d, "mean": m, "lo": m - sp, "hi": m + sp,
-                                                   "rule": [RULE_LABELS[rule]] * len(d)}
+                set_data(self.sources[metric][rule], {"d_k": d, "mean": m, "lo": m - sp, "hi": m + sp,
+                                                      "rule": [RULE_LABELS[rule]] * len(d)})
         self.uniform.data = {"d_k": d, "y": np.full(len(d), np.log(self.lab.n))}
 
     def _update_note(self, *_):
@@ -139,8 +139,8 @@ class Saturation(pn.viewable.Viewer):
         for rule, norms in g.items():
             y = np.sort(norms)[::-1]
             # one log axis at every setting: rows below its floor (exact zeros among them) sit on the floor
-            self.grad_sources[rule].data = {"rank": (np.arange(len(y)) + 0.5) / len(y), "norm": np.clip(y, *GRADIENT_AXIS),
-                                            "rule": [RULE_LABELS[rule]] * len(y)}
+            set_data(self.grad_sources[rule], {"rank": (np.arange(len(y)) + 0.5) / len(y),
+                                               "norm": np.clip(y, *GRADIENT_AXIS), "rule": [RULE_LABELS[rule]] * len(y)})
         set_html(self.grad_note, gradient_note(gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho)))
 
     @held
