@@ -18,7 +18,7 @@ from .training_state import TrainingState
 from .tour import STEPS
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS
 from .urlstate import KEYS, apply_query, bound_search, install_history, mark_correction, to_query
-from .views.common import caption, shared_controls
+from .views.common import caption, one_model_walk, shared_controls
 
 TITLE = "SDPA Lab: why attention divides by √d_k"
 SHORT_TITLE = "SDPA Lab"
@@ -153,11 +153,12 @@ class Page(param.Parameterized):
         if self.lab.shown != "alignment" and self.lab.playing:
             self.lab.playing = False
         new = self.view(self.lab.view)
-        if self.content.objects and self.content.objects[0] is not new:
-            # the tour shows the other views' objects inside itself: take the old view off the page
-            # before the new one goes on, so Panel's clean-up of the old never reaches the new one's models
-            self.content.objects = []
-        self.content.objects = [new]
+        with one_model_walk():
+            if self.content.objects and self.content.objects[0] is not new:
+                # the tour shows the other views' objects inside itself: take the old view off the page
+                # before the new one goes on, so Panel's clean-up of the old never reaches the new one's models
+                self.content.objects = []
+            self.content.objects = [new]
 
     # ---- template ---------------------------------------------------------------------------------
     def share_controls(self) -> pn.Row:

@@ -17,7 +17,7 @@ from ..grading import grade, recap, split_feedback, step_state
 from ..tour import SELF_CHECK, STEPS, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import ANSWER, HEADING, caption, details_html, heading, held, prerendering, set_html
+from .common import ANSWER, HEADING, caption, details_html, heading, held, one_model_walk, prerendering, set_html
 
 END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
@@ -116,7 +116,8 @@ class Tour(pn.viewable.Viewer):
         """Open ``step`` as the tour sets it up: its settings, every other setting at its default."""
         step = min(max(int(step), 1), len(STEPS))
         if step != self.lab.step or self.lab.view != "tour":
-            apply_query(step_query(step), self.lab, self.train)
+            with one_model_walk():
+                apply_query(step_query(step), self.lab, self.train)
 
     @held
     def _show_step(self, *_):
