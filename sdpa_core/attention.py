@@ -156,7 +156,6 @@ def _backward_from_weights(q, k, v, w, grad_out, scale: float, slope=None, dq_on
     q, k, v = (a.astype(w.dtype, copy=False) for a in (q, k, v))
     g = grad_out.astype(w.dtype, copy=False)
     with np.errstate(over="ignore", invalid="ignore"):
-        dv = None if dq_only else w.swapaxes(-1, -2) @ g
         dz = g @ v.swapaxes(-1, -2)  # dW, then turned into dZ in place
         dz -= np.einsum("...ij,...ij->...i", dz, w)[..., None]  # rowsum(W * dW) without an L x S temporary
         dz *= w  # dZ / scale: scale goes on the smaller products
@@ -166,6 +165,7 @@ def _backward_from_weights(q, k, v, w, grad_out, scale: float, slope=None, dq_on
         if dq_only:
             return _unbroadcast(dq, q.shape).astype(dtype, copy=False), None, None
         dk = _times_fresh(dz.swapaxes(-1, -2) @ q, scale)
+        dv = w.swapaxes(-1, -2) @ g
         return tuple(_unbroadcast(d, a.shape).astype(dtype, copy=False) for d, a in ((dq, q), (dk, k), (dv, v)))
 
 

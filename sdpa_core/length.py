@@ -118,8 +118,10 @@ def length_path(
         if all(f == factors[0] for f in factors):  # one softmax over the longest row, summed by segments
             top, own, ent = _prefix_stats(spec.capped(factors[0] * base[:, : n[-1]]), n)
         else:  # the factor depends on n (SSMax): each length's logits are their own
-            top, own, ent = (np.stack(a) for a in zip(*(
-                _row_stats(spec.capped(f * base[:, :length])) for f, length in zip(factors, n))))
+            top, own, ent = (
+                np.stack(a)
+                for a in zip(*(_row_stats(spec.capped(f * base[:, :length])) for f, length in zip(factors, n)))
+            )
         for m, v in zip(metrics, (top, own, ent, ent / np.log(n)[:, None])):  # (N, samples) each
             out[m][r] = v.mean(axis=1)
             out["spread"][m][r] = v.std(axis=1)
@@ -154,8 +156,8 @@ def _pairs(seed: int, m: int, n: int, d: int, sigma: float, rho: float, cosines:
     rest[:, 0] *= c
     k_len = np.hypot(along, rest)
     with np.errstate(invalid="ignore", divide="ignore"):
-        cosines = np.where(k_len > 0, along / np.where(k_len > 0, k_len, 1.0), 0.0)
-    return dots, cosines
+        cos = np.where(k_len > 0, along / np.where(k_len > 0, k_len, 1.0), 0.0)
+    return dots, cos
 
 
 #: The largest draw along q that :func:`_along` keeps (8 MB; the page's is 128 x 4096, 4 MB).

@@ -146,8 +146,12 @@ def query_gradient_norms(
         dq = _rule_backward(q, k, v, g, r, alpha, temperature, causal, dq_only=True)[0]
         norms = np.linalg.norm(dq, axis=-1)  # (reps, n)
         scale = logit_scale(d_k, r, alpha=alpha, temperature=temperature, n=_length(r, k))  # every draw's
-        floor = np.array([_round_off(*a, g[i], r, alpha, temperature, shared=shared[i], scale=scale)
-                          for i, a in enumerate(draws)])
+        floor = np.array(
+            [
+                _round_off(qi, ki, vi, g[i], r, alpha, temperature, shared=shared[i], scale=scale)
+                for i, (qi, ki, vi) in enumerate(draws)
+            ]
+        )
         floor = np.broadcast_to(floor[:, None], norms.shape)
         if flush_round_off:
             norms[norms < floor] = 0.0
@@ -325,8 +329,7 @@ def _round_off_pieces(q, k, v, g, normalizes: bool, parts=None, shared=None) -> 
     return gv, exp, float(k_mant[top]), int(k_exp[top]), low_q
 
 
-def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=None, shared=None,
-               scale=None) -> float:
+def _round_off(q, k, v, g, rule: str, alpha: float, temperature: float, parts=None, shared=None, scale=None) -> float:
     """``dq_floor`` of :func:`rule_readouts` for float64 (n, d) arrays (arguments already checked; ``parts``:
     :func:`_scaled_parts` of them, when the caller has it; ``shared``: a dict kept across the rules of one
     draw, which holds :func:`_round_off_pieces` once per kind of rule; ``scale``: the rule's
