@@ -11,9 +11,11 @@ import panel as pn
 
 try:
     from web.page import create_app
+    from web.views.common import one_model_walk
 except ImportError:  # `panel serve web/app.py` from a checkout: make the repository root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from web.page import create_app
+    from web.views.common import one_model_walk
 
 # KaTeX for the formulas ships inside Panel's dist (self-hostable, no CDN); the text is our own,
 # so the HTML sanitiser (which would import nh3) stays off: Markdown/HTML panes default to
@@ -23,5 +25,5 @@ pn.extension("katex", sizing_mode="stretch_width", notifications=False, loading_
 if pn.state.served or __name__ == "__main__":  # __main__ is the Pyodide worker
     # Each root the template adds would make Bokeh walk the document's whole model graph again (about 11
     # walks of ~2,500 models); frozen, it walks it once, at the end. The same models and ids either way.
-    with pn.state.curdoc.models.freeze():
+    with one_model_walk():
         create_app().servable(title="SDPA Lab")

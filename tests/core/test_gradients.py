@@ -41,7 +41,9 @@ def test_rule_gradients_match_torch_autograd(torch, rule, causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_query_gradient_norms_are_the_rows_of_dq(causal):
     """query_gradient_norms stacks ||dL/dq_i|| of each draw (seed, seed+1, ...) for every rule: its one
-    batched, dq-only backward pass per rule gives rule_gradients' dq of each draw alone."""
+    batched, dq-only backward pass per rule gives rule_gradients' dq of each draw alone, to 1e-12 relative
+    above each row's round-off floor (below it a norm is round-off, which the kernel and path decide: 14
+    unscaled rows here sit at 1e-17 of their floor)."""
     norms = sc.query_gradient_norms(8, 64, RULE_NAMES, reps=3, seed=11, rho=0.3, sigma=1.7, causal=causal)
     for rule in RULE_NAMES:
         rows = []
@@ -49,7 +51,9 @@ def test_query_gradient_norms_are_the_rows_of_dq(causal):
             q, k, v = sc.draw_qkv(8, 64, rho=0.3, sigma=1.7, seed=s)
             dq = sc.rule_gradients(q, k, v, sc.upstream_gradient(8, 64, seed=s), rule, causal=causal)[0]
             rows.append(np.linalg.norm(dq, axis=-1))
-        np.testing.assert_allclose(norms[rule], np.concatenate(rows), rtol=1e-12, err_msg=rule)
+        want = np.concatenate(rows)
+        off = np.abs(norms[rule] - want) - (1e-12 * want + norms.floors[rule])
+        assert (off <= 0).all(), (rule, norms[rule][off > 0], want[off > 0])
 
 
 def test_query_gradient_norms_carry_each_rows_round_off_floor():

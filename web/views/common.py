@@ -33,8 +33,9 @@ def held(method):
 @contextlib.contextmanager
 def one_model_walk():
     """Let Bokeh walk the document's models once, at the end of the block: otherwise every change to a
-    layout's children walks all of them again (about 7,000 on the tour: 7 walks when a step swaps its view,
-    a third of the worker's time). The walk happens even when the block fails."""
+    layout's children walks all of them again (7 walks of ~1,050 models when tour step 4 swaps in its view,
+    a third of the worker's time there), and each root the page's template adds one more. The walk happens
+    even when the block fails."""
     doc = pn.state.curdoc
     models = getattr(doc, "models", None)
     if models is None:
@@ -50,7 +51,7 @@ def one_model_walk():
 
 def set_data(source, data: dict) -> None:
     """``source.data = data``, sending only the columns that changed when every other column is equal to
-    the one shown (a rule's label on each of its rows: 1,280 strings a saturation notch, encoded one by
+    the one shown (a rule's label on each of its rows: 1,024 strings a saturation notch, encoded one by
     one, against two numeric columns sent as buffers). Any other change replaces the whole table."""
     old = source.data
     if set(old) != set(data):
