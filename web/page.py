@@ -19,6 +19,7 @@ from .tour import STEPS
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS
 from .urlstate import KEYS, apply_query, bound_search, install_history, mark_correction, to_query
 from .views.common import caption, one_model_walk, shared_controls
+from .views.tour import install_step_scroll
 
 TITLE = "SDPA Lab: why attention divides by √d_k"
 SHORT_TITLE = "SDPA Lab"
@@ -320,6 +321,7 @@ def create_app(search: str | None = None):
         page.notices = cut + page.notices
     a11y.install(pn.state.curdoc)
     dark_figures.install(pn.state.curdoc)   # the plots' colours follow prefers-color-scheme
+    install_step_scroll(pn.state.curdoc)    # a new tour step opens at its top
     install_history(pn.state.curdoc)  # slider moves replace the history entry; view changes push one
     collapse_sidebar_on_phones(pn.state.curdoc)
     mark_embedded(pn.state.curdoc)

@@ -42,25 +42,28 @@ class Saturation(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.sources = {m: {r: ColumnDataSource({"d_k": [], "mean": [], "lo": [], "hi": []}) for r in sc.RULE_NAMES}
-                        for m in PLOTS}
+        # one source per rule for its three metrics (columns "<metric> mean", "<metric> lo", "<metric> hi"):
+        # each source is three models, created, sent and rebuilt in the browser when the view first shows
+        self.sources = {r: ColumnDataSource({"d_k": [], "rule": [], **{f"{m} {c}": [] for m in PLOTS
+                                                                      for c in ("mean", "lo", "hi")}})
+                        for r in sc.RULE_NAMES}
         self.lines, self.marks, self.figs = {}, {}, {}
         self.renderers = {r: [] for r in sc.RULE_NAMES}   # every glyph of a rule, shown or hidden together
         self.uniform = ColumnDataSource({"d_k": [], "y": []})
         for metric, (title, ylabel, loc) in PLOTS.items():
             p = make_figure(title=title, x_label="d_k", y_label=ylabel, height=360, x_axis_type="log",
-                            hover=[("rule", "@rule"), ("d_k", "@d_k"), ("mean", "@mean{0.000}")])
+                            hover=[("rule", "@rule"), ("d_k", "@d_k"), ("mean", f"@{{{metric} mean}}{{0.000}}")])
             if metric == "entropy":
                 p.line("d_k", "y", source=self.uniform, color=THEORY_COLOR, line_dash="dashed", line_width=1.5,
                        legend_label="uniform: log n")
             for rule in sc.RULE_NAMES:
-                src = self.sources[metric][rule]
+                src = self.sources[rule]
                 label = RULE_LABELS[rule]
-                band = p.varea(x="d_k", y1="lo", y2="hi", source=src, fill_color=rule_color(rule), fill_alpha=0.15,
-                               legend_label=label)
-                self.lines[(metric, rule)] = p.line("d_k", "mean", source=src, color=rule_color(rule), line_width=2.5,
-                                                    line_dash=rule_dash(rule), legend_label=label)
-                dots = p.scatter("d_k", "mean", source=src, color=rule_color(rule), size=5, legend_label=label)
+                band = p.varea(x="d_k", y1=f"{metric} lo", y2=f"{metric} hi", source=src, fill_color=rule_color(rule),
+                               fill_alpha=0.15, legend_label=label)
+                self.lines[(metric, rule)] = p.line("d_k", f"{metric} mean", source=src, color=rule_color(rule),
+                                                    line_width=2.5, line_dash=rule_dash(rule), legend_label=label)
+                dots = p.scatter("d_k", f"{metric} mean", source=src, color=rule_color(rule), size=5, legend_label=label)
                 self.renderers[rule] += [band, self.lines[(metric, rule)], dots]
             mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
             p.add_layout(mark)
@@ -108,11 +111,12 @@ class Saturation(pn.viewable.Viewer):
         if s is None:
             return
         d = s.d_k.astype(float)
-        for metric in PLOTS:
-            for rule in sc.RULE_NAMES:
+        for rule in sc.RULE_NAMES:
+            data = {"d_k": d, "rule": [RULE_LABELS[rule]] * len(d)}
+            for metric in PLOTS:
                 m, sp = s.mean[metric][rule], s.spread[metric][rule]
-                set_data(self.sources[metric][rule], {"d_k": d, "mean": m, "lo": m - sp, "hi": m + sp,
-                                                      "rule": [RULE_LABELS[rule]] * len(d)})
+                data.update({f"{metric} mean": m, f"{metric} lo": m - sp, f"{metric} hi": m + sp})
+            set_data(self.sources[rule], data)
         self.uniform.data = {"d_k": d, "y": np.full(len(d), np.log(self.lab.n))}
 
     def _update_note(self, *_):

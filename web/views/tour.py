@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import sys
 
 import panel as pn
 import param
+from bokeh.models import CustomJS
 
 from ..options import VIEW_LABELS
 from ..state import LabState
@@ -41,20 +43,18 @@ class Tour(pn.viewable.Viewer):
         super().__init__(**params)
         lab = self.lab
         self.title = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10, 0, 10))
-        self.prev = pn.widgets.Button(label="← Previous step", color="primary", variant="outline", width=150)
-        self.next = pn.widgets.Button(label="Next step →", color="primary", width=150)
+        self.prev = pn.widgets.Button(label="← Previous step", color="primary", variant="outline", width=150,
+                                      css_classes=[STEP_MOVER])
+        self.next = pn.widgets.Button(label="Next step →", color="primary", width=150, css_classes=[STEP_MOVER])
         self.jump = pn.widgets.Select(name="Go to step", options={f"{i}. {s.title}": i for i, s in enumerate(STEPS, 1)},
-                                      value=lab.step, sizing_mode="stretch_width", max_width=330)
+                                      value=lab.step, sizing_mode="stretch_width", max_width=330,
+                                      css_classes=[STEP_MOVER])
         self.prev.on_click(lambda e: self.go(self.lab.step - 1))
         self.next.on_click(lambda e: self.go(self.lab.step + 1))
         self.jump.param.watch(lambda e: self.go(e.new), ["value"])
+        # a new step opens at its top: STEP_SCROLL_JS (install_step_scroll) scrolls to this card
         self.card = pn.Column(sizing_mode="stretch_width", margin=(0, 10, 8, 10), styles={**CARD_STYLES, **EMBED_TOUR["card"]},
-                              stylesheets=[CSS, CARD_CSS])
-        # a new step opens at its top, in the browser at the click (no round trip): a phone kept the old
-        # scroll position and opened the next step in its middle
-        for widget in (self.prev, self.next):
-            widget.js_on_click(args={"card": self.card}, code=SCROLL_TO_CARD)
-        self.jump.jscallback(args={"card": self.card}, value=SCROLL_TO_CARD)
+                              stylesheets=[CSS, CARD_CSS], css_classes=[STEP_CARD])
         self.question = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self.predict = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         # on a 320 px phone the three choices and the long "Leave the tour here: ..." label are wider than the
@@ -243,12 +243,45 @@ def show_parts(layout, *, heading: bool, answers: bool) -> None:
 
 #: Scrolls the page to the step card's top: Panel's header bar is not sticky, so the card's own top is
 #: the step's.
-SCROLL_TO_CARD = """
-const view = Bokeh.index.find_one(card);
-if (view != null && view.el != null) {
-  view.el.scrollIntoView({block: 'start', behavior: 'instant'});
+#: The CSS classes of the tour's card and of the controls that open another step (web/views/tour.py).
+STEP_CARD, STEP_MOVER = "sdpa-step-card", "sdpa-step-mover"
+
+#: A new step opens at its top, in the browser at the click or the pick (no round trip): a phone kept the
+#: old scroll position and opened the next step in its middle. One listener on the document, not Panel's
+#: js_on_click/jscallback: each of those is a link Panel looks for in the whole document (~1,000 models
+#: at the saturation step) at every layout change, about an eighth of a step's time in the worker.
+STEP_SCROLL_JS = """
+if (!window.__sdpaStepScroll) {
+  window.__sdpaStepScroll = true;
+  const CARD = %(card)s, MOVER = %(mover)s;
+  const has = (el, cls) => el != null && el.classList != null && el.classList.contains(cls);
+  function card() {                 // the card's view, through Bokeh's views (the page is in shadow roots)
+    const stack = [...((window.Bokeh && Bokeh.index && Bokeh.index.roots) || [])];
+    while (stack.length) {
+      const v = stack.pop();
+      if (v.el != null && has(v.el, CARD)) return v.el;
+      stack.push(...(v.child_views || []));
+    }
+    return null;
+  }
+  const follow = (event) => {      // a click on a step button, or a pick in the step list (both composed)
+    if (!event.composedPath().some((el) => has(el, MOVER))) return;
+    const el = card();
+    if (el != null) el.scrollIntoView({block: 'start', behavior: 'instant'});
+  };
+  document.addEventListener('click', follow, true);
+  document.addEventListener('input', follow, true);
 }
 """
+
+
+def install_step_scroll(doc) -> None:
+    """Attach STEP_SCROLL_JS to a Bokeh document (no-op when there is none)."""
+    if doc is not None:
+        doc.js_on_event("document_ready", CustomJS(code=STEP_SCROLL_JS % {
+            "card": json.dumps(STEP_CARD), "mover": json.dumps(STEP_MOVER)}))
+
+
 def call_later(ms: int, fn):
     """Run ``fn`` once, ``ms`` from now, in the page's own loop: the server session's timeout callback
     under ``panel serve``, the event loop in Pyodide. Returns a function that cancels it, or ``None`` where

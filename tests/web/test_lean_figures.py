@@ -1,0 +1,51 @@
+"""Every figure of every view draws each glyph with its renderer's glyph alone (web/theme.py lean_renderers):
+no copies for unselected or muted data, one "all rows" filter per figure. Safe only while nothing on the page
+selects data or mutes a legend entry, which is checked here too."""
+from __future__ import annotations
+
+import panel as pn
+import pytest
+from bokeh.document import Document
+from bokeh.models import (AllIndices, BoxSelectTool, GlyphRenderer, LassoSelectTool, Legend, PolySelectTool,
+                          TapTool)
+
+from web.page import VIEWS, Page
+from web.theme import make_figure
+
+SELECTING = (TapTool, BoxSelectTool, LassoSelectTool, PolySelectTool)
+
+
+def figures(layout) -> list:
+    return [pane.object for pane in layout.select(pn.pane.Bokeh)]
+
+
+@pytest.mark.parametrize("name", [v for v in VIEWS if v not in ("tour", "questions")])
+def test_every_glyph_is_drawn_by_its_own_glyph_only(name):
+    figs = figures(Page().view(name))
+    assert figs, f"the {name} view has no figure"
+    for fig in figs:
+        renderers = [r for r in fig.renderers if isinstance(r, GlyphRenderer)]
+        assert renderers, fig.title.text
+        for r in renderers:
+            assert r.nonselection_glyph is None and r.muted_glyph is None, (fig.title.text, r.glyph)
+        # one filter for the figure; each renderer keeps its own view (a view holds its source's indices)
+        assert len({id(r.view.filter) for r in renderers}) == 1, fig.title.text
+        assert isinstance(renderers[0].view.filter, AllIndices)
+        assert len({id(r.view) for r in renderers}) == len(renderers), fig.title.text
+        # what makes the copies unneeded: no tool selects data, no legend mutes
+        assert not [t for t in fig.tools if isinstance(t, SELECTING)], fig.title.text
+        assert all(leg.click_policy != "mute" for leg in fig.select(type=Legend)), fig.title.text
+
+
+def test_a_figure_sends_one_glyph_per_renderer_and_one_filter():
+    """Counted in the document the page sends: Bokeh's glyph methods alone give three glyph models and a
+    filter per renderer."""
+    p = make_figure(title="t", x_label="x", y_label="y")
+    p.line([1, 2], [1, 2], legend_label="a")
+    p.scatter([1, 2], [1, 2], legend_label="a")
+    p.varea(x=[1, 2], y1=[0, 0], y2=[1, 2], legend_label="b")
+    doc = Document()
+    doc.add_root(p)
+    kinds = [type(m).__name__ for m in doc.models]
+    assert sorted(k for k in kinds if k in ("Line", "Scatter", "VArea")) == ["Line", "Scatter", "VArea"]
+    assert kinds.count("AllIndices") == 1 and kinds.count("CDSView") == 3
