@@ -16,8 +16,9 @@ import numpy as np
 import sdpa_core as sc
 from sdpa_core import hf_config, real_models
 
+from . import claims
 from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, GRADIENT_ROWS, HIST_SAMPLES, LENGTH_RULES, LENGTH_SAMPLES,
-                      MODEL_N, MODEL_SAMPLES, PRECISION_N, RHO_STEPS, SWEEP_BUDGET)
+                      MAX_PLAYGROUND_WORK, MODEL_N, MODEL_SAMPLES, PRECISION_N, RHO_STEPS, SWEEP_BUDGET)
 
 #: The real-models calculator's own fields (besides ``preset``).
 MODEL_FIELDS = ("d_model", "heads", "init_std", "layernorm", "qk_norm", "model_scale")
@@ -35,6 +36,47 @@ class Result:
 def effective_samples(s) -> int:
     """Sweep samples per d_k after the work cap (samples * n * n <= SWEEP_BUDGET)."""
     return int(max(4, min(s.samples, SWEEP_BUDGET // (s.n * s.n))))
+
+
+def _playground(s) -> dict:
+    """Both sides of the playground (no scaling and the chosen rule): weights, readouts, the gradient reaching
+    each query, and the verdict's sentences, set together so every watcher sees the weights and the sentence
+    about them at once."""
+    n, d_k = s.n, s.d_k
+    assert n * n * d_k <= MAX_PLAYGROUND_WORK
+    dtype = np.dtype(s.dtype).type
+    q, k, v = sc.draw_qkv(n, d_k, sigma=s.sigma, rho=s.rho, seed=s.seed, dtype=dtype)
+    g = sc.upstream_gradient(n, d_k, seed=s.seed, dtype=dtype)
+    knobs = {"alpha": s.alpha, "temperature": s.temperature, "causal": s.causal}
+    # each side's weights, readouts and gradient reaching q; 1/sqrt(d_k)'s median row is the reference
+    # a starved row is measured against
+    out = {r: sc.rule_readouts(q, k, v, g, r, **knobs) for r in dict.fromkeys(("none", s.rule, "sqrt"))}
+    ref = float(np.median(out["sqrt"]["dq_norms"]))
+    sides = {}
+    for side, rule in (("none", "none"), ("rule", s.rule)):
+        r = out[rule]
+        # below dq_floor a norm is float64 round-off (a saturated row's 1e-60 comes out as 1e-19 in
+        # CPython, 1e-22 in Pyodide): it reads "≈ 0", and no row is counted against a reference
+        # whose 1/1000 is below it
+        floor = max(r["dq_floor"], out["sqrt"]["dq_floor"])
+        grad = {"floor": r["dq_floor"], **claims.gradient_figures(r["dq_norms"], ref, floor)}
+        stats = {**r["stats"], "grad_floor": grad["floor"], "grad_median": grad["median"],
+                 "grad_total": grad["total"], "grad_starved": grad["starved"],
+                 **claims.output_figures(r["weights"], v)}
+        sides[side] = {"rule": rule, "weights": r["weights"], "stats": stats, "overflow": r["overflow"],
+                       "nan_rows": r["nan_rows"], "scale": r["scale"], "grad": grad}
+    at_rho0 = None
+    if s.rho > 0 and s.rule != "none":
+        # what aligning q and k did: the rule on the same draw (same q and z) at ρ = 0
+        q0, k0, v0 = sc.draw_qkv(n, d_k, sigma=s.sigma, rho=0.0, seed=s.seed, dtype=dtype)
+        at_rho0 = sc.rule_readouts(q0, k0, v0, g, s.rule, **knobs)["stats"]["saturated"]
+        with np.errstate(all="ignore"):   # float16 logits past 65504 are inf: their mean is too
+            matched = float(np.diagonal(out[s.rule]["logits"]).astype(np.float64).mean())
+        theory = sc.settings_logit_moments(d_k, sigma=s.sigma, rho=s.rho, rule=s.rule, alpha=s.alpha,
+                                           temperature=s.temperature, n=n)["m"]
+        sides["rule"]["matched"] = (matched, theory)
+    text = claims.verdict(sides, n=n, d_k=d_k, dtype=s.dtype, rho=s.rho, causal=s.causal, at_rho0=at_rho0)
+    return {"playground": sides, "verdict": text}
 
 
 def _sweep(s) -> dict:
@@ -98,6 +140,9 @@ def _knobs(s) -> tuple:
 
 #: Every lazily computed result, by name (its timing's name in ``LabState.timings``).
 RESULTS: dict[str, Result] = {
+    "playground": Result(
+        ("playground",), lambda s: (s.d_k, s.n, s.sigma, s.rho, s.seed, s.rule, *_knobs(s), s.causal, s.dtype),
+        _playground),
     "dots": Result(
         ("variance",), lambda s: (s.d_k, s.sigma, s.rho, s.seed, s.rule, *_knobs(s), s.n),
         lambda s: {"dots": sc.dot_histograms(s.d_k, sigma=s.sigma, rho=s.rho, seed=s.seed, rule=s.rule, alpha=s.alpha,

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import param
 
 import sdpa_core as sc
 from sdpa_core import real_models
 
-from . import claims
 from .options import (MAX_D_MODEL, DIAL_S_MAX, D_K_OPTIONS, DTYPES, KNOB_WORDS, LR_OPTIONS, MAX_D_K, MAX_N,
-                      MAX_PLAYGROUND_WORK, MAX_TRAIN_STEPS, ONLY_PLAYGROUND, ORDER_LABELS, PRECISION_N, RULE_LABELS,
+                      MAX_TRAIN_STEPS, ONLY_PLAYGROUND, ORDER_LABELS, PRECISION_N, RULE_LABELS,
                       SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEWS, WHY_UNUSED, nearest_option)
 from .results import MODEL_FIELDS, RESULTS, effective_samples
 from .settings import SHARED_SETTINGS, VIEW_SETTINGS
@@ -82,7 +80,8 @@ class LabState(param.Parameterized):
                                               "{'error': message} when heads does not divide d_model.")
     config_model = param.Dict(default=None, doc="The head ``hf_config`` sets at initialisation: {'head': "
                                                 "ConfigHead, **head_at_init}, {'error': message}, or None.")
-    playground = param.Dict(default=None, doc="Both sides of the playground: weights, logits, readouts, gradients.")
+    playground = param.Dict(default=None, doc="Both sides of the playground: weights, logits, readouts, gradients "
+                                              "(computed while the playground is shown: web/results.py).")
     verdict = param.String(default="", doc="Plain sentences comparing no scaling with the chosen rule "
                                            "(published together with ``playground``).")
     dial = param.Dict(default=None, doc="The logit dial at s: weights, entropy, gradient spread, two-token curve.")
@@ -99,8 +98,6 @@ class LabState(param.Parameterized):
     precision = param.Parameter(default=None, doc="sdpa_core.PrecisionSweep (half-precision view).")
     timings = param.Dict(default={}, doc="Seconds spent on the last computation of each result.")
 
-    _playground_deps = ["d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "causal", "dtype"]
-
     def __init__(self, **params):
         self._keys: dict[str, tuple] = {}   # what each of RESULTS was last computed for
         super().__init__(**params)
@@ -111,48 +108,6 @@ class LabState(param.Parameterized):
     def _clamp_query(self):
         if self.query > self.n - 1:
             self.query = self.n - 1
-
-    @param.depends(*_playground_deps, watch=True, on_init=True)
-    def _compute_playground(self):
-        t0 = time.perf_counter()
-        n, d_k = self.n, self.d_k
-        assert n * n * d_k <= MAX_PLAYGROUND_WORK
-        dtype = np.dtype(self.dtype).type
-        q, k, v = sc.draw_qkv(n, d_k, sigma=self.sigma, rho=self.rho, seed=self.seed, dtype=dtype)
-        g = sc.upstream_gradient(n, d_k, seed=self.seed, dtype=dtype)
-        knobs = {"alpha": self.alpha, "temperature": self.temperature, "causal": self.causal}
-        # each side's weights, readouts and gradient reaching q; 1/sqrt(d_k)'s median row is the reference
-        # a starved row is measured against
-        out = {r: sc.rule_readouts(q, k, v, g, r, **knobs) for r in dict.fromkeys(("none", self.rule, "sqrt"))}
-        ref = float(np.median(out["sqrt"]["dq_norms"]))
-        sides = {}
-        for side, rule in (("none", "none"), ("rule", self.rule)):
-            r = out[rule]
-            # below dq_floor a norm is float64 round-off (a saturated row's 1e-60 comes out as 1e-19 in
-            # CPython, 1e-22 in Pyodide): it reads "≈ 0", and no row is counted against a reference
-            # whose 1/1000 is below it
-            floor = max(r["dq_floor"], out["sqrt"]["dq_floor"])
-            grad = {"floor": r["dq_floor"], **claims.gradient_figures(r["dq_norms"], ref, floor)}
-            stats = {**r["stats"], "grad_floor": grad["floor"], "grad_median": grad["median"],
-                     "grad_total": grad["total"], "grad_starved": grad["starved"],
-                     **claims.output_figures(r["weights"], v)}
-            sides[side] = {"rule": rule, "weights": r["weights"], "stats": stats, "overflow": r["overflow"],
-                           "nan_rows": r["nan_rows"], "scale": r["scale"], "grad": grad}
-        at_rho0 = None
-        if self.rho > 0 and self.rule != "none":
-            # what aligning q and k did: the rule on the same draw (same q and z) at ρ = 0
-            q0, k0, v0 = sc.draw_qkv(n, d_k, sigma=self.sigma, rho=0.0, seed=self.seed, dtype=dtype)
-            at_rho0 = sc.rule_readouts(q0, k0, v0, g, self.rule, **knobs)["stats"]["saturated"]
-            with np.errstate(all="ignore"):   # float16 logits past 65504 are inf: their mean is too
-                matched = float(np.diagonal(out[self.rule]["logits"]).astype(np.float64).mean())
-            theory = sc.settings_logit_moments(d_k, sigma=self.sigma, rho=self.rho, rule=self.rule, alpha=self.alpha,
-                                               temperature=self.temperature, n=n)["m"]
-            sides["rule"]["matched"] = (matched, theory)
-        text = claims.verdict(sides, n=n, d_k=d_k, dtype=self.dtype, rho=self.rho, causal=self.causal,
-                              at_rho0=at_rho0)
-        # one update: every watcher sees the new weights and the sentence about them together
-        self.param.update(playground=sides, verdict=text,
-                          timings={**self.timings, "playground": time.perf_counter() - t0})
 
     # ---- the real-models calculator ---------------------------------------------------------------
     _model_fields = MODEL_FIELDS
@@ -200,8 +155,8 @@ class LabState(param.Parameterized):
         return out
 
     # ---- lazily computed sweeps: only for the view that shows them -----------------------------
-    @param.depends("view", "step", "d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "samples",
-                   "dial_s", "preset", "hf_config", *_model_fields, watch=True)
+    @param.depends("view", "step", "d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "causal", "dtype",
+                   "samples", "dial_s", "preset", "hf_config", *_model_fields, watch=True)
     def _refresh_lazy(self):
         shown = self.shown
         for name, result in RESULTS.items():

@@ -30,6 +30,26 @@ def test_changing_d_k_updates_the_readouts(lab):
     assert lab.playground["rule"]["stats"]["logit_std"] == pytest.approx(1.0, rel=0.3)
 
 
+def test_the_playground_is_computed_while_it_is_shown_and_for_the_settings_of_then():
+    """Another view's notch leaves the playground alone (it was ~8% of a saturation notch); showing the
+    playground computes it at the settings of that moment, as a fresh state at those settings has it."""
+    lab = LabState(view="saturation")
+    assert lab.playground is None and "playground" not in lab.timings
+    events = []
+    lab.param.watch(lambda *e: events.extend(e), ["playground", "verdict"])
+    lab.param.update(d_k=512, rho=0.3, causal=True, dtype="float16")
+    assert events == [] and lab.playground is None
+    lab.view = "playground"
+    fresh = LabState(view="playground", d_k=512, rho=0.3, causal=True, dtype="float16")
+    assert lab.verdict == fresh.verdict and lab.verdict
+    for side in ("none", "rule"):
+        np.testing.assert_array_equal(lab.playground[side]["weights"], fresh.playground[side]["weights"])
+    lab.view = "variance"
+    lab.d_k = 64
+    assert lab.playground["none"]["weights"].shape == fresh.playground["none"]["weights"].shape
+    np.testing.assert_array_equal(lab.playground["none"]["weights"], fresh.playground["none"]["weights"])
+
+
 def test_unscaled_logit_std_grows_like_sqrt_d_k(lab):
     """The unscaled logit std at d_k = 1024 is about sqrt(1024) = 32 times sigma^2."""
     lab.d_k = 1024
