@@ -34,6 +34,11 @@ def step_state(step: Step):
 _STEP_STATES: dict = {}
 
 
+def prepared_state(step: Step):
+    """The ``LabState`` :func:`step_state` computed for ``step``, or None if it has not (never computes)."""
+    return _STEP_STATES.get(step.key, (None, None))[0]
+
+
 def _runs_are_the_steps(step: Step, train) -> bool:
     """The training step's runs cannot be recomputed (they are the learner's): graded only while they
     have the step's settings."""

@@ -9,6 +9,7 @@ All maths comes from ``sdpa_core``; this module only chooses what to compute and
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import param
 
@@ -100,6 +101,8 @@ class LabState(param.Parameterized):
 
     def __init__(self, **params):
         self._keys: dict[str, tuple] = {}   # what each of RESULTS was last computed for
+        self._values: dict[str, dict] = {}  # and the parameters it set then
+        self._donor: LabState | None = None
         super().__init__(**params)
         self._refresh_lazy()
 
@@ -165,15 +168,34 @@ class LabState(param.Parameterized):
 
     def _refresh(self, name: str) -> None:
         """Compute ``RESULTS[name]`` unless the settings it reads are those it was computed for; its
-        parameters and its time (``timings``) are set in one update."""
+        parameters and its time (``timings``) are set in one update. Inside :meth:`results_from`, a result
+        the donor holds for the same settings is taken from it instead (its time stays the last computed)."""
         result = RESULTS[name]
         key = result.key(self)
         if self._keys.get(name) == key:
             return
+        donor = self._donor
+        if donor is not None and donor._keys.get(name) == key:
+            self._keys[name], self._values[name] = key, donor._values[name]
+            self.param.update(**donor._values[name])
+            return
         t0 = time.perf_counter()
         values = result.compute(self)
-        self._keys[name] = key
+        self._keys[name], self._values[name] = key, values
         self.param.update(**values, timings={**self.timings, name: time.perf_counter() - t0})
+
+    @contextmanager
+    def results_from(self, donor: LabState | None):
+        """Within the block, take from ``donor`` (another state, read only) every result it computed for
+        the settings this state needs, instead of computing it again: the tour grades a step at its own
+        settings while the reader reads the step before (web/grading.py step_state), so "Next step" to
+        those settings needs none of its views' sweeps computed at the click. The results are shared, never
+        changed in place (as every view treats them)."""
+        self._donor = donor
+        try:
+            yield
+        finally:
+            self._donor = None
 
     def effective_samples(self) -> int:
         """Samples per d_k after the work cap (samples * n * n <= SWEEP_BUDGET)."""

@@ -15,7 +15,7 @@ from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, PHONE, VERDICT_STYLES
 from ..figure_labels import veil
-from ..grading import grade, recap, split_feedback, step_state
+from ..grading import grade, prepared_state, recap, split_feedback, step_state
 from ..tour import SELF_CHECK, STEPS, on_the_learners_runs, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
@@ -116,7 +116,8 @@ class Tour(pn.viewable.Viewer):
         """Open ``step`` as the tour sets it up: its settings, every other setting at its default."""
         step = min(max(int(step), 1), len(STEPS))
         if step != self.lab.step or self.lab.view != "tour":
-            with one_model_walk():
+            # the step's results as prepare_ahead computed them at its settings, when it did
+            with one_model_walk(), self.lab.results_from(prepared_state(STEPS[step - 1])):
                 apply_query(step_query(step), self.lab, self.train)
 
     @held
