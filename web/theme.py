@@ -5,7 +5,7 @@ and also differ in dash pattern; heatmaps use viridis (perceptually uniform, rea
 """
 from __future__ import annotations
 
-from bokeh.models import AllIndices, CDSView, GlyphRenderer, HoverTool, Legend, LegendItem
+from bokeh.models import AllIndices, CDSView, GlyphRenderer, HoverTool, Legend, LegendItem, Span
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
@@ -125,6 +125,15 @@ def make_figure(*, title: str, x_label: str, y_label: str, height: int = 300, to
     lean_renderers(p)
     name_figure(p)   # role and label for screen readers, from its title, axes and (views say) its claim
     return p
+
+
+def control_mark(location: float) -> Span:
+    """The dashed line that marks where a view's main control is (d_k, ρ, a model's width) on a figure.
+
+    At Bokeh's overlay level: when only the mark moves (a d_k notch leaves a sweep as it is), BokehJS
+    repaints the figure's overlay canvas alone, not every glyph of the figure under it."""
+    return Span(location=location, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5,
+                level="overlay")
 
 
 def lean_renderers(p) -> None:

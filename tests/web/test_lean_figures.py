@@ -7,10 +7,10 @@ import panel as pn
 import pytest
 from bokeh.document import Document
 from bokeh.models import (AllIndices, BoxSelectTool, GlyphRenderer, LassoSelectTool, Legend, PolySelectTool,
-                          TapTool)
+                          Span, TapTool)
 
 from web.page import VIEWS, Page
-from web.theme import make_figure
+from web.theme import MARK_COLOR, make_figure
 
 SELECTING = (TapTool, BoxSelectTool, LassoSelectTool, PolySelectTool)
 
@@ -49,3 +49,19 @@ def test_a_figure_sends_one_glyph_per_renderer_and_one_filter():
     kinds = [type(m).__name__ for m in doc.models]
     assert sorted(k for k in kinds if k in ("Line", "Scatter", "VArea")) == ["Line", "Scatter", "VArea"]
     assert kinds.count("AllIndices") == 1 and kinds.count("CDSView") == 3
+
+
+def test_a_controls_mark_moves_on_the_overlay_canvas():
+    """The dashed line marking a main control's value (theme.control_mark) is drawn at the overlay level, so
+    moving it alone repaints no glyph of its figure (BokehJS repaints only the canvas of the levels changed)."""
+    marks = {}
+    for name in VIEWS:
+        if name in ("tour", "questions"):
+            continue
+        for fig in figures(Page().view(name)):
+            for span in fig.select(type=Span):
+                if span.line_color == MARK_COLOR and span.dimension == "height":
+                    marks[(name, fig.title.text)] = span.level
+    # variance (its geometry section too), saturation (three sweeps, two length plots), alignment, precision, models
+    assert {name for name, _ in marks} == {"variance", "saturation", "alignment", "precision", "models"}, marks
+    assert all(level == "overlay" for level in marks.values()), marks

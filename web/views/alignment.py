@@ -7,14 +7,14 @@ import html
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d, Span
+from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d
 
 import sdpa_core as sc
 
 from ..claims import alignment_headline, alignment_summary, flat_maps
 from ..options import ALIGN_MAP_RULES, ALIGN_SAMPLES, MAP_TITLES, RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, HEATMAP, MARK_COLOR, NAN_COLOR, LEAD_STYLES, make_figure, style_legend
+from ..theme import CSS, control_mark, HEATMAP, NAN_COLOR, LEAD_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color, rule_dash,
                      set_html, show_headline)
 from .playground import heatmap_data
@@ -45,7 +45,7 @@ class Alignment(pn.viewable.Viewer):
             for rule in sc.RULE_NAMES:
                 p.line("rho", metric, source=self.sources[rule], color=rule_color(rule), line_dash=rule_dash(rule),
                        line_width=2.5, legend_label=RULE_LABELS[rule])
-            mark = Span(location=lab.rho, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+            mark = control_mark(lab.rho)
             p.add_layout(mark)
             self.marks.append(mark)
             style_legend(p, below=True, ncols=2)

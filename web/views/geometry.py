@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Span
+from bokeh.models import ColumnDataSource
 
 import sdpa_core as sc
 
 from ..claims import geometry_headline
 from ..state import LabState
-from ..theme import CSS, MARK_COLOR, OKABE_ITO, VERDICT_STYLES, make_figure, style_legend
+from ..theme import CSS, control_mark, OKABE_ITO, VERDICT_STYLES, make_figure, style_legend
 from .common import ANSWER, caption, figure_row, heading, held, show_headline
 
 #: Pairs drawn per d_k (exactly, O(1) each): each std within about 2% of its theory.
@@ -37,7 +37,7 @@ class Geometry(pn.viewable.Viewer):
         for key, (label, color, _) in SERIES.items():
             p.line("d_k", "theory", source=self.sources[key], color=color, line_width=2.5, legend_label=label)
             p.scatter("d_k", "y", source=self.sources[key], color=color, size=7, legend_label=label)
-        self.mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+        self.mark = control_mark(64)
         p.add_layout(self.mark)
         style_legend(p, below=True, ncols=1)
         self.fig = p

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Range1d, Span
+from bokeh.models import ColumnDataSource, Range1d
 
 import sdpa_core as sc
 
 from ..claims import length_details, length_factors, length_headline
 from ..options import LENGTH_SAMPLES, RULE_LABELS
 from ..state import LabState
-from ..theme import CSS, MARK_COLOR, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
+from ..theme import CSS, control_mark, THEORY_COLOR, VERDICT_STYLES, make_figure, style_legend
 from .common import ANSWER, beside, caption, control, heading, held, rule_color, rule_dash, set_data, show_headline
 
 #: What the two figures draw: metric -> (title, y label, y axis type).
@@ -45,7 +45,7 @@ class Length(pn.viewable.Viewer):
                 self.lines[(metric, rule)] = p.line("n", "y", source=self.sources[metric][rule], color=rule_color(rule),
                                                     line_width=2.5, line_dash=rule_dash(rule),
                                                     legend_label=RULE_LABELS[rule])
-            mark = Span(location=16, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+            mark = control_mark(16)
             p.add_layout(mark)
             style_legend(p, below=True, ncols=2)
             self.marks[metric], self.figs[metric] = mark, p

@@ -7,14 +7,14 @@ import html
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Range1d, Span
+from bokeh.models import ColumnDataSource, Range1d
 
 from sdpa_core import real_models
 
 from ..claims import VARIANT_LABELS, bug_sentence, fmt, model_headline, model_summary, pct
 from ..options import MAX_D_MODEL, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
+from ..theme import CSS, control_mark, MARK_COLOR, OKABE_ITO, RULE_COLORS, RULE_DASH, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
 from .common import ANSWER, beside, caption, heading, held, set_html, show_headline
 from .config_paste import ConfigPaste
 
@@ -77,7 +77,7 @@ class Models(pn.viewable.Viewer):
                    legend_label=VARIANT_LABELS[v])
         p.scatter("d_model", "std", source=self.here, size=11, color=MARK_COLOR, marker="circle",
                   legend_label="this model, its own scaling")
-        self.width_mark = Span(location=768, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+        self.width_mark = control_mark(768)
         p.add_layout(self.width_mark)
         style_legend(p, below=True, ncols=2)
         self.width_fig = p

@@ -11,7 +11,7 @@ import sdpa_core as sc
 from ..claims import broken_span, first_broken, precision_headline
 from ..options import ORDER_LABELS, PRECISION_N, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, WRAP_BUTTONS, LEAD_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
+from ..theme import CSS, control_mark, WRAP_BUTTONS, LEAD_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
 from .common import ANSWER, beside, caption, control, heading, held, show_headline
 
 DTYPE_NAMES = ("float16", "float32", "float64")
@@ -75,7 +75,7 @@ class Precision(pn.viewable.Viewer):
         legends_below(q, dtype_items, [(f"{k} softmax", kind_items[k]) for k in KIND_DASH])
         self.row_fig = q
         for fig in (p, q):
-            mark = Span(location=lab.d_k, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+            mark = control_mark(lab.d_k)
             fig.add_layout(mark)
             fig._sdpa_mark = mark
         self.order = pn.widgets.RadioButtonGroup.from_param(lab.param.order, label="Where the 1/√d_k scaling happens",

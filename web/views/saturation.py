@@ -8,14 +8,14 @@ import io
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Range1d, Span
+from bokeh.models import ColumnDataSource, Range1d
 
 import sdpa_core as sc
 
 from ..claims import coincident_rules, gradient_summary, saturation_headline, saturation_summary
 from ..options import RULE_LABELS, SAMPLES_OPTIONS, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, MARK_COLOR, THEORY_COLOR, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
+from ..theme import CSS, control_mark, THEORY_COLOR, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, choice_slider, control, details_html, figure_row, heading, held, rule_color,
                      rule_dash, set_data, set_html, show_headline)
 from .length import Length
@@ -65,7 +65,7 @@ class Saturation(pn.viewable.Viewer):
                                                     line_width=2.5, line_dash=rule_dash(rule), legend_label=label)
                 dots = p.scatter("d_k", f"{metric} mean", source=src, color=rule_color(rule), size=5, legend_label=label)
                 self.renderers[rule] += [band, self.lines[(metric, rule)], dots]
-            mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+            mark = control_mark(64)
             p.add_layout(mark)
             style_legend(p, below=True, ncols=2)
             self.marks[metric], self.figs[metric] = mark, p

@@ -6,14 +6,14 @@ import functools
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Label, Range1d, Span
+from bokeh.models import ColumnDataSource, Label, Range1d
 
 import sdpa_core as sc
 
 from ..claims import loglog_summary, variance_headline, variance_summary
 from ..options import D_K_OPTIONS, HIST_SAMPLES, RULE_LABELS, VIEW_HEADINGS
 from ..state import LabState
-from ..theme import CSS, LEAD_STYLES, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
+from ..theme import CSS, control_mark, LEAD_STYLES, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
 from ..figure_labels import describe
 from .geometry import Geometry
 from .common import ANSWER, beside, caption, control, figure_row, heading, held, rule_color, show_headline
@@ -66,7 +66,7 @@ class Variance(pn.viewable.Viewer):
                                           line_width=2)
             self.points[r] = p.scatter("d_k", "std", source=self.std_sources[r], size=8, color=rule_color("none"),
                                        marker="circle" if r == "none" else "square")
-        self.mark = Span(location=64, dimension="height", line_color=MARK_COLOR, line_dash="dashed", line_width=1.5)
+        self.mark = control_mark(64)
         self.mark_label = Label(x=64, y=5, x_units="data", y_units="screen", text="current d_k",
                                 text_font_size="11px", text_color=MARK_COLOR, x_offset=4,
                                 background_fill_color="white", background_fill_alpha=0.85)  # readable over a line
