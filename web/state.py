@@ -174,15 +174,20 @@ class LabState(param.Parameterized):
         key = result.key(self)
         if self._keys.get(name) == key:
             return
-        donor = self._donor
-        if donor is not None and donor._keys.get(name) == key:
-            self._keys[name], self._values[name] = key, donor._values[name]
-            self.param.update(**donor._values[name])
+        held = self._donor.computed(name) if self._donor is not None else None
+        if held is not None and held[0] == key:
+            self._keys[name], self._values[name] = held
+            self.param.update(**held[1])
             return
         t0 = time.perf_counter()
         values = result.compute(self)
         self._keys[name], self._values[name] = key, values
         self.param.update(**values, timings={**self.timings, name: time.perf_counter() - t0})
+
+    def computed(self, name: str) -> tuple[tuple, dict] | None:
+        """``(the settings it was computed for, the parameters it set)`` of ``RESULTS[name]``, or None if this
+        state has not computed it."""
+        return (self._keys[name], self._values[name]) if name in self._values else None
 
     @contextmanager
     def results_from(self, donor: LabState | None):
