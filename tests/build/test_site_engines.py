@@ -45,10 +45,11 @@ const deepAll = (root, sel, out = []) => { out.push(...root.querySelectorAll(sel
   return out; };
 """
 # the d_k slider's handle beside the figure (sitebuild.HANDLE without Playwright's piercing "#main ")
-HANDLE_JS = DEEP_JS + """return deep(document.querySelector('#main'), '.noUi-handle[aria-label="d_k (key/query dimension)"]');"""
+HANDLE = """deep(document.querySelector('#main'), '.noUi-handle[aria-label="d_k (key/query dimension)"]')"""
+HANDLE_JS = DEEP_JS + f"return {HANDLE};"
 # what a step of d_k changes: the handle's value, the headline's numbers, every plot's data, the address
 READING_JS = DEEP_JS + f"""
-const handle = deep(document.querySelector('#main'), '.noUi-handle[aria-label="d_k (key/query dimension)"]');
+const handle = {HANDLE};
 const headline = deepAll(document, 'p.sdpa-headline').find((p) => p.getClientRects().length);
 return {{d_k: handle && handle.getAttribute('aria-valuetext'), headline: headline ? headline.textContent : null,
         plots: ({PLOT_STATE})(), search: location.search}};"""
@@ -122,6 +123,11 @@ def step_d_k(driver, headline: bool = True) -> tuple[dict, dict]:
     until(driver, f"return ({PLOT_STATE})() !== arguments[0]", STEP_S, "redrawn after a step of d_k", before["plots"])
     want = str(D_K_OPTIONS[D_K_OPTIONS.index(int(before["d_k"])) + 1])
     until(driver, "return location.search.includes(arguments[0])", STEP_S, "at the new d_k in the address", f"d_k={want}")
+    # The handle's aria-valuetext is noUiSlider's option index ("13.00") until web/a11y.py's pass, run in the
+    # browser's idle time, writes the shown value: a condition, not a single read (Firefox under load read
+    # the index once).
+    until(driver, DEEP_JS + f"return {HANDLE}?.getAttribute('aria-valuetext') === arguments[0];", STEP_S,
+          "naming the new d_k on the handle", want)
     after = driver.execute_script(READING_JS)
     assert after["d_k"] == want, (before["d_k"], after["d_k"])
     if headline:
