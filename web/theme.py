@@ -5,7 +5,8 @@ and also differ in dash pattern; heatmaps use viridis (perceptually uniform, rea
 """
 from __future__ import annotations
 
-from bokeh.models import AllIndices, CDSView, GlyphRenderer, HoverTool, Legend, LegendItem, Span
+from bokeh.models import (AllIndices, CDSView, ColumnDataSource, GlyphRenderer, HoverTool, Legend, LegendItem, Span,
+                          UnionRenderers)
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
@@ -143,13 +144,18 @@ def lean_renderers(p) -> None:
     data) and its own "all rows" filter: six models a line. The page selects nothing (hover tools only)
     and its legends hide, never mute, so the copies are never drawn; one filter serves every renderer of
     the figure. A view of 8 rules' lines, bands and dots (saturation) sends ~300 models fewer of ~970,
-    each one created, serialised and rebuilt in BokehJS when the view first shows."""
-    rows = AllIndices()
+    each one created, serialised and rebuilt in BokehJS when the view first shows. Likewise every data
+    source of the figure shares one selection policy (stateless; each source had its own), which takes
+    the saturation view from 634 to 604 models."""
+    rows, policy = AllIndices(), UnionRenderers()
 
     def lean(attr, old, new):
         for r in new:
             if isinstance(r, GlyphRenderer) and r.muted_glyph is not None:
                 r.update(nonselection_glyph=None, muted_glyph=None, view=CDSView(filter=rows))
+            source = getattr(r, "data_source", None)
+            if isinstance(source, ColumnDataSource) and source.selection_policy is not policy:
+                source.selection_policy = policy
 
     p.on_change("renderers", lean)
 

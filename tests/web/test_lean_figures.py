@@ -1,12 +1,12 @@
 """Every figure of every view draws each glyph with its renderer's glyph alone (web/theme.py lean_renderers):
-no copies for unselected or muted data, one "all rows" filter per figure. Safe only while nothing on the page
+no copies for unselected or muted data, one "all rows" filter and one selection policy per figure. Safe only while nothing on the page
 selects data or mutes a legend entry, which is checked here too."""
 from __future__ import annotations
 
 import panel as pn
 import pytest
 from bokeh.document import Document
-from bokeh.models import (AllIndices, BoxSelectTool, GlyphRenderer, LassoSelectTool, Legend, PolySelectTool,
+from bokeh.models import (AllIndices, BoxSelectTool, ColumnDataSource, GlyphRenderer, LassoSelectTool, Legend, PolySelectTool,
                           Span, TapTool)
 
 from web.page import VIEWS, Page
@@ -32,6 +32,11 @@ def test_every_glyph_is_drawn_by_its_own_glyph_only(name):
         assert len({id(r.view.filter) for r in renderers}) == 1, fig.title.text
         assert isinstance(renderers[0].view.filter, AllIndices)
         assert len({id(r.view) for r in renderers}) == len(renderers), fig.title.text
+        # one selection policy for every source the figure draws from (a source shared with another figure may
+        # carry that figure's)
+        own = [r.data_source for r in renderers if all(r.data_source not in other.select(type=ColumnDataSource)
+                                                       for other in figs if other is not fig)]
+        assert len({id(s.selection_policy) for s in own}) <= 1, fig.title.text
         # what makes the copies unneeded: no tool selects data, no legend mutes
         assert not [t for t in fig.tools if isinstance(t, SELECTING)], fig.title.text
         assert all(leg.click_policy != "mute" for leg in fig.select(type=Legend)), fig.title.text
@@ -49,6 +54,7 @@ def test_a_figure_sends_one_glyph_per_renderer_and_one_filter():
     kinds = [type(m).__name__ for m in doc.models]
     assert sorted(k for k in kinds if k in ("Line", "Scatter", "VArea")) == ["Line", "Scatter", "VArea"]
     assert kinds.count("AllIndices") == 1 and kinds.count("CDSView") == 3
+    assert kinds.count("ColumnDataSource") == 3 and kinds.count("UnionRenderers") == 1
 
 
 def test_a_controls_mark_moves_on_the_overlay_canvas():
