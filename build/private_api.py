@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,43 @@ PYODIDE = [
       for name in ("LDSO", "loadedLibsByName", "loadedLibsByHandle", "GOT", "wasmTable", "getFunctionAddress",
                    "setWasmTableEntry", "convertJsFunctionToWasm", "updateTableMap", "loadDynamicLibrary")],
 ]
+
+#: What the shipped pyodide.asm.js writes into a `struct dso` (loadDynamicLibrary, after dlopen) for each field
+#: templates/snapshot.js reads back (SDPA_DSO there: field -> byte offset).
+DSO_WRITES = {"memoryBase": "memoryBase", "memorySize": "metadata.memorySize", "tableBase": "tableBase",
+              "tableSize": "metadata.tableSize"}
+#: One such write as Emscripten compiles it: ``HEAPU32[handle+12>>>2>>>0]=memoryBase``.
+DSO_WRITE = re.compile(r"HEAPU?32\[handle\+(\d+)>>>2(?:>>>0)?\]=([\w.]+)")
+#: The offsets snapshot.js uses: ``const SDPA_DSO = {...};`` (JSON).
+SDPA_DSO = re.compile(r"^const SDPA_DSO = (\{.*?\});$", re.M)
+
+
+def dso_offsets_shipped(asm_js: str) -> dict[str, int]:
+    """Each field of DSO_WRITES at the byte offset pyodide.asm.js writes it (absent: not found, or written at
+    more than one offset)."""
+    written: dict[str, set[int]] = {}
+    for offset, value in DSO_WRITE.findall(asm_js):
+        written.setdefault(value, set()).add(int(offset))
+    return {field: min(written[value]) for field, value in DSO_WRITES.items() if len(written.get(value, ())) == 1}
+
+
+def dso_offsets_used(snapshot_js: str | None = None) -> dict[str, int]:
+    """The offsets templates/snapshot.js reads the struct at (its SDPA_DSO)."""
+    if snapshot_js is None:
+        snapshot_js = (Path(__file__).resolve().parent / "templates" / "snapshot.js").read_text(encoding="utf-8")
+    found = SDPA_DSO.search(snapshot_js)
+    if found is None:
+        raise ValueError("templates/snapshot.js has no `const SDPA_DSO = {...};` line")
+    return json.loads(found[1])
+
+
+def wrong_dso_offsets(asm_js: str, snapshot_js: str | None = None) -> list[str]:
+    """Each field snapshot.js reads at another offset than the shipped pyodide.asm.js writes it."""
+    shipped, used = dso_offsets_shipped(asm_js), dso_offsets_used(snapshot_js)
+    return [f"struct dso's {field} at +{used.get(field)} in templates/snapshot.js, at "
+            f"{'+' + str(shipped[field]) if field in shipped else 'no offset found'} in Pyodide's pyodide.asm.js"
+            for field in DSO_WRITES if shipped.get(field) != used.get(field)]
+
 
 #: BokehJS's internals: (module of Bokeh's bokeh.js or bokeh-widgets.js, name defined in it, where we rely on it).
 #: Checked in the unminified bundles of the installed Bokeh, the version whose .min.js files the site ships.
@@ -140,7 +178,8 @@ def missing_python(names: list[Name] | None = None) -> list[str]:
 
 
 def missing_pyodide(folder: Path, names=PYODIDE) -> list[str]:
-    """Each listed Pyodide internal its files in ``folder`` no longer hold."""
+    """Each listed Pyodide internal its files in ``folder`` no longer hold, and each `struct dso` offset that
+    moved."""
     texts: dict[str, str] = {}
     out = []
     for file, text, used in names:
@@ -149,7 +188,8 @@ def missing_pyodide(folder: Path, names=PYODIDE) -> list[str]:
             texts[file] = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
         if text not in texts[file]:
             out.append(f"{text!r} in Pyodide's {file} (used in {used})")
-    return out
+    asm = folder / "pyodide.asm.js"
+    return out + wrong_dso_offsets(asm.read_text(encoding="utf-8", errors="replace") if asm.exists() else "")
 
 
 def bokehjs_module(bundle: str, module: str) -> str:

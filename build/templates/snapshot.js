@@ -26,6 +26,11 @@
 // _dict_converter).
 "use strict";
 
+// Emscripten's `struct dso` (musl's dynlink.c, as Pyodide's Emscripten lays it out): the byte offset of each
+// field that dlopen's handle points at. Typed here once; the build reads the offsets back out of the shipped
+// pyodide.asm.js (its loadDynamicLibrary writes each field) and fails on any difference (build/private_api.py).
+const SDPA_DSO = {"memoryBase": 12, "memorySize": 16, "tableBase": 20, "tableSize": 24};
+
 // The Python around a snapshot is in templates/sdpa_worker.py (before_snapshot, after_restore), tested in
 // CPython; here only the calls, as worker.js calls sdpa_worker.write.
 // Go on after makeMemorySnapshot on the instance that made it, or first thing after a restore.
@@ -60,7 +65,7 @@ async function sdpaSnapshotRecord(pyodide) {
   const LDSO = M.LDSO;
   const table = M.wasmTable;
   const u32 = M.HEAPU32;
-  // dlopen's handle is a `struct dso` in the heap: +12 memory base, +16 memory size, +20 table base, +24 table size
+  // dlopen's handle is a `struct dso` in the heap, read at SDPA_DSO's byte offsets
   const handles = {};
   const libs = [];
   for (const [handle, dso] of Object.entries(LDSO.loadedLibsByHandle)) {
@@ -69,8 +74,8 @@ async function sdpaSnapshotRecord(pyodide) {
     handles[h] = dso.name;
     if (libs.some((l) => l.name === dso.name)) continue;
     libs.push({name: dso.name, handle: h, global: !!dso.global, nodelete: dso.refcount === Infinity,
-               memoryBase: u32[(h + 12) >>> 2], memorySize: u32[(h + 16) >>> 2],
-               tableBase: u32[(h + 20) >>> 2], tableSize: u32[(h + 24) >>> 2]});
+               memoryBase: u32[(h + SDPA_DSO.memoryBase) >>> 2], memorySize: u32[(h + SDPA_DSO.memorySize) >>> 2],
+               tableBase: u32[(h + SDPA_DSO.tableBase) >>> 2], tableSize: u32[(h + SDPA_DSO.tableSize) >>> 2]});
   }
   const loaded = Object.keys(LDSO.loadedLibsByName).filter((n) => n !== "__main__");
   const missing = loaded.filter((n) => !libs.some((l) => l.name === n));

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from build import private_api, render
-from sitebuild import pyodide_dist
+from sitebuild import NO_DIST, pyodide_dist
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,3 +95,37 @@ def test_every_private_name_the_runtime_and_the_page_use_is_listed():
     # names found by the scan that are not private API: a comment's reference to another project's code
     not_api = {"_init_weights", "_on_location"}
     assert used_names() - listed - not_api == set()
+
+
+# what Pyodide 0.29.3's pyodide.asm.js holds, as loadDynamicLibrary writes dlopen's handle
+DSO_WRITES_0_29 = ("if(handle){HEAP8[handle+8>>>0]=1;HEAPU32[handle+12>>>2>>>0]=memoryBase;"
+                   "HEAP32[handle+16>>>2>>>0]=metadata.memorySize;HEAPU32[handle+20>>>2>>>0]=tableBase;"
+                   "HEAP32[handle+24>>>2>>>0]=metadata.tableSize}")
+
+
+def test_snapshot_js_reads_the_struct_dso_where_pyodide_writes_it():
+    assert private_api.dso_offsets_shipped(DSO_WRITES_0_29) == private_api.dso_offsets_used()
+    assert private_api.wrong_dso_offsets(DSO_WRITES_0_29) == []
+    # every read of the handle goes through SDPA_DSO: no offset typed anywhere else
+    text = (ROOT / "build" / "templates" / "snapshot.js").read_text()
+    assert re.findall(r"\(h \+ \d+\)", text) == []
+    assert text.count("SDPA_DSO.") == len(private_api.DSO_WRITES)
+
+
+def test_a_struct_dso_offset_that_moved_fails_the_build_naming_the_field(tmp_path):
+    moved = DSO_WRITES_0_29.replace("handle+20>>>2", "handle+28>>>2")
+    assert private_api.wrong_dso_offsets(moved) == [
+        "struct dso's tableBase at +20 in templates/snapshot.js, at +28 in Pyodide's pyodide.asm.js"]
+    gone = private_api.wrong_dso_offsets(moved.replace("=metadata.tableSize", "=meta.tableSize"))
+    assert gone[-1] == "struct dso's tableSize at +24 in templates/snapshot.js, at no offset found in Pyodide's pyodide.asm.js"
+    twice = private_api.wrong_dso_offsets(DSO_WRITES_0_29 + "HEAPU32[handle+40>>>2]=memoryBase")
+    assert twice == ["struct dso's memoryBase at +12 in templates/snapshot.js, at no offset found in Pyodide's pyodide.asm.js"]
+    (tmp_path / "pyodide.asm.js").write_text(moved)
+    assert any(g.startswith("struct dso's tableBase") for g in private_api.missing_pyodide(tmp_path))
+
+
+def test_the_shipped_pyodide_writes_the_struct_dso_where_snapshot_js_reads_it():
+    dist = pyodide_dist()
+    if dist is None:
+        pytest.skip(NO_DIST)
+    assert private_api.wrong_dso_offsets((dist / "pyodide.asm.js").read_text(encoding="utf-8", errors="replace")) == []
