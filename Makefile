@@ -13,7 +13,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # two jobs: pip's install and npm's (and apt-get's, where a browser is missing) run side by side
 MAKEFLAGS += --jobs=2
 
-.PHONY: serve test pytest screenshots lint site dev bench chromium engines npm-tools clean
+.PHONY: js-test serve test pytest screenshots lint site dev bench chromium engines npm-tools clean
 
 # make test installs every test tool (torch, Playwright, Selenium, linters); make serve only what builds and serves the site.
 # --no-compile: Python compiles a module when it is first imported, not every file of torch at install (33 s -> 14 s).
@@ -69,7 +69,14 @@ TEST_JOBS ?= 2
 TEST_ENV := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 	GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456
 test: lint
+	$(MAKE) js-test
 	$(MAKE) pytest
+
+# the browser runtime's unit tests in Node (tests/js/*.test.mjs, each template in a jsdom page), with the
+# coverage of the templates they load printed; a failing test fails make test. Without Node this says so.
+js-test: npm-tools
+	@if command -v node >/dev/null 2>&1; then node --test --experimental-test-coverage tests/js/; \
+	else echo "node not found: the runtime's unit tests (tests/js) did not run (apt-get install nodejs npm)"; fi
 
 pytest: $(STAMP) chromium engines npm-tools
 	$(TEST_ENV) $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup

@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 ESLINT = ROOT / "node_modules" / ".bin" / "eslint"
-NODE_SCRIPTS = sorted((ROOT / "tests" / "build").glob("*.[mc]js"))
+NODE_SCRIPTS = sorted([*(ROOT / "tests" / "build").glob("*.[mc]js"), *(ROOT / "tests" / "js").glob("*.[mc]js")])
 
 
 def rendered(folder: Path) -> list[Path]:

@@ -1,4 +1,4 @@
-// The boot's progress panel (included in boot.js, tested in Node by tests/build/test_progress.py):
+// The boot's progress panel (included in boot.js, tested in Node by tests/js/progress.test.mjs):
 // one line per step, the current one announced to screen readers; a step without news for too long
 // is said to be stuck (the boot may still finish; then the notice goes), and a failure names the file,
 // else the step, and offers Retry.
