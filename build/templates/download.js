@@ -1,7 +1,7 @@
 // A checked download: a file the boot needs, read as it arrives and checked against the size and
 // sha256 the build wrote down, so that a damaged or missing file fails the boot with its name, however
 // Pyodide would have reacted to it. Plain definitions, included in worker.js by the build
-// (build/render.py worker_js), and run by tests/build/test_download.py in Node.
+// (build/render.py worker_js), and run by tests/js/download.test.mjs (node --test).
 
 // A failure the page can name: which file (if any) and what went wrong with it.
 class BootError extends Error {

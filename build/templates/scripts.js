@@ -3,7 +3,7 @@
 // policy allows anyway ('unsafe-eval', for Panel), not by importScripts of a blob: URL: that would need
 // blob: in script-src, where an injected blob: script would run too (build/render.py csp). Both files are
 // strict scripts that publish what they define on globalThis, as they do when imported. Plain
-// definitions, included in worker.js by the build, run by tests/build/test_scripts.py in Node.
+// definitions, included in worker.js by the build, run by tests/js/scripts.test.mjs (node --test).
 "use strict";
 
 // scope: the worker's global (its importScripts is replaced); paths: the scripts, relative to the site;

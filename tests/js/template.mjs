@@ -22,3 +22,12 @@ export function loadTemplate(name, {html = "<!doctype html><body></body>", befor
   new vm.Script(fs.readFileSync(file, "utf8"), {filename: file}).runInContext(dom.getInternalVMContext());
   return {dom, w};
 }
+
+/** templates/<name>, each in turn, run in this process's global scope, as worker.js includes them by text
+ * (what they define is then global here). Each test file runs in a process of its own under node --test. */
+export function runTemplates(...names) {
+  for (const name of names) {
+    const file = path.join(TEMPLATES, name);
+    vm.runInThisContext(fs.readFileSync(file, "utf8"), {filename: file});
+  }
+}
