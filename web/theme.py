@@ -5,8 +5,8 @@ and also differ in dash pattern; heatmaps use viridis (perceptually uniform, rea
 """
 from __future__ import annotations
 
-from bokeh.models import (AllIndices, CDSView, ColumnDataSource, GlyphRenderer, HoverTool, Legend, LegendItem, Span,
-                          UnionRenderers)
+from bokeh.models import (AllIndices, CDSView, ColumnDataSource, GlyphRenderer, HArea, HoverTool, Legend, LegendItem,
+                          Line, Patch, Patches, Scatter, Span, UnionRenderers, VArea)
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
@@ -156,8 +156,29 @@ def lean_renderers(p) -> None:
             source = getattr(r, "data_source", None)
             if isinstance(source, ColumnDataSource) and source.selection_policy is not policy:
                 source.selection_policy = policy
+        for tool in p.tools:
+            if isinstance(tool, HoverTool):
+                tool.renderers = pointed(new)
 
     p.on_change("renderers", lean)
+
+
+#: Glyphs that cover an area (a rule's ±1 std band): hovered, they name the row of the line they surround.
+AREAS = (VArea, HArea, Patch, Patches)
+
+
+def pointed(renderers) -> list:
+    """The renderers a figure's hover tooltip reads its row from: every glyph but an area, and but a line whose
+    source a scatter draws too. Those repeat the row of the dots they surround or join (the same source), and
+    the dots are the measured points: the tooltip is read off a dot.
+
+    BokehJS builds a tooltip view per hovered renderer (a shadow root with its stylesheets, laid out when
+    drawn): "auto" gave the saturation view's sweeps one per line, band and dots of each of 8 rules, 99 in
+    the view; now 51."""
+    glyphs = [r for r in renderers if isinstance(r, GlyphRenderer)]
+    dotted = {id(r.data_source) for r in glyphs if isinstance(r.glyph, Scatter)}
+    return [r for r in glyphs if not isinstance(r.glyph, AREAS)
+            and not (isinstance(r.glyph, Line) and id(r.data_source) in dotted)]
 
 
 #: Bokeh 3.9 lays legend entries out in a CSS grid whose gap is ``spacing`` both ways; entries in

@@ -1,13 +1,14 @@
 """Every figure of every view draws each glyph with its renderer's glyph alone (web/theme.py lean_renderers):
-no copies for unselected or muted data, one "all rows" filter and one selection policy per figure. Safe only while nothing on the page
-selects data or mutes a legend entry, which is checked here too."""
+no copies for unselected or muted data, one "all rows" filter and one selection policy per figure; a tooltip
+per measured point, not three. Safe only while nothing on the page selects data or mutes a legend entry, which
+is checked here too."""
 from __future__ import annotations
 
 import panel as pn
 import pytest
 from bokeh.document import Document
-from bokeh.models import (AllIndices, BoxSelectTool, ColumnDataSource, GlyphRenderer, LassoSelectTool, Legend, PolySelectTool,
-                          Span, TapTool)
+from bokeh.models import (AllIndices, BoxSelectTool, ColumnDataSource, GlyphRenderer, HArea, HoverTool, LassoSelectTool,
+                          Legend, Line, Patch, Patches, PolySelectTool, Scatter, Span, TapTool, VArea)
 
 from web.page import VIEWS, Page
 from web.theme import MARK_COLOR, make_figure
@@ -71,3 +72,30 @@ def test_a_controls_mark_moves_on_the_overlay_canvas():
     # variance (its geometry section too), saturation (three sweeps, two length plots), alignment, precision, models
     assert {name for name, _ in marks} == {"variance", "saturation", "alignment", "precision", "models"}, marks
     assert all(level == "overlay" for level in marks.values()), marks
+
+
+@pytest.mark.parametrize("name", [v for v in VIEWS if v not in ("tour", "questions")])
+def test_a_tooltip_is_read_off_a_point_not_off_the_band_or_line_around_it(name):
+    """Each hover tool names its renderers (web/theme.py pointed): no area, no line whose source a scatter draws
+    too; every other glyph keeps its tooltip."""
+    for fig in figures(Page().view(name)):
+        glyphs = [r for r in fig.renderers if isinstance(r, GlyphRenderer)]
+        dotted = {id(r.data_source) for r in glyphs if isinstance(r.glyph, Scatter)}
+        for tool in (t for t in fig.tools if isinstance(t, HoverTool)):
+            assert tool.renderers != "auto", fig.title.text
+            want = [r for r in glyphs if not isinstance(r.glyph, (VArea, HArea, Patch, Patches))
+                    and not (isinstance(r.glyph, Line) and id(r.data_source) in dotted)]
+            assert list(tool.renderers) == want and want, fig.title.text
+
+
+def test_the_saturation_sweeps_tooltip_only_their_dots():
+    saturation = Page().view("saturation")
+    sweeps = [f for f in figures(saturation) if f.select(type=VArea) and f.select(type=Scatter)]
+    assert len(sweeps) == 3
+    for fig in sweeps:
+        (tool,) = [t for t in fig.tools if isinstance(t, HoverTool)]
+        dots = [r for r in tool.renderers if isinstance(r.glyph, Scatter)]
+        assert len(dots) == 8, fig.title.text          # a rule's dots each; not its line or band
+        assert not [r for r in tool.renderers if isinstance(r.glyph, VArea)], fig.title.text
+        assert {id(r.data_source) for r in tool.renderers if isinstance(r.glyph, Line)}.isdisjoint(
+            id(r.data_source) for r in dots), fig.title.text
