@@ -36,6 +36,8 @@ PYTHON = [
     Name("param.parameterized", "docstring_signature", "templates/sdpa_worker.py start: param's docstrings off"),
     Name("param.parameterized", "docstring_describe_params", "templates/sdpa_worker.py start"),
     Name("bokeh.model.model", "Model.__init_subclass__", "templates/sdpa_worker.py start: skipped (see BOKEH_INIT_SUBCLASS)"),
+    Name("bokeh.core.has_props", "HasProps._overridden_defaults",
+         "templates/sdpa_worker.py start: merged once per class (see BOKEH_OVERRIDDEN_DEFAULTS)"),
     Name("bokeh.util.serialization", "_simple_id", "templates/sdpa_worker.py build_app, prerender.py: the models' ids"),
     Name("panel.io.state", "state._add_busy_event", "templates/sdpa_worker.py build_app: no busy indicator"),
     Name("panel.io.state", "state._remove_busy_event", "templates/sdpa_worker.py build_app"),
@@ -142,6 +144,51 @@ def __init_subclass__(cls):
 """
 
 
+# templates/sdpa_worker.py (merge_overridden_defaults_once) keeps HasProps._overridden_defaults's answer per class,
+# assuming it merges the class attributes of the MRO (fixed once a class is made) and that its one caller in
+# Bokeh (Property.themed_default) only reads the dict. Both checked against the Bokeh that ships.
+BOKEH_OVERRIDDEN_DEFAULTS = """
+@classmethod
+def _overridden_defaults(cls) -> dict[str, Any]:
+    ''' Returns a dictionary of defaults that have been overridden.
+
+    .. note::
+        This is an implementation detail of ``Property``.
+
+    '''
+    defaults: dict[str, Any] = {}
+    for c in reversed(cls.__mro__):
+        defaults.update(getattr(c, "__overridden_defaults__", {}))
+    return defaults
+"""
+#: Every use of it in Bokeh: (module, the line that uses it), each only reading the dict it returns.
+BOKEH_OVERRIDDEN_DEFAULTS_USES = [("bokeh.core.property.bases", "overrides = cls._overridden_defaults()")]
+
+
+def overridden_defaults_moved() -> list[str]:
+    """What no longer holds of BOKEH_OVERRIDDEN_DEFAULTS's assumptions in the installed Bokeh."""
+    import bokeh
+    from bokeh.core.has_props import HasProps
+
+    out = []
+    method = HasProps.__dict__.get("_overridden_defaults")
+    source = inspect.getsource(method.__func__) if isinstance(method, classmethod) else ""
+    if source.split() != BOKEH_OVERRIDDEN_DEFAULTS.split():
+        out.append("bokeh.core.has_props.HasProps._overridden_defaults changed: templates/sdpa_worker.py keeps its answer "
+                   "per class; check what it does now, then update private_api.BOKEH_OVERRIDDEN_DEFAULTS")
+    root = Path(bokeh.__file__).parent
+    uses = sorted(str(path.relative_to(root.parent)).removesuffix(".py").replace("/", ".")
+                  for path in root.rglob("*.py") if "_overridden_defaults()" in path.read_text(encoding="utf-8"))
+    if uses != [module for module, _ in BOKEH_OVERRIDDEN_DEFAULTS_USES]:
+        out.append(f"HasProps._overridden_defaults() is called in {uses}, not only where "
+                   "private_api.BOKEH_OVERRIDDEN_DEFAULTS_USES says: check that each caller only reads it")
+    for module, line in BOKEH_OVERRIDDEN_DEFAULTS_USES:
+        spec = importlib.util.find_spec(module)
+        if spec is None or line not in Path(spec.origin).read_text(encoding="utf-8"):
+            out.append(f"{module} no longer has `{line}`: check how it uses HasProps._overridden_defaults")
+    return out
+
+
 def resolve(name: Name) -> bool:
     if name.browser_only:
         spec = importlib.util.find_spec(name.module)
@@ -174,7 +221,7 @@ def missing_python(names: list[Name] | None = None) -> list[str]:
     if inspect.getsource(Model.__init_subclass__).split() != BOKEH_INIT_SUBCLASS.split():
         out.append("bokeh.model.model.Model.__init_subclass__ changed: templates/sdpa_worker.py (start) skips it as "
                    "documentation-only work; check what it does now, then update private_api.BOKEH_INIT_SUBCLASS")
-    return out
+    return out + overridden_defaults_moved()
 
 
 def missing_pyodide(folder: Path, names=PYODIDE) -> list[str]:

@@ -129,3 +129,19 @@ def test_the_shipped_pyodide_writes_the_struct_dso_where_snapshot_js_reads_it():
     if dist is None:
         pytest.skip(NO_DIST)
     assert private_api.wrong_dso_offsets((dist / "pyodide.asm.js").read_text(encoding="utf-8", errors="replace")) == []
+
+
+def test_the_kept_overridden_defaults_fail_the_build_when_bokeh_changes_them(monkeypatch):
+    """sdpa_worker keeps HasProps._overridden_defaults per class: the build fails if Bokeh's method or its
+    callers are no longer what that assumes."""
+    assert private_api.overridden_defaults_moved() == []
+    monkeypatch.setattr(private_api, "BOKEH_OVERRIDDEN_DEFAULTS", private_api.BOKEH_OVERRIDDEN_DEFAULTS + "    x = 1\n")
+    monkeypatch.setattr(private_api, "BOKEH_OVERRIDDEN_DEFAULTS_USES",
+                        [*private_api.BOKEH_OVERRIDDEN_DEFAULTS_USES, ("bokeh.core.has_props", "cls._overridden_defaults().copy()")])
+    moved = private_api.overridden_defaults_moved()
+    assert [m.split(":")[0] for m in moved] == [
+        "bokeh.core.has_props.HasProps._overridden_defaults changed",
+        "HasProps._overridden_defaults() is called in ['bokeh.core.property.bases'], not only where private_api.BOKEH_OVERRIDDEN_DEFAULTS_USES says",
+        "bokeh.core.has_props no longer has `cls._overridden_defaults().copy()`"]
+    with pytest.raises(SystemExit, match="_overridden_defaults changed"):
+        private_api.check(None)

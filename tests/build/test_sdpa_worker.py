@@ -57,6 +57,23 @@ async def main():
     from panel.io.state import state
 
     sdpa_worker.build_app("", 5000)        # as a snapshot is made: for no link
+    # every model class's overridden defaults, kept once merged, are what Bokeh's own merge over its MRO gives
+    from bokeh.core.has_props import HasProps
+    classes, todo = [], [HasProps]
+    while todo:
+        cls = todo.pop()
+        classes.append(cls)
+        todo.extend(cls.__subclasses__())
+
+    def merged(cls):
+        defaults = {}
+        for c in reversed(cls.__mro__):
+            defaults.update(getattr(c, "__overridden_defaults__", {}))
+        return defaults
+
+    out["defaults"] = {"classes": len(classes), "overridden": sum(bool(merged(c)) for c in classes),
+                       "differ": [c.__name__ for c in classes if c._overridden_defaults() != merged(c)],
+                       "kept": all(c._overridden_defaults() is c._overridden_defaults() for c in classes)}
     docs_json, render_items, root_ids = await sdpa_worker.write()
     ids = [int(m) for m in __import__("re").findall(r'"id":\s*"p(\d+)"', docs_json)]
     out["first"] = {"docs_json": docs_json, "min_id": min(ids), "roots": len(json.loads(root_ids))}
@@ -125,6 +142,14 @@ def test_start_points_panel_at_the_site_and_skips_the_docstrings(run):
     assert run["cdn_root"] == "https://example.invalid/panel/"
     assert run["docstrings_off"]
     assert run["signatures_skipped"]
+
+
+def test_each_model_class_merges_its_overridden_defaults_once_and_as_bokeh_does(run):
+    """start() keeps HasProps._overridden_defaults per class (Bokeh merged the MRO at every default it evaluated):
+    the same dict as Bokeh's merge for every model class there is once the app is built, and kept."""
+    d = run["defaults"]
+    assert d["classes"] > 400 and d["overridden"] > 50, d
+    assert d["differ"] == [] and d["kept"] is True
 
 
 def test_the_written_document_is_numbered_from_the_first_id_and_follows_the_link(run):
