@@ -1,7 +1,7 @@
 // Adopting the pre-rendered document: the worker builds the app with the pre-render's model ids
 // (build/prerender.py FIRST_ID), so when the live document has the same models as the one on the page,
 // the page keeps its views and takes only the live values that differ. Plain functions, included in
-// boot.js's closure by the build (build/render.py boot_js), and run by tests/build/test_adopt.py in Node.
+// boot.js's closure by the build (build/render.py boot_js), and run by tests/js/adopt.test.mjs (node --test).
 
 // A document's models: id -> {name, attributes}, with nested definitions replaced by references ({id}).
 function sdpaModelsOf(docs_json) {

@@ -3,7 +3,7 @@
 // connection stays open), checked against the size and sha256 the build wrote into boot.js, and started
 // from a blob: URL, so that it runs under this page's Content-Security-Policy (a worker loaded from a URL
 // gets the policy of its own response). Plain definitions, included in boot.js by the build, run by
-// tests/build/test_start.py in Node.
+// tests/js/start.test.mjs (node --test).
 
 async function sdpaSha256Hex(buffer) {
   if (!(globalThis.crypto && crypto.subtle)) return null;   // not a secure context: sizes only
