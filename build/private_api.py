@@ -184,7 +184,7 @@ def overridden_defaults_moved() -> list[str]:
                    "private_api.BOKEH_OVERRIDDEN_DEFAULTS_USES says: check that each caller only reads it")
     for module, line in BOKEH_OVERRIDDEN_DEFAULTS_USES:
         spec = importlib.util.find_spec(module)
-        if spec is None or line not in Path(spec.origin).read_text(encoding="utf-8"):
+        if spec is None or spec.origin is None or line not in Path(spec.origin).read_text(encoding="utf-8"):
             out.append(f"{module} no longer has `{line}`: check how it uses HasProps._overridden_defaults")
     return out
 
