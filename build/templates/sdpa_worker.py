@@ -49,9 +49,10 @@ def start(cdn_root: str) -> None:
 
 def merge_overridden_defaults_once() -> None:
     """Bokeh merges a class's overridden property defaults over its whole MRO each time it evaluates one
-    property's default (HasProps._overridden_defaults, from Property.themed_default): ~15,000 merges as the
-    saturation view's models are made and sent at tour step 4, a third of Bokeh's default handling there in
-    the worker's profile. A class's overrides are fixed once it is made, so the merge is kept per class.
+    property's default (HasProps._overridden_defaults, from Property.themed_default): ~15,000 merges in the
+    worker's profile of tour step 4 (its view's models made and sent, then the next step's view made in the
+    reading time), a fifth of the time Bokeh spent on defaults there. A class's overrides are fixed once it
+    is made, so the merge is kept per class.
     build/private_api.py checks that Bokeh's method is still that merge, and its callers only read it."""
     from bokeh.core.has_props import HasProps
 
