@@ -1,5 +1,5 @@
 // The page's side of Panel's patch protocol (included in boot.js, tested in Node by
-// tests/build/test_patches.py): which of the document's changes go to Python, and when.
+// tests/js/patches.test.mjs, node --test): which of the document's changes go to Python, and when.
 
 // Changes Python made, or the page applies for it (its patches, adoption's): never sent back.
 const sdpaQuiet = {
