@@ -87,7 +87,20 @@ const installArchive = (pyodide, files) => sdpaArchive({archive: CONFIG.archive,
   .install(pyodide, files);
 
 const sent = [];
-const sendPatch = (patch, _buffers, _done) => sent.push(patch);
+let answers = 0;      // Python's answers to a patch of the page's: the message it marks done (sdpa_worker.link)
+const sendPatch = (patch, _buffers, done) => { sent.push(patch); if (done) answers += 1; };
+
+// A barrier: Python's event loop runs what is already scheduled (a patch flushed on the next tick, say).
+const settled = (pyodide) => pyodide.runPythonAsync("import asyncio\nfor _ in range(8):\n    await asyncio.sleep(0)\n");
+
+// Waits for a condition, checked after each turn of Node's event loop, failing after `seconds`.
+async function until(condition, what, seconds = 120) {
+  const deadline = performance.now() + seconds * 1000;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`not ${what} within ${seconds} s`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
 
 // the worker's Python (build/templates/sdpa_worker.py), called as worker.js calls it
 function callPython(pyodide, name, ...args) {
@@ -157,12 +170,14 @@ async function check(pyodide) {
   const summary = JSON.parse(await pyodide.runPythonAsync(CHECK_DOC));
   fs.writeFileSync(path.join(WORK, `document-${mode}.json`), pyodide.FS.readFile("/dump.json"));
   const apply = callPython(pyodide, "link", sendPatch);
-  await new Promise((r) => setTimeout(r, 300));
+  await settled(pyodide);                 // what linking sent is not the patch's answer
   sent.length = 0;
   const [id, title, value, step, , end] = summary.slider;
   const next = value + step <= end ? value + step : value - step;
+  const before = answers;
   apply({events: [{kind: "ModelChanged", model: {id}, attr: "value", new: next}]});
-  await new Promise((r) => setTimeout(r, 1500));
+  await until(() => answers > before, "answered by Python");
+  await settled(pyodide);                 // and anything that answer scheduled
   const kinds = new Map();
   let events = 0;
   for (const patch of sent) {
