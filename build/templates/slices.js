@@ -1,4 +1,4 @@
-// BokehJS's first draw in slices (included in boot.js, tested in Node by tests/build/test_slices.py).
+// BokehJS's first draw in slices (included in boot.js, tested by tests/js/slices.test.mjs, node --test).
 //
 // BokehJS builds, lays out and paints a whole document in one task: the link's first view took 290-380 ms
 // here and 1.2-1.3 s with the CPU slowed 4x as on a phone, a stretch in which the page cannot answer a tap

@@ -31,3 +31,13 @@ export function runTemplates(...names) {
     vm.runInThisContext(fs.readFileSync(file, "utf8"), {filename: file});
   }
 }
+
+/** templates/<name> run in a fresh context holding only `globals` (as a page that has no more); returns the
+ * context, where what the template defines is found. `exports` names its declarations to hand out. */
+export function templateContext(name, globals = {}, exports = []) {
+  const context = vm.createContext({...globals});
+  const file = path.join(TEMPLATES, name);
+  new vm.Script(fs.readFileSync(file, "utf8"), {filename: file}).runInContext(context);
+  for (const declared of exports) context[declared] = vm.runInContext(declared, context);
+  return context;
+}
