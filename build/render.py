@@ -5,7 +5,7 @@ worker.js, boot.js, boot.css and sw.js from templates/, and the web manifest. Te
 data in one of two ways: `@@NAME@@` (a string) or `/*NAME*/{...}/*END*/` (JSON, read back by
 `embedded()`: the tests read the build's data this way, never by their own regex). A template names the
 runtime modules it holds with `@@include:<file>@@` (plain functions, no module syntax: each has its Node
-test in tests/build), which fill() replaces by the file's text.
+tests in tests/js, run by node --test, or a Node harness in tests/build), which fill() replaces by the file's text.
 
 The page's name, description and colour come from web/ (web.page, web.theme, recorded by the
 pre-render); Panel's and Bokeh's versions from their installed metadata.
