@@ -126,9 +126,13 @@ if (!window.__sdpaA11y) {
     dirty.add(root);
   }
   function collect(records) {
+    const now = new Set();
     for (const r of records) {
       const root = r.target.getRootNode ? r.target.getRootNode() : document;
       dirty.add(root);
+      // noUiSlider wrote its option's index ("12.00") at a key press: the shown value is named in this turn,
+      // before a screen reader reads the handle (the slider's title already shows it: its formatter ran)
+      if (r.type === 'attributes') now.add(root);
       if (root.host) {   // a DiscreteSlider's Div names the slider just after it
         let next = root.host.nextElementSibling;
         while (next && (next.tagName === 'STYLE' || next.tagName === 'LINK')) next = next.nextElementSibling;
@@ -142,6 +146,7 @@ if (!window.__sdpaA11y) {
         }
       }
     }
+    for (const root of now) labelRoot(root);   // only writes what differs: its own records end here
     schedule();
   }
   function run() {

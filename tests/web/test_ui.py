@@ -192,6 +192,24 @@ def test_widgets_of_a_view_opened_later_get_accessible_names(page: Page, app_url
         "aria-valuetext", str(TrainingState.param.d_k.default), timeout=30_000)
 
 
+def test_a_key_press_names_the_new_value_before_a_screen_reader_reads_it(page: Page, app_url):
+    """noUiSlider writes its option's index ("12.00") into the handle's aria-valuetext at the key press; the page's
+    labelling (web/a11y.py) writes the shown value in the same turn, not in the browser's idle time (where a
+    screen reader could read the index first, and Firefox under load once read it, in a test)."""
+    open_page(page, app_url)
+    page.wait_for_function("() => window.__sdpaA11y === true")
+    default = LabState.param.d_k.default
+    got = page.locator(D_K).evaluate("""async (handle) => {
+        const before = handle.getAttribute('aria-valuetext');
+        handle.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true}));
+        const index = handle.getAttribute('aria-valuenow');
+        await Promise.resolve();                       // the labelling's turn: after noUiSlider's, in this task
+        return [before, index, handle.getAttribute('aria-valuetext')]; }""")
+    at = D_K_OPTIONS.index(default)
+    assert got[0] == str(default) and float(got[1]) == at + 1, got      # the index, as noUiSlider counts
+    assert got[2] == str(D_K_OPTIONS[at + 1]), got
+
+
 def nudge_d_k(page: Page, first: bool) -> str | None:
     """A round trip through Python that leaves ρ alone: d_k beside the figure one option up (``first``), then
     back down to its default, waited for until the address Python writes for it has that d_k. Returns the
