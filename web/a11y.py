@@ -146,7 +146,10 @@ if (!window.__sdpaA11y) {
         }
       }
     }
-    for (const root of now) labelRoot(root);   // only writes what differs: its own records end here
+    for (const root of now) {                   // only writes what differs: its own records end here
+      labelRoot(root);
+      dirty.delete(root);                       // labelled whole: not again in idle time
+    }
     schedule();
   }
   function run() {
