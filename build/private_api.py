@@ -78,7 +78,7 @@ DSO_WRITES = {"memoryBase": "memoryBase", "memorySize": "metadata.memorySize", "
 #: One such write as Emscripten compiles it: ``HEAPU32[handle+12>>>2>>>0]=memoryBase``.
 DSO_WRITE = re.compile(r"HEAPU?32\[handle\+(\d+)>>>2(?:>>>0)?\]=([\w.]+)")
 #: The offsets snapshot.js uses: ``const SDPA_DSO = {...};`` (JSON).
-SDPA_DSO = re.compile(r"^const SDPA_DSO = (\{.*?\});$", re.M)
+SDPA_DSO = re.compile(r"^(?:export )?const SDPA_DSO = (\{.*?\});$", re.M)
 
 
 def dso_offsets_shipped(asm_js: str) -> dict[str, int]:

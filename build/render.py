@@ -1,11 +1,10 @@
 """The renderer, last step of the build: every text file of the site that is not a package.
 
 index.html from Panel's pre-rendered page (self-hosted URLs, head tags, CSP, integrity hashes),
-worker.js, boot.js, boot.css and sw.js from templates/, and the web manifest. Templates receive
-data in one of two ways: `@@NAME@@` (a string) or `/*NAME*/{...}/*END*/` (JSON, read back by
-`embedded()`: the tests read the build's data this way, never by their own regex). A template names the
-runtime modules it holds with `@@include:<file>@@` (plain functions, no module syntax: each has its Node
-tests in tests/js, run by node --test, or a Node harness in tests/build), which fill() replaces by the file's text.
+worker.js, boot.js, boot.css and sw.js from templates/, and the web manifest. The JavaScript entries are ES
+modules bundled with what they import (bundle.py); each takes data as the string `"@@DATA:NAME@@"`, which
+fill() replaces by `/*NAME*/{...}/*END*/` (JSON, read back by `embedded()`: the tests read the build's data
+this way, never by their own regex), or as `@@NAME@@` inside a string (text).
 
 The page's name, description and colour come from web/ (web.page, web.theme, recorded by the
 pre-render); Panel's and Bokeh's versions from their installed metadata.
@@ -21,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .bundle import bundle
 from .prerender import SENTINEL
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -319,26 +319,26 @@ def _embed_marker(name: str) -> re.Pattern:
     return re.compile(rf"/\*{name}\*/(.*?)/\*END\*/", re.S)
 
 
-_INCLUDE = re.compile(r"@@include:([\w.-]+)@@")
+def _data_marker(name: str) -> str:
+    """Where a module takes a value as JSON: the string literal `"@@DATA:NAME@@"` (esbuild keeps strings as written)."""
+    return f'"@@DATA:{name}@@"'
 
 
-def included(template: str, _seen: tuple[str, ...] = ()) -> str:
-    """templates/<template> with each `@@include:<file>@@` replaced by that template's text (itself included)."""
-    if template in _seen:
-        raise ValueError(f"templates/{template} includes itself: {' -> '.join((*_seen, template))}")
-    text = (TEMPLATES / template).read_text()
-    return _INCLUDE.sub(lambda m: included(m[1], (*_seen, template)), text)
+def source(template: str) -> str:
+    """templates/<template> as the site ships it before its data: a JavaScript entry bundled with the modules it
+    imports (bundle.py), any other file as written."""
+    path = TEMPLATES / template
+    return bundle(path) if path.suffix == ".js" else path.read_text()
 
 
 def fill(template: str, **values) -> str:
-    """templates/<template> with its modules included, each `/*NAME*/.../*END*/` replaced by its value as
-    JSON and each `@@NAME@@` by its value as text."""
-    text = included(template)
+    """templates/<template> bundled, each `"@@DATA:NAME@@"` replaced by `/*NAME*/<value as JSON>/*END*/` (read back
+    by embedded()) and each `@@NAME@@` by its value as text."""
+    text = source(template)
     for key, value in values.items():
-        marker = _embed_marker(key)
-        if marker.search(text):
+        if _data_marker(key) in text:
             data = json.dumps(value, indent=1, sort_keys=True)
-            text = marker.sub(lambda _: f"/*{key}*/{data}/*END*/", text, count=1)
+            text = text.replace(_data_marker(key), f"/*{key}*/{data}/*END*/", 1)
         elif f"@@{key}@@" in text:
             text = text.replace(f"@@{key}@@", str(value))
         else:
@@ -355,8 +355,8 @@ def embedded(text: str, name: str):
 
 
 def worker_js(config: dict) -> str:
-    """worker.js with its CONFIG and the modules it includes (download, prefetch, scripts, archive, snapshot,
-    store, warmboot)."""
+    """worker.js with its CONFIG, bundled with the modules it imports (download, prefetch, scripts, archive,
+    snapshot, store, warmboot)."""
     return fill("worker.js", CONFIG=config)
 
 
@@ -367,7 +367,7 @@ def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = Non
     (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see
     snapmaker.js), where the service worker is registered (offline.REGISTRATION), and which link keys are
     settings (a link with any of them first paints as a preview, firstpaint.js); the modules it
-    includes (slices, firstpaint, bokeh_leaks, progress, start, setup, snapmaker, patches, adopt) are inside."""
+    imports (slices, firstpaint, bokeh_leaks, progress, start, setup, snapmaker, patches, adopt) are inside."""
     return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
                                    "size": len(worker), "snapshots": snapshot_folder is not None,
                                    "snapshotFolder": snapshot_folder},

@@ -1,10 +1,12 @@
 // Adopting the pre-rendered document: the worker builds the app with the pre-render's model ids
 // (build/prerender.py FIRST_ID), so when the live document has the same models as the one on the page,
-// the page keeps its views and takes only the live values that differ. Plain functions, included in
-// boot.js's closure by the build (build/render.py boot_js), and run by tests/js/adopt.test.mjs (node --test).
+// the page keeps its views and takes only the live values that differ. A module of boot.js (bundled by
+// build/bundle.py), run by tests/js/adopt.test.mjs (node --test).
+import {sdpaQuiet} from "./patches.js";
+import {sdpaRootElements} from "./firstpaint.js";
 
 // A document's models: id -> {name, attributes}, with nested definitions replaced by references ({id}).
-function sdpaModelsOf(docs_json) {
+export function sdpaModelsOf(docs_json) {
   const models = new Map();
   const strip = (value) => {
     if (Array.isArray(value)) return value.map(strip);
@@ -28,7 +30,7 @@ function sdpaModelsOf(docs_json) {
 // not drawn (`drawnHere(id)` false), or an attribute back to its default (Bokeh leaves defaults out of
 // the JSON, and a patch cannot say "the default"). `moved`: "id.attr" the reader has already changed
 // (their value stays); `sameFile(a, b)`: two stylesheet URLs of one file (not loaded again).
-function sdpaAdoptEvents(drawn, live, {drawnHere = () => true, moved = new Set(), sameFile = () => false} = {}) {
+export function sdpaAdoptEvents(drawn, live, {drawnHere = () => true, moved = new Set(), sameFile = () => false} = {}) {
   if (drawn.size !== live.size) return null;
   const events = [];
   for (const [id, model] of live) {
@@ -54,7 +56,7 @@ function sdpaAdoptEvents(drawn, live, {drawnHere = () => true, moved = new Set()
 // before Python was live stay); base: the site's folder; panelDist: where this site keeps Panel's
 // files; bokehJs: BokehJS's file, named when it is missing. Returns draw(msg): a promise of the document.
 // beforeDraw(Bokeh): runs before BokehJS draws anything here (boot.js: bokeh_leaks.js's patch).
-function sdpaLiveDocument({lab, firstPaint, earlyMoves, base, panelDist, bokehJs, beforeDraw = () => {}}) {
+export function sdpaLiveDocument({lab, firstPaint, earlyMoves, base, panelDist, bokehJs, beforeDraw = () => {}}) {
   // Python renders its stylesheets from Panel's server-style paths; point them at our copy too.
   const local = (json) => json.replaceAll('"static/extensions/panel/', `"${panelDist}`);
   // The worker names Panel's stylesheets by absolute URL, the pre-render by relative URL with a

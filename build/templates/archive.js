@@ -1,12 +1,16 @@
 // The package archive (build/archive.py): every package's files in one gzip'd ustar, downloaded and checked
 // like every other file, inflated by the browser and unpacked while Pyodide starts (none of that needs
 // Python), then written into site-packages and its compiled libraries loaded, as loadPackage would.
-// Plain definitions, included in worker.js by the build (build/render.py), run by
-// tests/build/test_archive.py in Node.
-"use strict";
+// A module of worker.js (bundled by build/bundle.py), run by tests/build/test_archive.py in Node.
+import {BootError} from "./download.js";
+import {sdpaInflate} from "./prefetch.js";
+
+// Python's import system is told that files arrived under site-packages (after the archive is written, and after
+// a snapshot's restore has written them again: warmboot.js).
+export const sdpaInvalidateImportCaches = (pyodide) => pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
 
 // A ustar archive's regular files: [[name, bytes], ...] (views into `tar`).
-function sdpaUntar(tar) {
+export function sdpaUntar(tar) {
   const decoder = new TextDecoder();
   const text = (at, n) => {
     let end = at;
@@ -26,7 +30,7 @@ function sdpaUntar(tar) {
 }
 
 // Writes [[name, bytes], ...] under sitePackages in Pyodide's file system, making each folder once.
-function sdpaWriteFiles(FS, sitePackages, files) {
+export function sdpaWriteFiles(FS, sitePackages, files) {
   const made = new Set();
   for (const [name, data] of files) {
     const file = `${sitePackages}/${name}`;
@@ -42,7 +46,7 @@ function sdpaWriteFiles(FS, sitePackages, files) {
 // archive: CONFIG.archive ({path, sitePackages, dynlibs}); downloads: the prefetch's checked downloads
 // (absolute URL -> {checked}); here(path): its absolute URL. Returns {files(): a promise of the archive's
 // files, unpacked once; install(pyodide): writes them and loads the compiled libraries}.
-function sdpaArchive({archive, downloads, here}) {
+export function sdpaArchive({archive, downloads, here}) {
   const {path, sitePackages, dynlibs} = archive;
   let unpacked = null;
   function files() {
@@ -68,7 +72,7 @@ function sdpaArchive({archive, downloads, here}) {
     }
     sdpaWriteFiles(pyodide.FS, sitePackages, unpackedFiles);
     for (const lib of dynlibs) await api.loadDynlib(`${sitePackages}/${lib}`);
-    pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
+    sdpaInvalidateImportCaches(pyodide);
   }
   return {files, install};
 }

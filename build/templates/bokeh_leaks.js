@@ -1,5 +1,5 @@
-// What keeps a removed figure alive in BokehJS 3.9 and Panel 1.9, closed for a long session (included in
-// boot.js; tested in Node by tests/build/test_bokeh_leaks.py, and in the built site by
+// What keeps a removed figure alive in BokehJS 3.9 and Panel 1.9, closed for a long session (a module
+// of boot.js; tested in Node by tests/build/test_bokeh_leaks.py, and in the built site by
 // tests/build/test_site_long_session.py).
 //
 // Switching views replaces a part of the document: Python drops the old view's models and the page's views
@@ -20,7 +20,7 @@
 // console.
 
 // Returns {patch(Bokeh), pruneSoon(doc)}. targets(): the objects whose listeners a view may leave behind.
-function sdpaBokehLeaks({pruneMs = 1000, setTimer = (fn, ms) => setTimeout(fn, ms),
+export function sdpaBokehLeaks({pruneMs = 1000, setTimer = (fn, ms) => setTimeout(fn, ms),
                          targets = () => [window, document, window.visualViewport],
                          warn = (text) => console.warn(text)} = {}) {
   let patched = null;       // null: not tried yet; true or false once tried

@@ -1,10 +1,10 @@
 // A checked download: a file the boot needs, read as it arrives and checked against the size and
 // sha256 the build wrote down, so that a damaged or missing file fails the boot with its name, however
-// Pyodide would have reacted to it. Plain definitions, included in worker.js by the build
-// (build/render.py worker_js), and run by tests/js/download.test.mjs (node --test).
+// Pyodide would have reacted to it. A module of worker.js (bundled by build/bundle.py), run by
+// tests/js/download.test.mjs (node --test).
 
 // A failure the page can name: which file (if any) and what went wrong with it.
-class BootError extends Error {
+export class BootError extends Error {
   constructor(message, file) {
     super(message);
     this.file = file || null;
@@ -13,14 +13,14 @@ class BootError extends Error {
 
 // The sha256 of some bytes as hex, or null where the browser offers no digest (not a secure context:
 // sizes are checked then, not contents).
-async function sha256hex(buffer) {
+export async function sha256hex(buffer) {
   if (!(globalThis.crypto && crypto.subtle)) return null;
   const digest = await crypto.subtle.digest("SHA-256", buffer);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 // A body's bytes, `onBytes(n)` called as each chunk arrives.
-async function sdpaReadAll(body, onBytes) {
+export async function sdpaReadAll(body, onBytes) {
   const reader = body.getReader();
   const chunks = [];
   let length = 0;
@@ -45,7 +45,7 @@ async function sdpaReadAll(body, onBytes) {
 // `script`; `checked` its bytes once they match `size` and `sha256` (else a BootError naming the file).
 // A script is read here, not from a clone: it is run from the checked bytes. `onBytes(n)` counts the
 // bytes as they arrive, `onRead()` once all are in.
-function sdpaDownload({path, sha256, size, script = false, fetched, onBytes = () => {}, onRead = () => {}}) {
+export function sdpaDownload({path, sha256, size, script = false, fetched, onBytes = () => {}, onRead = () => {}}) {
   const response = Promise.resolve(fetched).then((r) => {
     if (!r.ok) throw new BootError(`${path} could not be downloaded (HTTP ${r.status} ${r.statusText})`.trim(), path);
     return r;

@@ -1,11 +1,11 @@
-// The link's first paint (included in boot.js, tested in Node by tests/build/test_firstpaint.py): which
+// The link's first paint (a module of boot.js, tested in Node by tests/build/test_firstpaint.py): which
 // pre-rendered page the link gets, its HTML layer (build/html_paint.py) shown until BokehJS has drawn
 // the pre-rendered document beneath it, and that document.
 
 // The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
 // the tour its step. A link the page will correct (an unknown view, step 9) gets the default first
 // paint; the live page then shows where the correction leads.
-function sdpaFirstPaintKey(search, defaultKey) {
+export function sdpaFirstPaintKey(search, defaultKey) {
   const query = new URLSearchParams(search);
   const view = query.get("view") === null ? "tour" : query.get("view");
   if (view !== "tour") return view;
@@ -15,12 +15,12 @@ function sdpaFirstPaintKey(search, defaultKey) {
 
 // ?embed=1: the view alone, for a course page or a blog. Spaces around the value are stripped, as
 // Python's parser strips them (web/urlstate.py), so that both runtimes read one link the same way.
-const sdpaEmbedded = (search) => /^(1|true|yes|on)$/i.test((new URLSearchParams(search).get("embed") || "").trim());
+export const sdpaEmbedded = (search) => /^(1|true|yes|on)$/i.test((new URLSearchParams(search).get("embed") || "").trim());
 
 // The link's own settings, [[key, value], ...] in its order, first occurrence only: the setting keys
 // (firstPaint.settings: web/settings.py's keys but view, step and embed) it gives. The first paint
 // is drawn at the view's defaults, so a link with settings shows it as a preview (sdpa-preview).
-function sdpaLinkSettings(search, keys) {
+export function sdpaLinkSettings(search, keys) {
   const out = [];
   for (const [key, value] of new URLSearchParams(search)) {
     if (keys.includes(key) && !out.some(([k]) => k === key)) out.push([key, value]);
@@ -30,7 +30,7 @@ function sdpaLinkSettings(search, keys) {
 
 // What the preview notice says: the view's defaults are showing, and which of the link's settings
 // come once Python is live (at most three, each cut to 20 characters; set as text, never as HTML).
-function sdpaPreviewText(settings) {
+export function sdpaPreviewText(settings) {
   const cut = (v) => (v.length > 20 ? `${v.slice(0, 20)}…` : v);
   const shown = settings.slice(0, 3).map(([k, v]) => `${k} = ${cut(v)}`).join(", ");
   const more = settings.length > 3 ? ` and ${settings.length - 3} more` : "";
@@ -40,7 +40,7 @@ function sdpaPreviewText(settings) {
 
 // Embedded, the page's chrome (intro, navigation, footer: css class sdpa-chrome) is hidden and the embed
 // bar (sdpa-embed-only) shown, as Python will have them. Changes `docs` in place.
-function sdpaForEmbed(docs) {
+export function sdpaForEmbed(docs) {
   const walk = (value) => {
     if (Array.isArray(value)) value.forEach(walk);
     else if (value && typeof value === "object") {
@@ -56,12 +56,12 @@ function sdpaForEmbed(docs) {
 
 // The pre-rendered JSON is HTML-escaped inside its <script>; BokehJS reads it through this same
 // unescaping (core/util/string unescape).
-const SDPA_ENTITIES = {amp: "&", lt: "<", gt: ">", quot: '"', "#x27": "'", "#x60": "`"};
-const sdpaUnescapeHtml = (text) => text.replace(/&(amp|lt|gt|quot|#x27|#x60);/g, (_, e) => SDPA_ENTITIES[e]);
+export const SDPA_ENTITIES = {amp: "&", lt: "<", gt: ">", quot: '"', "#x27": "'", "#x60": "`"};
+export const sdpaUnescapeHtml = (text) => text.replace(/&(amp|lt|gt|quot|#x27|#x60);/g, (_, e) => SDPA_ENTITIES[e]);
 
 // The page's root elements, [root id, element id], in the order of their root ids (the same for every
 // pre-rendered page: the template's areas).
-function sdpaRootElements() {
+export function sdpaRootElements() {
   const found = [...document.querySelectorAll("[data-root-id]")].map((el) => [el.getAttribute("data-root-id"), el.id]);
   return found.sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
@@ -69,7 +69,7 @@ function sdpaRootElements() {
 // firstPaint: {default: key, files: {key: {path, integrity}}} (build/prerender.py first_paints):
 // index.html carries the default page, first/<key>.json the others. inSlices(Bokeh, draw) runs BokehJS's
 // draw (slices.js in the page; at once here).
-function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, draw) => draw()}) {
+export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, draw) => draw()}) {
   const embedded = sdpaEmbedded(search);
   const key = sdpaFirstPaintKey(search, firstPaint.default);
   // own keys only: ?view=constructor must not find Object.prototype's

@@ -1,8 +1,8 @@
-// The page's side of Panel's patch protocol (included in boot.js, tested in Node by
+// The page's side of Panel's patch protocol (a module of boot.js, tested in Node by
 // tests/js/patches.test.mjs, node --test): which of the document's changes go to Python, and when.
 
 // Changes Python made, or the page applies for it (its patches, adoption's): never sent back.
-const sdpaQuiet = {
+export const sdpaQuiet = {
   depth: 0,
   get on() { return this.depth > 0; },
   run(fn) {
@@ -19,7 +19,7 @@ const sdpaQuiet = {
 // `value_throttled`: one message). While Python works on a patch (`busy`, until it answers with
 // `idle()`), the next changes wait and are merged: a property set twice is sent once, with its last
 // value. `busy` starts true: nothing is sent before Python has linked the live document.
-function sdpaPatchQueue(post, now = () => performance.now()) {
+export function sdpaPatchQueue(post, now = () => performance.now()) {
   let flushing = false;
   const queue = {
     doc: null,              // the live document, once linked
@@ -63,9 +63,9 @@ function sdpaPatchQueue(post, now = () => performance.now()) {
 // page once it is linked: the very events, when the live document adopts the pre-rendered one
 // (adopt.js); otherwise by matching widgets by type, title or labels, and order (both documents are
 // built by the same code).
-const SDPA_WIDGET_ATTRS = ["value", "value_throttled", "active"];
+export const SDPA_WIDGET_ATTRS = ["value", "value_throttled", "active"];
 
-function sdpaWidgetKeys(doc) {
+export function sdpaWidgetKeys(doc) {
   const keys = new Map();          // model -> key
   const seen = new Map();
   for (const m of doc.all_models) {
@@ -79,7 +79,7 @@ function sdpaWidgetKeys(doc) {
   return keys;
 }
 
-function sdpaEarlyMoves() {
+export function sdpaEarlyMoves() {
   const moves = new Map();         // key + attr -> {key, attr, value, event}, in the order they were made
   let watched = false;
   return {

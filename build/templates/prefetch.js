@@ -1,6 +1,6 @@
 // Every file the boot needs (runtime, stdlib, lock, the package archive), requested at once, so the
 // downloads run alongside the runtime's start-up instead of after it, and handed to Pyodide when it asks
-// for them. Plain definitions, included in worker.js by text like download.js.
+// for them. A module of worker.js, run by tests/js/prefetch.test.mjs (node --test).
 //
 // Each file is checked against the sha256 and size the build wrote into CONFIG.prefetch as it arrives
 // (download.js; from a clone, so Pyodide still gets the real response: the wasm compiles while it streams
@@ -8,10 +8,10 @@
 // keepOffline stored each file there under its sha256, which is this version's): a second worker, such
 // as the one that makes the snapshot, then downloads nothing, even before the service worker controls
 // the page.
-"use strict";
+import {BootError, sdpaDownload} from "./download.js";
 
 // gzip bytes -> bytes, by the browser's own DecompressionStream.
-async function sdpaInflate(buffer, path) {
+export async function sdpaInflate(buffer, path) {
   try {
     return await new Response(new Blob([buffer]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
   } catch (err) {
@@ -23,7 +23,7 @@ async function sdpaInflate(buffer, path) {
 // here); stdlib: the gzip file Pyodide asks for without its .gz (null: none); here(path): its absolute
 // URL; network: the browser's fetch; offlineCache: the offline copy's cache name (null: none); fresh:
 // bypass every cache; post: the page's progress messages.
-function sdpaPrefetch({files, scripts, stdlib, here, network, offlineCache, fresh, post}) {
+export function sdpaPrefetch({files, scripts, stdlib, here, network, offlineCache, fresh, post}) {
   const downloads = new Map();     // absolute URL -> {path, response, checked, script}
   const progress = {received: 0, expected: 0, waiting: new Set(), sent: 0};
 

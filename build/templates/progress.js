@@ -1,4 +1,4 @@
-// The boot's progress panel (included in boot.js, tested in Node by tests/js/progress.test.mjs):
+// The boot's progress panel (a module of boot.js, tested in Node by tests/js/progress.test.mjs):
 // one line per step, the current one announced to screen readers; a step without news for too long
 // is said to be stuck (the boot may still finish; then the notice goes), and a failure names the file,
 // else the step, and offers Retry.
@@ -6,7 +6,7 @@
 // steps: [[id, label], ...] in boot order; limits: seconds without news per step, and `download`
 // (no byte arrived) for a step waiting on files; act(name): the reader chose "retry" or "fresh";
 // stop(): the boot cannot go on (stop the worker); started(): whether the watchdog should watch.
-function sdpaProgress({lab, steps, limits, act, stop, started, now = () => performance.now()}) {
+export function sdpaProgress({lab, steps, limits, act, stop, started, now = () => performance.now()}) {
   const labels = Object.fromEntries(steps);
   const panel = document.createElement("div");
   panel.id = "sdpa-boot";

@@ -1,9 +1,10 @@
 // What the page sets up once it is live, in the background: the offline copy (the worker's downloads
 // kept, then the service worker, sw.js) and the warm-boot snapshot for the next visit. What cannot be
 // set up is said on the page in plain words (storage full, no service workers, a damaged sw.js, no
-// private file storage); the page stays usable either way. Included in boot.js's closure by the build
-// (build/render.py boot_js); everything it uses is passed to sdpaSetup.
-function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorker, snapshotKey, snapshotSeconds}) {
+// private file storage); the page stays usable either way. A module of boot.js;
+// everything of the page it uses is passed to sdpaSetup.
+import {sdpaSnapshotMaker} from "./snapmaker.js";
+export function sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, newWorker, snapshotKey, snapshotSeconds}) {
   // ---- notes on the page ------------------------------------------------------------------------
   // One line per kind ("offline", "snapshot"), the first reason given for it; read by tests as lab.notes.
   lab.notes = {};

@@ -1,4 +1,4 @@
-// BokehJS's first draw in slices (included in boot.js, tested by tests/js/slices.test.mjs, node --test).
+// BokehJS's first draw in slices (a module of boot.js, tested by tests/js/slices.test.mjs, node --test).
 //
 // BokehJS builds, lays out and paints a whole document in one task: the link's first view took 290-380 ms
 // here and 1.2-1.3 s with the CPU slowed 4x as on a phone, a stretch in which the page cannot answer a tap
@@ -17,7 +17,7 @@
 
 // A new task as soon as possible: scheduler.yield where the browser has it, else a message to ourselves
 // (setTimeout(0) waits 4 ms once nested).
-function sdpaNextTask() {
+export function sdpaNextTask() {
   if (typeof scheduler !== "undefined" && typeof scheduler.yield === "function") return scheduler.yield();
   return new Promise((resolve) => {
     const channel = new MessageChannel();
@@ -28,7 +28,7 @@ function sdpaNextTask() {
 
 // Returns inSlices(Bokeh, draw): runs draw() (which calls Bokeh.embed.embed_items) in slices; resolves to
 // what draw() resolves to. nextTask: how a slice ends (tests pass their own).
-function sdpaSlicer({nextTask = sdpaNextTask, warn = (text) => console.warn(text)} = {}) {
+export function sdpaSlicer({nextTask = sdpaNextTask, warn = (text) => console.warn(text)} = {}) {
   let patched = null;       // null: not tried yet; false: BokehJS's internals moved; else the original paint
   let slicing = false;
   const toPaint = new Set();    // plots whose paint waits for a task of its own

@@ -1,14 +1,14 @@
 // The warm-boot snapshot for the next visit: once the page is live and its files are kept for offline
 // use, a second worker builds the app again, in the background, and saves a memory snapshot of Python
 // (worker.js, warmboot.js). What keeps it from being made is recorded in lab.snapshot, and said on the
-// page when it is the browser's doing. Plain definitions, included in boot.js by the build (through
-// setup.js), run by tests/build/test_snapmaker.py in Node.
+// page when it is the browser's doing. A module of boot.js (imported by setup.js),
+// run by tests/build/test_snapmaker.py in Node.
 
 // lab: the page's record; worker: boot.js's WORKER ({sha256, snapshots, snapshotFolder}); newWorker(mode):
 // a started worker.js; snapshotKey(): a promise of this version's key (null: none); snapshotSeconds: how
 // long making one may take; note(why): says on the page why later visits stay slow; because(err): a
 // storage failure in words. Returns {make, block, clearBlock, stores}.
-function sdpaSnapshotMaker({lab, worker: WORKER, newWorker, snapshotKey, snapshotSeconds, note, because}) {
+export function sdpaSnapshotMaker({lab, worker: WORKER, newWorker, snapshotKey, snapshotSeconds, note, because}) {
   // A snapshot of this version that did not restore although its bytes were whole would fail again:
   // no new one is made here for BLOCK_DAYS, or until Retry or "Reload from the network" (which clear
   // the block). A damaged snapshot blocks nothing: the next one is made at once.

@@ -1,5 +1,4 @@
-// Warm boot from a Pyodide memory snapshot: plain functions, included in the
-// worker by text (no module syntax). Needs pyodide.asm.js patched by build/pyodide_patch.py.
+// Warm boot from a Pyodide memory snapshot: a module of worker.js (through warmboot.js). Needs pyodide.asm.js patched by build/pyodide_patch.py.
 //
 // Taking a snapshot: a boot started with loadPyodide({_makeSnapshot: true}), the archive installed
 // (archive.js install), sdpa_worker.start and build_app (worker.js also runs
@@ -24,27 +23,27 @@
 // and table positions they had, the table slots dlsym / GOT.func gave out later, the GOT, dlopen's
 // handle -> library map, and the one JS value Python held that has no global access path (Panel's
 // _dict_converter).
-"use strict";
+import {sdpaWriteFiles} from "./archive.js";
 
 // Emscripten's `struct dso` (musl's dynlink.c, as Pyodide's Emscripten lays it out): the byte offset of each
 // field that dlopen's handle points at. Typed here once; the build reads the offsets back out of the shipped
 // pyodide.asm.js (its loadDynamicLibrary writes each field) and fails on any difference (build/private_api.py).
-const SDPA_DSO = {"memoryBase": 12, "memorySize": 16, "tableBase": 20, "tableSize": 24};
+export const SDPA_DSO = {"memoryBase": 12, "memorySize": 16, "tableBase": 20, "tableSize": 24};
 
 // The Python around a snapshot is in templates/sdpa_worker.py (before_snapshot, after_restore), tested in
 // CPython; here only the calls, as worker.js calls sdpa_worker.write.
 // Go on after makeMemorySnapshot on the instance that made it, or first thing after a restore.
-function sdpaSnapshotResume(pyodide) {
+export function sdpaSnapshotResume(pyodide) {
   pyodide.runPython("__import__('sdpa_worker').after_restore()");
 }
 
-const sdpaIsWasmFunction = (f) => typeof f === "function" && /\[native code\]/.test(Function.prototype.toString.call(f)) &&
+export const sdpaIsWasmFunction = (f) => typeof f === "function" && /\[native code\]/.test(Function.prototype.toString.call(f)) &&
   /^function \d+\(/.test(Function.prototype.toString.call(f));
 
 // Held JS values without an access path from globalThis: none is expected once
 // sdpa_worker.before_snapshot has run (a JS function given to Python before the snapshot, such as
 // worker.js's sendPatch, would be one: it is given to sdpa_worker.link after the restore instead).
-function sdpaSnapshotSerializer(value) {
+export function sdpaSnapshotSerializer(value) {
   let what;
   try {
     what = typeof value === "function" ? Function.prototype.toString.call(value).slice(0, 200) : Object.prototype.toString.call(value);
@@ -56,7 +55,7 @@ function sdpaSnapshotSerializer(value) {
 
 // What restore needs beyond the heap. Call (and await) after the app is built, just before
 // makeMemorySnapshot; after the snapshot, sdpaSnapshotResume(pyodide) to go on with this instance.
-async function sdpaSnapshotRecord(pyodide) {
+export async function sdpaSnapshotRecord(pyodide) {
   // let what the build scheduled run, drop the JS values Python holds that have no path from globalThis,
   // and name any asyncio task still pending (its timers are JS timers, which a restore does not have)
   const pending = JSON.parse(await pyodide.runPythonAsync("await __import__('sdpa_worker').before_snapshot()"));
@@ -124,7 +123,7 @@ async function sdpaSnapshotRecord(pyodide) {
 // writes the package files (awaited there: the archive may still be inflating while the runtime
 // compiles) and loads the libraries where they were. Pyodide then copies the heap over whatever
 // loading them wrote.
-function sdpaSnapshotPrepareRestore(meta, files, sitePackages) {
+export function sdpaSnapshotPrepareRestore(meta, files, sitePackages) {
   if (!meta || meta.version !== 1) throw new Error("snapshot: unknown meta version");
   const log = [];
   const wrappers = new WeakSet();
@@ -162,7 +161,7 @@ function sdpaSnapshotPrepareRestore(meta, files, sitePackages) {
   };
 }
 
-async function sdpaReloadLibs(M, meta, log) {
+export async function sdpaReloadLibs(M, meta, log) {
   const table = M.wasmTable;
   const byName = new Map(meta.libs.map((l) => [l.name, l]));
   M.sdpaGetMemory = (size, libName) => {

@@ -2,10 +2,10 @@
 // news; the progress watchdog says when none came for a while, and it is waited for as long as the
 // connection stays open), checked against the size and sha256 the build wrote into boot.js, and started
 // from a blob: URL, so that it runs under this page's Content-Security-Policy (a worker loaded from a URL
-// gets the policy of its own response). Plain definitions, included in boot.js by the build, run by
+// gets the policy of its own response). A module of boot.js, run by
 // tests/js/start.test.mjs (node --test).
 
-async function sdpaSha256Hex(buffer) {
+export async function sdpaSha256Hex(buffer) {
   if (!(globalThis.crypto && crypto.subtle)) return null;   // not a secure context: sizes only
   const digest = await crypto.subtle.digest("SHA-256", buffer);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -15,7 +15,7 @@ async function sdpaSha256Hex(buffer) {
 // caches; progress: the progress panel (progress.js: fatal, news, waitingFor); stores(): where the page
 // could keep a snapshot (snapmaker.js). Returns {checked(): worker.js's bytes once whole, or null after
 // saying why on the page; create(body, mode, {restore, search}): a Worker running them; snapshotKey()}.
-function sdpaWorkerStart({worker: WORKER, base, fresh, progress, stores}) {
+export function sdpaWorkerStart({worker: WORKER, base, fresh, progress, stores}) {
   // This site's memory snapshot in this browser is keyed by worker.js's bytes (which hold every file's
   // sha256), the site's address (Panel's asset URLs are absolute in it) and the browser's WebAssembly
   // features (Pyodide's runtime adapts to them); it lives in a folder of this copy of the site (scope:

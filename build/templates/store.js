@@ -1,6 +1,6 @@
 // Where the warm-boot snapshot is kept in this browser (worker.js `snapshots` decides what goes in
 // and checks it on the way out): named files, <key>.heap and <key>.json, in the first of these
-// stores that the browser offers. Plain functions, included in the worker by text like snapshot.js.
+// stores that the browser offers. A module of worker.js.
 //   "opfs":  the origin's private file system, <folder>/<scope>/<name>, read and written with a
 //            synchronous access handle (Chromium, Firefox). The 63 MB heap back in about 0.3 s.
 //   "cache": Cache Storage, a cache named <folder> of its own (sw.js never touches it), one entry per
@@ -10,9 +10,8 @@
 // Each store: name, usable() (a promise: false when the browser lacks it or refuses it),
 // read(name) -> Uint8Array (a NotFoundError when absent), write(name, bytes), remove(name),
 // keepOnly(prefix) (every other file of this copy of the site removed; prefix null: all of them).
-"use strict";
 
-function sdpaSnapshotStores({folder, scope, base, allowed}) {
+export function sdpaSnapshotStores({folder, scope, base, allowed}) {
   const notFound = (name) => Object.assign(new Error(`${name} is not stored`), {name: "NotFoundError"});
   const once = (f) => {
     let p = null;

@@ -4,10 +4,9 @@
 // The cache heals: a file missing from it or damaged in it (Cache Storage cleared by the user or the browser) is
 // fetched from the network and stored again once its sha256 matches; the page asks on every visit
 // how complete the cache is, and has the missing files downloaded in the background.
-"use strict";
 // The policy (build/offline.py): the cache's name and every file of this version,
-// site-relative path -> sha256 of its bytes.
-const POLICY = /*POLICY*/{}/*END*/;
+// site-relative path -> sha256 of its bytes (filled in by build/render.py once build/bundle.py has bundled this file).
+const POLICY = "@@DATA:POLICY@@";
 const ASSETS = POLICY.assets;
 const CACHE = POLICY.cache;
 const SCOPE = new URL(self.registration.scope);

@@ -4,7 +4,7 @@
 // the page's worker on later visits instead of starting Python, installing packages, importing Panel
 // and building the app. Any failure to restore: the page boots without it.
 //
-// Plain definitions, included in worker.js by text like download.js. This file decides what is kept
+// A module of worker.js, run by tests/build/test_warmboot.py in Node. This file decides what is kept
 // and checks it on the way out; how Pyodide's state is saved and put back is snapshot.js's (and
 // build/pyodide_patch.py's), where it is kept is store.js's. What it needs of the worker comes in as
 // `runtime`: load(options) starts Pyodide and returns it, boot(options) boots Python from scratch and
@@ -15,17 +15,21 @@
 // puts back, the heap's size and sha256, and the document as the app wrote it, so a restore skips
 // writing it). The .json file's first line is the sha256 of the rest: the document and the side data
 // are checked before anything of them is used, the heap while Pyodide starts.
-"use strict";
+import {sdpaInvalidateImportCaches} from "./archive.js";
+import {sha256hex} from "./download.js";
+import {sdpaSnapshotPrepareRestore, sdpaSnapshotRecord, sdpaSnapshotSerializer} from "./snapshot.js";
 
 // A snapshot whose bytes are not the ones saved (a disk error, an edited file): dropped, and a new one
 // made, since a fresh snapshot will restore. Any other failure to restore would repeat (boot.js).
-class SnapshotDamaged extends Error {}
+export class SnapshotDamaged extends Error {}
 
 // stores: store.js's sdpaSnapshotStores (null: this browser keeps no snapshot); key: this version's;
 // fresh: "Reload from the network", restore: false after a failed restore (both drop the snapshot);
-// post(message) and status(step, words) tell the page; limits in seconds.
-function sdpaWarmBoot({stores, key, fresh = false, restore: allowed = true, post, status, describe, runtime,
-                       limits = {find: 10, restore: 30}}) {
+// post(message) and status(step, words) tell the page; limits in seconds; pyodideState: how Pyodide's own
+// state is recorded and put back (snapshot.js; a test hands in stand-ins).
+const SNAPSHOT_JS = {record: sdpaSnapshotRecord, serializer: sdpaSnapshotSerializer, prepareRestore: sdpaSnapshotPrepareRestore};
+export function sdpaWarmBoot({stores, key, fresh = false, restore: allowed = true, post, status, describe, runtime,
+                              limits = {find: 10, restore: 30}, pyodideState = SNAPSHOT_JS}) {
   const store = async () => stores && stores.pick();
 
   async function drop() {           // from every store (a snapshot made before the browser offered another)
@@ -109,7 +113,7 @@ function sdpaWarmBoot({stores, key, fresh = false, restore: allowed = true, post
     checked.catch(() => {});
     const files = runtime.files();     // awaited once the runtime has compiled (snapshot.js)
     files.catch(() => {});
-    const prepared = sdpaSnapshotPrepareRestore(meta, files, runtime.sitePackages);
+    const prepared = pyodideState.prepareRestore(meta, files, runtime.sitePackages);
     let timer, pyodide;
     const limit = new Promise((resolve, reject) => {
       timer = setTimeout(() => reject(new Error(`Pyodide did not start from the snapshot within ${limits.restore} s`)),
@@ -128,7 +132,7 @@ function sdpaWarmBoot({stores, key, fresh = false, restore: allowed = true, post
     prepared.finish(pyodide);
     api.restored = true;
     await runtime.checked();
-    pyodide.runPython("import importlib\nimportlib.invalidate_caches()");
+    sdpaInvalidateImportCaches(pyodide);
     at.linked = performance.now();
     post({type: "restored", bytes: heap.byteLength, store: where, at, origin: performance.timeOrigin});
     return {pyodide, doc};
@@ -141,8 +145,8 @@ function sdpaWarmBoot({stores, key, fresh = false, restore: allowed = true, post
     if (!where) throw new Error("it offers no private file storage for pages");
     const pyodide = await runtime.boot({_makeSnapshot: true});
     const doc = await runtime.writeDoc();
-    const meta = await sdpaSnapshotRecord(pyodide);
-    const heap = pyodide.makeMemorySnapshot({serializer: sdpaSnapshotSerializer});
+    const meta = await pyodideState.record(pyodide);
+    const heap = pyodide.makeMemorySnapshot({serializer: pyodideState.serializer});
     meta.heap = {bytes: heap.byteLength, sha256: await sha256hex(heap)};
     for (const other of stores.all) {        // one snapshot: this version's, in this store
       if (other === where) await where.keepOnly(`${key}.`);

@@ -10,16 +10,16 @@
 // the site (null: no snapshot), whether to restore it (false: drop it, e.g. after it failed) and the
 // visitor's link (the app is built for it: the page has drawn that view's pre-render), and the
 // stores for a snapshot the page sees (store.js).
-"use strict";
-@@include:nowebrtc.js@@
-@@include:download.js@@
-@@include:prefetch.js@@
-@@include:scripts.js@@
-@@include:archive.js@@
-@@include:snapshot.js@@
-@@include:store.js@@
-@@include:warmboot.js@@
-const CONFIG = /*CONFIG*/{}/*END*/;
+// The entry module of the worker's script, bundled like boot.js (build/bundle.py).
+import "./nowebrtc.js";
+import {sdpaArchive} from "./archive.js";
+import {BootError} from "./download.js";
+import {sdpaPrefetch} from "./prefetch.js";
+import {sdpaCheckedScripts} from "./scripts.js";
+import {sdpaSnapshotStores} from "./store.js";
+import {sdpaWarmBoot} from "./warmboot.js";
+
+const CONFIG = "@@DATA:CONFIG@@";
 const BOOT = Object.assign({base: self.location.href, fresh: false, mode: "page", snapshotKey: null, snapshotScope: null,
                             restore: true, search: "", stores: []}, self.sdpaBoot || {});
 const here = (path) => new URL(path, BOOT.base).href;

@@ -1,10 +1,9 @@
 // build/templates/bokeh_leaks.js in Node, with stand-ins for BokehJS's classes (run by
-// tests/build/test_bokeh_leaks.py, which checks what it prints). Usage: node bokeh_leaks_node.cjs <bokeh_leaks.js>
+// tests/build/test_bokeh_leaks.py, which checks what it prints). Usage: node bokeh_leaks_node.cjs
 "use strict";
-const fs = require("node:fs");
 const vm = require("node:vm");
 
-const source = fs.readFileSync(process.argv[2], "utf8");
+const {runInContext} = require("../js/bundled.cjs");
 
 // Stand-ins shaped as BokehJS 3.9's: Model.on_event appends to js_event_callbacks (a plain object here, a
 // Map in the other run), View.remove, a plot view that listens to the viewport, a widget's description
@@ -67,7 +66,7 @@ function counted(name) {
 
 const out = {};
 const ctx = vm.createContext({console});
-vm.runInContext(`${source};\nthis.sdpaBokehLeaks = sdpaBokehLeaks;`, ctx);
+runInContext(ctx, "bokeh_leaks.js");
 
 for (const callbacksAsMap of [false, true]) {
   const viewport = counted("viewport"), doc = counted("document"), win = counted("window");

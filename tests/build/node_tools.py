@@ -16,6 +16,8 @@ import pytest
 from sitebuild import ROOT
 
 MODULES = ROOT / "node_modules"
+#: Bundles the runtime's ES modules for a Node harness and runs them in its global scope (tests/js/bundled.cjs).
+TEMPLATE_LOADER = ROOT / "tests" / "js" / "bundled.cjs"
 
 
 def node() -> str:

@@ -9,12 +9,11 @@
 //            what build/templates/snapshot.js needs and writes the snapshot (+ its meta);
 //   restore  loadPyodide({_loadSnapshot}) with snapshot.js's fixes, then write_doc + the same patch.
 // and compares what normal and restore produced (model count, root types, the patch's effect).
-// snapshot.js is loaded by plain text evaluation, as worker.js would include it; the patched
+// snapshot.js is bundled with archive.js (tests/js/bundled.cjs), as worker.js bundles them; the patched
 // pyodide.asm.js (build/pyodide_patch.py) is written next to the snapshot.
 import {execFileSync, spawnSync} from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import vm from "node:vm";
 import zlib from "node:zlib";
 import {createRequire} from "node:module";
 import {fileURLToPath, pathToFileURL} from "node:url";
@@ -31,12 +30,10 @@ fs.mkdirSync(WORK, {recursive: true});
 const workerText = fs.readFileSync(path.join(SITE, "worker.js"), "utf8");
 const CONFIG = JSON.parse(workerText.match(/\/\*CONFIG\*\/([\s\S]*?)\/\*END\*\//)[1]);
 
-// ---- download.js (BootError), archive.js and snapshot.js, included by text like worker.js would
-for (const file of ["download.js", "archive.js", "snapshot.js"]) {
-  vm.runInThisContext(fs.readFileSync(path.join(REPO, "build/templates", file), "utf8"), {filename: file});
-}
-/* global sdpaUntar, sdpaArchive, sdpaSnapshotRecord, sdpaSnapshotSerializer, sdpaSnapshotResume,
-   sdpaSnapshotPrepareRestore -- archive.js's and snapshot.js's functions, run into this context just above */
+// ---- archive.js's and snapshot.js's functions, bundled as worker.js bundles them
+const {sdpaUntar, sdpaArchive, sdpaSnapshotRecord, sdpaSnapshotSerializer, sdpaSnapshotResume,
+       sdpaSnapshotPrepareRestore} = createRequire(import.meta.url)("../js/bundled.cjs").runInThisContext("archive.js",
+                                                                                                      "snapshot.js");
 
 // Node has no XMLHttpRequest; panel.io.pyodide imports it (`from js import JSON, XMLHttpRequest`).
 globalThis.XMLHttpRequest ??= class XMLHttpRequest {};

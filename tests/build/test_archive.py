@@ -12,13 +12,11 @@ import json
 import subprocess
 import tarfile
 
-from node_tools import node
-from sitebuild import ROOT
+from node_tools import TEMPLATE_LOADER, node
 
 RUN = r"""
 const fs = require("node:fs");
-const vm = require("node:vm");
-for (const file of process.argv.slice(1)) vm.runInThisContext(fs.readFileSync(file, "utf8"), {filename: file});
+require(process.argv[1]).runInThisContext(...process.argv.slice(2));
 const {tar, gz, empty} = JSON.parse(fs.readFileSync(0, "utf8"));
 const bytes = (b64) => new Uint8Array(Buffer.from(b64, "base64"));
 
@@ -77,9 +75,7 @@ def test_the_archive_is_unpacked_written_and_its_libraries_loaded():
     payload = {"tar": base64.b64encode(_tar(members)).decode(),
                "gz": base64.b64encode(gzip.compress(_tar(members), mtime=0)).decode(),
                "empty": base64.b64encode(gzip.compress(b"\0" * 1024, mtime=0)).decode()}
-    templates = ROOT / "build" / "templates"
-    done = subprocess.run([node(), "-e", RUN, str(templates / "download.js"), str(templates / "prefetch.js"),
-                           str(templates / "archive.js")],
+    done = subprocess.run([node(), "-e", RUN, str(TEMPLATE_LOADER), "download.js", "prefetch.js", "archive.js"],
                           input=json.dumps(payload), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)

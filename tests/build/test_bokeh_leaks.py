@@ -10,15 +10,14 @@ import subprocess
 
 import pytest
 
-from build import render
 from node_tools import node
 from sitebuild import ROOT
 
 
 @pytest.fixture(scope="module")
 def results():
-    done = subprocess.run([node(), str(ROOT / "tests" / "build" / "bokeh_leaks_node.cjs"),
-                           str(render.TEMPLATES / "bokeh_leaks.js")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([node(), str(ROOT / "tests" / "build" / "bokeh_leaks_node.cjs")], capture_output=True, text=True,
+                          timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -9,8 +9,7 @@ import subprocess
 
 import pytest
 
-from node_tools import node, tool
-from sitebuild import ROOT
+from node_tools import TEMPLATE_LOADER, node, tool
 from web.urlstate import STATE_KEYS
 
 LINKS = ["", "?view=dial", "?step=3", "?view=tour&step=12", "?view=tour&step=99", "?step=0", "?step=abc",
@@ -27,7 +26,7 @@ TEXT = "<p class=\"x\">it's `q·k` & more</p>"
 RUN = r"""
 const fs = require("node:fs");
 const {JSDOM} = require(process.argv[2]);
-const source = fs.readFileSync(process.argv[1], "utf8");
+const {runInContext} = require(process.argv[1]);
 const input = JSON.parse(fs.readFileSync(0, "utf8"));
 
 const PAGE = `<!doctype html><html><body>
@@ -56,7 +55,7 @@ async function load(search, {files = {}, fails = false} = {}) {
     return {ok: true, status: 200, json: async () => body};
   };
   w.console.warn = (text) => log.warned.push(text);
-  w.eval(source);
+  runInContext(dom.getInternalVMContext(), "firstpaint.js");
   const lab = {firstPaint: null, htmlPaint: "shown"};
   const paint = w.sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: w.location.search});
   const other = w.document.documentElement.classList.contains("sdpa-hp-other");
@@ -97,10 +96,9 @@ async function load(search, {files = {}, fails = false} = {}) {
 }
 
 (async () => {
-  const w0 = new JSDOM("", {runScripts: "outside-only"}).window;
-  // an eval's own const declarations stay inside it: hand them out from the same eval
-  const [key, embedded, unescape, linkSettings, previewText] = w0.eval(
-    `${source};\n[sdpaFirstPaintKey, sdpaEmbedded, sdpaUnescapeHtml, sdpaLinkSettings, sdpaPreviewText]`);
+  const {sdpaFirstPaintKey: key, sdpaEmbedded: embedded, sdpaUnescapeHtml: unescape, sdpaLinkSettings: linkSettings,
+         sdpaPreviewText: previewText} = runInContext(new JSDOM("", {runScripts: "outside-only"}).getInternalVMContext(),
+                                                      "firstpaint.js");
   const pure = {
     keys: input.links.map((s) => key(s, "tour-1")),
     embedded: input.links.map((s) => embedded(s)),
@@ -108,7 +106,6 @@ async function load(search, {files = {}, fails = false} = {}) {
     settings: input.settingLinks.map((s) => linkSettings(s, input.settingKeys)),
     previewText: input.settingLinks.map((s) => previewText(linkSettings(s, input.settingKeys))),
   };
-  w0.close();
   const out = {
     ...pure,
     defaultLink: await load(""),
@@ -130,7 +127,7 @@ def results() -> dict:
     jsdom = tool("jsdom/package.json").parent
     stdin = json.dumps({"links": LINKS, "settingLinks": list(SETTING_LINKS), "settingKeys": list(STATE_KEYS),
                         "escaped": html.escape(TEXT, quote=True).replace("`", "&#x60;")})
-    done = subprocess.run([node(), "-e", RUN, str(ROOT / "build" / "templates" / "firstpaint.js"), str(jsdom)],
+    done = subprocess.run([node(), "-e", RUN, str(TEMPLATE_LOADER), str(jsdom)],
                           input=stdin, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

@@ -3,12 +3,12 @@ a first visit downloads each file once."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
 
-from build import offline, serve
+from build import offline, render, serve
+from build.bundle import bundle
 from sitebuild import NO_DIST, pyodide_dist
 
 pytestmark = pytest.mark.ui
@@ -305,6 +305,9 @@ def test_webrtc_is_gone_from_the_page_and_the_worker(offline_site, served, brows
       return out; }""")
     assert names == {"RTCPeerConnection": "undefined", "webkitRTCPeerConnection": "undefined",
                      "RTCDataChannel": "undefined", "made": "TypeError"}, names
-    worker = (offline_site.root / "worker.js").read_text()
-    assert (Path(__file__).resolve().parents[2] / "build" / "templates" / "nowebrtc.js").read_text().strip() in worker
+    # nowebrtc.js is the first thing the page's script and the worker's run, as bundled on its own
+    alone = bundle(render.TEMPLATES / "nowebrtc.js")
+    assert alone.startswith("(() => {\n") and alone.endswith("})();\n"), alone
+    for name in ("boot.js", "worker.js"):
+        assert (offline_site.root / name).read_text().startswith(alone.removesuffix("})();\n")), name
     context.close()

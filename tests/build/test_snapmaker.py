@@ -1,20 +1,17 @@
 """build/templates/snapmaker.js in Node: when the page makes a snapshot for the next visit, and what it records
 and says when it does not: used (this visit was restored), each reason it is unavailable (which the page says
 only when it is the browser's doing), a block after a failed restore (ended by clearBlock), stored, failed, and
-not made in time. Node runs snapmaker.js as boot.js includes it (by text), with the browser's storage, the
+not made in time. Node runs snapmaker.js bundled (tests/js/bundled.cjs), with the browser's storage, the
 snapshot worker and the page's note made here."""
 from __future__ import annotations
 
 import json
 import subprocess
 
-from node_tools import node
-from sitebuild import ROOT
+from node_tools import TEMPLATE_LOADER, node
 
 RUN = r"""
-const fs = require("node:fs");
-const vm = require("node:vm");
-vm.runInThisContext(fs.readFileSync(process.argv[1], "utf8"), {filename: "snapmaker.js"});
+require(process.argv[1]).runInThisContext("snapmaker.js");
 globalThis.window = globalThis;
 const store = new Map();
 globalThis.localStorage = {getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, `${v}`),
@@ -78,7 +75,7 @@ const storage = {storage: {getDirectory: async () => ({})}};
 
 
 def test_the_snapshot_is_made_or_the_reason_recorded_and_said_when_it_is_the_browsers():
-    done = subprocess.run([node(), "-e", RUN, str(ROOT / "build" / "templates" / "snapmaker.js")],
+    done = subprocess.run([node(), "-e", RUN, str(TEMPLATE_LOADER)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)

@@ -15,6 +15,7 @@ import zlib
 import pytest
 
 from build import archive, bytecode, icons, notices, offline, plan, prerender, pyodide_lock, render, wheels
+from build.bundle import BundleError
 
 
 # ---- plan -----------------------------------------------------------------------------------------
@@ -397,18 +398,21 @@ def test_templates_carry_data_that_reads_back():
         render.fill("sw.js", NOPE=1)
 
 
-def test_a_template_holds_the_modules_it_includes(tmp_path, monkeypatch):
-    """`@@include:<file>@@` is that module's text, its own includes included; a module that includes itself,
-    through another or not, is refused with the chain."""
-    (tmp_path / "main.js").write_text("a();\n@@include:one.js@@\nz();\n")
-    (tmp_path / "one.js").write_text("b();\n@@include:two.js@@")
-    (tmp_path / "two.js").write_text("c(/*DATA*/{}/*END*/);")
-    (tmp_path / "loop.js").write_text("@@include:back.js@@")
-    (tmp_path / "back.js").write_text("@@include:loop.js@@")
+def test_a_template_is_bundled_with_the_modules_it_imports(tmp_path, monkeypatch):
+    """An entry is one script holding each module it imports (once, though two import it), no `import` or `export`
+    left, its data filled; a module that does not build fails the build with esbuild's message naming the file."""
+    (tmp_path / "main.js").write_text('import {b} from "./one.js";\nimport {c} from "./two.js";\n'
+                                      'b(c("@@DATA:DATA@@"), "@@NAME@@");\n')
+    (tmp_path / "one.js").write_text('import {c} from "./two.js";\nexport const b = (...x) => c(x);\n')
+    (tmp_path / "two.js").write_text('export function c(x) {\n  return [x, "two"];\n}\n')
+    (tmp_path / "broken.js").write_text('import {nothing} from "./two.js";\nnothing(;\n')
     monkeypatch.setattr(render, "TEMPLATES", tmp_path)
-    assert render.fill("main.js", DATA=[1]) == 'a();\nb();\nc(/*DATA*/[\n 1\n]/*END*/);\nz();\n'
-    with pytest.raises(ValueError, match=r"includes itself: loop.js -> back.js -> loop.js"):
-        render.included("loop.js")
+    text = render.fill("main.js", DATA=[1], NAME="n")
+    assert text.count("function c(x)") == 1 and "import " not in text and "export " not in text
+    assert '/*DATA*/[\n 1\n]/*END*/' in text and '"n"' in text and render.embedded(text, "DATA") == [1]
+    assert text.startswith("(() => {") and text.rstrip().endswith("})();")
+    with pytest.raises(BundleError, match=r"broken\.js:2"):
+        render.fill("broken.js")
 
 
 def test_manifest_has_an_id_and_the_identity():

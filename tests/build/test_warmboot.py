@@ -10,24 +10,23 @@ import subprocess
 
 import pytest
 
-from node_tools import node
-from sitebuild import ROOT
+from node_tools import TEMPLATE_LOADER, node
 
 RUN = r"""
-const fs = require("node:fs");
-const vm = require("node:vm");
-for (const file of process.argv.slice(1)) vm.runInThisContext(fs.readFileSync(file, "utf8"), {filename: file});
+require(process.argv[1]).runInThisContext("warmboot.js");
 
 const KEY = "v1";
 const HEAP = new Uint8Array(4096).map((_, i) => (i * 7) % 251);
 const DOC = [{"doc": "live"}, [{"roots": {}}], ["p1001"]];
 
 // snapshot.js's part (Pyodide's own state), stood in for: what this file hands it and gets back
-globalThis.sdpaSnapshotRecord = async () => ({libs: ["numpy"]});
-globalThis.sdpaSnapshotSerializer = () => null;
-globalThis.sdpaSnapshotPrepareRestore = (meta, files, sitePackages) => ({
-  deserializer: "deserializer", finish(pyodide) { pyodide.finished = {meta, sitePackages}; },
-});
+const pyodideState = {
+  record: async () => ({libs: ["numpy"]}),
+  serializer: () => null,
+  prepareRestore: (meta, files, sitePackages) => ({
+    deserializer: "deserializer", finish(pyodide) { pyodide.finished = {meta, sitePackages}; },
+  }),
+};
 
 const notFound = (name) => Object.assign(new Error(`${name} is not stored`), {name: "NotFoundError"});
 function memStore(name, {usable = true, files = {}, read, write} = {}) {
@@ -45,7 +44,7 @@ const storesOf = (...all) => ({all, pick: async () => { for (const s of all) if 
 
 function pyodideMade(heap) {
   return {_api: {config: {_loadSnapshot: heap}}, ran: [], runPython(code) { this.ran.push(code); },
-          makeMemorySnapshot: ({serializer}) => (serializer === sdpaSnapshotSerializer ? heap : null)};
+          makeMemorySnapshot: ({serializer}) => (serializer === pyodideState.serializer ? heap : null)};
 }
 // load: how runtime.load answers ("ok", "hang", "fail": Pyodide's own error)
 function warm({stores, load = "ok", fresh = false, restore = true, limits, writeDoc}) {
@@ -65,7 +64,7 @@ function warm({stores, load = "ok", fresh = false, restore = true, limits, write
   };
   const boot = sdpaWarmBoot({stores, key: KEY, fresh, restore, limits: limits || {find: 10, restore: 30},
                              post: (m) => posts.push(m), status: (id) => steps.push(id),
-                             describe: (err) => ({msg: err.message, detail: err.stack}), runtime});
+                             describe: (err) => ({msg: err.message, detail: err.stack}), runtime, pyodideState});
   return {boot, posts, steps, calls};
 }
 const names = (store) => [...store.files.keys()].sort();
@@ -152,12 +151,11 @@ const caught = async (promise) => {
 })().catch((err) => { console.error(err); process.exit(1); });
 """
 
-TEMPLATES = ROOT / "build" / "templates"
 
 
 @pytest.fixture(scope="module")
 def results():
-    done = subprocess.run([node(), "-e", RUN, str(TEMPLATES / "download.js"), str(TEMPLATES / "warmboot.js")],
+    done = subprocess.run([node(), "-e", RUN, str(TEMPLATE_LOADER)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

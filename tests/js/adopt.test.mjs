@@ -6,7 +6,7 @@ import {test} from "node:test";
 
 import {runTemplates} from "./template.mjs";
 
-runTemplates("adopt.js");
+await runTemplates("adopt.js");
 const {sdpaAdoptEvents, sdpaModelsOf} = globalThis;
 
 const doc = (...roots) => ({d: {roots, title: "SDPA Lab"}});

@@ -7,7 +7,7 @@ import {test} from "node:test";
 
 import {runTemplates} from "./template.mjs";
 
-runTemplates("download.js");
+await runTemplates("download.js");
 const {sdpaDownload} = globalThis;
 
 const BODY = Buffer.alloc(256 * 300, 0).map((_, i) => i % 256);      // 76,800 bytes, in several chunks

@@ -6,7 +6,7 @@ import {test} from "node:test";
 
 import {runTemplates} from "./template.mjs";
 
-runTemplates("patches.js");
+await runTemplates("patches.js");
 // what patches.js declares, in this realm's global scope (sdpaQuiet is a `const` there, not a property of globalThis)
 /* global sdpaQuiet, sdpaPatchQueue, sdpaEarlyMoves, sdpaWidgetKeys */
 

@@ -9,7 +9,7 @@ import {gzipSync} from "node:zlib";
 
 import {runTemplates} from "./template.mjs";
 
-runTemplates("download.js", "prefetch.js");
+await runTemplates("download.js", "prefetch.js");
 const {sdpaPrefetch} = globalThis;
 globalThis.self = globalThis;
 

@@ -7,7 +7,7 @@ import {test} from "node:test";
 
 import {runTemplates} from "./template.mjs";
 
-runTemplates("download.js", "scripts.js");
+await runTemplates("download.js", "scripts.js");
 const {sdpaCheckedScripts} = globalThis;
 
 const here = (p) => new URL(p, "https://site.invalid/app/").href;

@@ -7,7 +7,7 @@ import {test} from "node:test";
 
 import {templateContext} from "./template.mjs";
 
-const {sdpaSlicer} = templateContext("slices.js", {console, MessageChannel, setImmediate}, ["sdpaSlicer"]);
+const {sdpaSlicer} = templateContext("slices.js", {console, MessageChannel, setImmediate});
 
 let task = 0;
 const nextTask = () => new Promise((resolve) => setImmediate(() => { task++; resolve(); }));

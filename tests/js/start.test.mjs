@@ -9,7 +9,7 @@ import {test} from "node:test";
 
 import {runTemplates} from "./template.mjs";
 
-runTemplates("start.js");
+await runTemplates("start.js");
 const {sdpaWorkerStart} = globalThis;
 
 const BYTES = Buffer.from("postMessage(1);\n".repeat(5000));       // 80,000 bytes
