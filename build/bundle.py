@@ -5,7 +5,7 @@ imports the others, becomes the one classic script the site ships, by esbuild (p
 The bundle is an IIFE (the page loads boot.js as a script with an integrity hash, boot.js starts worker.js from a
 blob: URL, the browser registers sw.js): nothing is global but what a module puts on `window` or `self` itself.
 Output depends only on the sources and esbuild's version (paths are relative to the repository, no timestamps),
-so the site stays byte-reproducible. render.py fills each bundle's data afterwards.
+so the site stays byte-reproducible. runtime.py fills each bundle's data afterwards.
 """
 from __future__ import annotations
 

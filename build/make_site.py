@@ -13,7 +13,8 @@ A pipeline of named steps, each in its own module and tested on its own (tests/b
     patch         Pyodide's pyodide.asm.js, patched for the warm boot from a snapshot (pyodide_patch.py)
     assets        Panel's and Bokeh's static files the page references
     images        icons and the link-preview image (icons.py); notices.html (notices.py)
-    render        index.html, worker.js, boot.js, boot.css, manifest (render.py); each link's first
+    render        index.html, manifest (render.py), its policy and integrity hashes (page_policy.py);
+                  worker.js, boot.js, boot.css (runtime.py, bundled by bundle.py); each link's first
                   paint in HTML too, shown before any script runs (html_paint.py)
     offline       sw.js with the offline policy: every file and its sha256 (offline.py)
 
@@ -39,8 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import (archive, assets, bytecode, html_paint, icons, notices, offline, plan, private_api, pyodide_files,
-               pyodide_lock, pyodide_patch, render, wheels)
+from . import (archive, assets, bytecode, html_paint, icons, notices, offline, page_policy, plan, private_api,
+               pyodide_files, pyodide_lock, pyodide_patch, render, runtime, wheels)
 from .prerender import FIRST_ID
 
 HERE = Path(__file__).resolve().parent
@@ -176,21 +177,21 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     shutil.rmtree(work)
 
     # render
-    worker = render.worker_js(config).encode()
+    worker = runtime.worker_js(config).encode()
     (out / "worker.js").write_bytes(worker)
     # each link's first paint also as HTML, shown before any script runs (html_paint.py)
     layers = {key: {**doc, "html": html_paint.other_layer(html, doc)} for key, doc in pre["first_paints"].items()}
     firsts = render.first_paint_files(layers, out)
     log(f"first paints: {len(firsts) + 1} links pre-rendered (index.html and {render.FIRST_PAINT_DIR}/*.json, "
         f"{sum((out / f['path']).stat().st_size for f in firsts.values()) / 1e6:.2f} MB)")
-    (out / "boot.js").write_text(render.boot_js(worker, offline.REGISTRATION, snapshot_folder=(config["snapshot"] or {}).get("folder"),
+    (out / "boot.js").write_text(runtime.boot_js(worker, offline.REGISTRATION, snapshot_folder=(config["snapshot"] or {}).get("folder"),
                                                 first_paints=firsts, default_first_paint=pre["default_first_paint"],
                                                 setting_keys=pre["state_keys"]))
-    (out / "boot.css").write_text(render.boot_css(identity))
+    (out / "boot.css").write_text(runtime.boot_css(identity))
     (out / "manifest.webmanifest").write_text(render.manifest(identity, manifest_icons))
     html = html_paint.paint_page(render.unveiled(render.deferred_scripts(render.draw_first_paint_through_boot(html))))
     html = render.finish(html, identity=identity, preview=PREVIEW, extra_origins=extra_origins, site_url=site_url)
-    (out / "index.html").write_text(render.with_integrity(html, lambda rel: (out / rel).read_bytes()))
+    (out / "index.html").write_text(page_policy.with_integrity(html, lambda rel: (out / rel).read_bytes()))
     (out / ".nojekyll").write_text("")   # GitHub Pages: serve every file as it is
     overrides = private_api.bokeh_css_variables(out)
     if overrides:
@@ -204,7 +205,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
 
     # offline: last, since the policy lists every other file
     policy = offline.policy(out)
-    (out / offline.SW_FILE).write_text(render.service_worker(policy))
+    (out / offline.SW_FILE).write_text(runtime.service_worker(policy))
     total = sum((out / p).stat().st_size for p in policy["assets"])
     summary = {"pyodide": pyo.kind, "self_hosted": pyo.self_hosted, "files": len(policy["assets"]), "bytes": total,
                "packages": config["packages"], "seconds": round(time.time() - started, 1)}

@@ -1,7 +1,7 @@
 """The offline policy, in one place: what the service worker stores, under which cache, where it is
 registered, and how a host should cache it. sw.js (templates/) carries the policy out; boot.js
 registers it; serve.py sends the HTTP header; the tests read this module and the policy the build
-embedded in sw.js (render.embedded(sw_js, "POLICY")).
+embedded in sw.js (runtime.embedded(sw_js, "POLICY")).
 
 Every file of the site except sw.js itself is precached, keyed by its sha256: a redeploy
 downloads only the files whose bytes changed, and sw.js (which holds the list) changes exactly
@@ -37,5 +37,5 @@ def precached(site: Path) -> dict[str, str]:
 
 
 def policy(site: Path) -> dict:
-    """What sw.js is built with (render.service_worker)."""
+    """What sw.js is built with (runtime.service_worker)."""
     return {"cache": CACHE, "assets": precached(site)}

@@ -1,10 +1,6 @@
-"""The renderer, last step of the build: every text file of the site that is not a package.
-
-index.html from Panel's pre-rendered page (self-hosted URLs, head tags, CSP, integrity hashes),
-worker.js, boot.js, boot.css and sw.js from templates/, and the web manifest. The JavaScript entries are ES
-modules bundled with what they import (bundle.py); each takes data as the string `"@@DATA:NAME@@"`, which
-fill() replaces by `/*NAME*/{...}/*END*/` (JSON, read back by `embedded()`: the tests read the build's data
-this way, never by their own regex), or as `@@NAME@@` inside a string (text).
+"""The renderer, last step of the build: index.html from Panel's pre-rendered page (self-hosted URLs, head tags,
+the Content-Security-Policy from page_policy.py), each link's first paint file, and the web manifest. The runtime's scripts (boot.js,
+worker.js, sw.js, boot.css) are runtime.py's.
 
 The page's name, description and colour come from web/ (web.page, web.theme, recorded by the
 pre-render); Panel's and Bokeh's versions from their installed metadata.
@@ -20,10 +16,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .bundle import bundle
+from .page_policy import csp, inline_script_hashes
 from .prerender import SENTINEL
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 PANEL_VERSION = md.version("panel")
 BOKEH_VERSION = md.version("bokeh")
 PANEL_DIST = f"static/panel/{PANEL_VERSION}/dist/"       # what SENTINEL + "<version>/dist/" becomes
@@ -113,48 +108,6 @@ def local_paths(page: str) -> list[str]:
     return sorted(set(out))
 
 
-def csp(extra_origins: tuple[str, ...] = (), script_hashes: tuple[str, ...] = ()) -> str:
-    """The page's policy. The worker runs under it too: boot.js starts it from a blob: URL, and such a
-    worker inherits its document's policy (a worker loaded from a URL would get its response's)."""
-    more = "".join(" " + o for o in extra_origins)
-    hashes = "".join(f" '{h}'" for h in script_hashes)
-    # Inline scripts are allowed one by one, by hash. 'unsafe-eval': Panel's panel.min.js and BokehJS
-    # compile small functions at run time (without it: EvalError, and the page never becomes ready);
-    # 'wasm-unsafe-eval': Pyodide's WebAssembly. blob: only in worker-src, for the worker itself: it runs
-    # its checked copies of Pyodide's scripts by eval, so no blob: script can run (a page with Panel's
-    # ReactiveESM components, which it imports from blob: URLs, would need blob: in script-src again).
-    # All fetching stays on this origin.
-    return "; ".join([
-        "default-src 'self'",
-        f"script-src 'self'{hashes} 'unsafe-eval' 'wasm-unsafe-eval'{more}",
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data: blob:",
-        "font-src 'self' data:",
-        f"connect-src 'self'{more}",
-        "worker-src 'self' blob:",
-        "manifest-src 'self'",
-        "object-src 'none'",
-        "base-uri 'self'",
-        "form-action 'none'",
-    ])
-
-
-INLINE_SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.S | re.I)
-
-
-def inline_script_hashes(page: str) -> tuple[str, ...]:
-    """'sha256-...' of every inline script the browser would run (not JSON data blocks)."""
-    out = []
-    for attrs, body in INLINE_SCRIPT.findall(page):
-        if re.search(r"\bsrc\s*=", attrs, re.I):
-            continue
-        kind = re.search(r"""\btype\s*=\s*["']([^"']*)["']""", attrs, re.I)
-        if kind and kind[1].lower() not in ("text/javascript", "application/javascript", "module", ""):
-            continue
-        out.append("sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode())
-    return tuple(dict.fromkeys(out))
-
-
 # Shown when boot.js itself did not run (missing, damaged: it carries an integrity hash), since
 # then nothing else can say so. Inline, so it needs no file of its own.
 BOOT_FALLBACK = (
@@ -167,22 +120,6 @@ BOOT_FALLBACK = (
     '  d.querySelector("button").addEventListener("click", function () { location.reload(); });\n'
     '  document.body.appendChild(d);\n'
     '});\n')
-LOCAL_TAG = re.compile(r"""<(script|link)\b([^>]*?)\s(src|href)=(["'])(\./[^"']+)\4([^>]*)>""", re.I)
-
-
-def with_integrity(page: str, read) -> str:
-    """Every local script and stylesheet tag gains integrity="sha256-...": a damaged or missing file
-    is refused and fires an error event (boot.js names it) instead of running half a script.
-    `read(path)` returns a site file's bytes."""
-    def add(m: re.Match) -> str:
-        tag, before, attr, q, url, after = m.groups()
-        if "integrity=" in m.group(0) or (tag.lower() == "link" and "stylesheet" not in (before + after)):
-            return m.group(0)
-        digest = base64.b64encode(hashlib.sha256(read(url[2:].split("?")[0].split("#")[0])).digest()).decode()
-        return f'<{tag}{before} {attr}={q}{url}{q} integrity="sha256-{digest}"{after}>'
-    return LOCAL_TAG.sub(add, page)
-
-
 @dataclass(frozen=True)
 class Identity:
     """What the page is called and how it looks from outside: from web/ (web.page, web.theme)."""
@@ -311,74 +248,3 @@ def manifest(identity: Identity, icons: list[dict]) -> str:
         "background_color": identity.background_color, "theme_color": identity.theme_color,
         "icons": icons,
     }, indent=1) + "\n"
-
-
-# ---- templates ------------------------------------------------------------------------------------
-
-def _embed_marker(name: str) -> re.Pattern:
-    return re.compile(rf"/\*{name}\*/(.*?)/\*END\*/", re.S)
-
-
-def _data_marker(name: str) -> str:
-    """Where a module takes a value as JSON: the string literal `"@@DATA:NAME@@"` (esbuild keeps strings as written)."""
-    return f'"@@DATA:{name}@@"'
-
-
-def source(template: str) -> str:
-    """templates/<template> as the site ships it before its data: a JavaScript entry bundled with the modules it
-    imports (bundle.py), any other file as written."""
-    path = TEMPLATES / template
-    return bundle(path) if path.suffix == ".js" else path.read_text()
-
-
-def fill(template: str, **values) -> str:
-    """templates/<template> bundled, each `"@@DATA:NAME@@"` replaced by `/*NAME*/<value as JSON>/*END*/` (read back
-    by embedded()) and each `@@NAME@@` by its value as text."""
-    text = source(template)
-    for key, value in values.items():
-        if _data_marker(key) in text:
-            data = json.dumps(value, indent=1, sort_keys=True)
-            text = text.replace(_data_marker(key), f"/*{key}*/{data}/*END*/", 1)
-        elif f"@@{key}@@" in text:
-            text = text.replace(f"@@{key}@@", str(value))
-        else:
-            raise KeyError(f"templates/{template} has no place for {key}")
-    return text
-
-
-def embedded(text: str, name: str):
-    """The JSON value fill() put in a built file under `name` (e.g. worker.js's CONFIG, sw.js's POLICY)."""
-    found = _embed_marker(name).search(text)
-    if found is None:
-        raise ValueError(f"no /*{name}*/ data in this file")
-    return json.loads(found[1])
-
-
-def worker_js(config: dict) -> str:
-    """worker.js with its CONFIG, bundled with the modules it imports (download, prefetch, scripts, archive,
-    snapshot, store, warmboot)."""
-    return fill("worker.js", CONFIG=config)
-
-
-def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = None, first_paints: dict | None = None,
-            default_first_paint: str = "tour-1", setting_keys: list[str] | tuple = ()) -> str:
-    """boot.js knows worker.js's sha256 and size (start.js checks the file before running it), whether the
-    worker can save a memory snapshot (a self-hosted, patched Pyodide) and under which name
-    (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see
-    snapmaker.js), where the service worker is registered (offline.REGISTRATION), and which link keys are
-    settings (a link with any of them first paints as a preview, firstpaint.js); the modules it
-    imports (slices, firstpaint, bokeh_leaks, progress, start, setup, snapmaker, patches, adopt) are inside."""
-    return fill("boot.js", WORKER={"path": "worker.js", "sha256": hashlib.sha256(worker).hexdigest(),
-                                   "size": len(worker), "snapshots": snapshot_folder is not None,
-                                   "snapshotFolder": snapshot_folder},
-                SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR,
-                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}, "settings": list(setting_keys)})
-
-
-def boot_css(identity: Identity) -> str:
-    return fill("boot.css", THEME=identity.theme_color)
-
-
-def service_worker(policy: dict) -> str:
-    """sw.js with its whole policy (offline.policy()) inside: a new policy is a new service worker."""
-    return fill("sw.js", POLICY=policy)

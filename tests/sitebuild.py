@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from build import archive, offline, render
+from build import archive, offline, runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,14 +44,14 @@ def require_pyodide_dist() -> Path:
 
 
 class Site:
-    """A built site and the data the build put in it, read with the build's own reader (render.embedded)."""
+    """A built site and the data the build put in it, read with the build's own reader (runtime.embedded)."""
 
     def __init__(self, root: Path, log: str):
         self.root = root
         self.log = log
-        self.policy = render.embedded((root / offline.SW_FILE).read_text(), "POLICY")
+        self.policy = runtime.embedded((root / offline.SW_FILE).read_text(), "POLICY")
         self.assets = self.policy["assets"]
-        self.config = render.embedded((root / "worker.js").read_text(), "CONFIG")
+        self.config = runtime.embedded((root / "worker.js").read_text(), "CONFIG")
         lock = root / "pyodide" / "pyodide-lock.json"      # self-hosted builds only
         self.lock = json.loads(lock.read_text()) if lock.is_file() else None
         self.html = (root / "index.html").read_text()

@@ -4,7 +4,7 @@
 // No step can fail or stall silently: a damaged or missing file, an error in any step, or a step
 // without news for too long shows a message naming the file or step, with Retry.
 // The entry module of the page's script: build/bundle.py bundles it with what it imports into boot.js, and
-// build/render.py puts each "@@DATA:NAME@@" string's data in its place (as /*NAME*/{...}/*END*/).
+// build/runtime.py puts each "@@DATA:NAME@@" string's data in its place (as /*NAME*/{...}/*END*/).
 import "./nowebrtc.js";
 import {sdpaLiveDocument} from "./adopt.js";
 import {sdpaBokehLeaks} from "./bokeh_leaks.js";

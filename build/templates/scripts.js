@@ -1,7 +1,7 @@
 // Pyodide's own scripts, run from the bytes the prefetch checked. Pyodide loads pyodide.asm.js with
 // importScripts(url): the checked copy runs instead. It runs by indirect (global) eval, which the page's
 // policy allows anyway ('unsafe-eval', for Panel), not by importScripts of a blob: URL: that would need
-// blob: in script-src, where an injected blob: script would run too (build/render.py csp). Both files are
+// blob: in script-src, where an injected blob: script would run too (build/page_policy.py csp). Both files are
 // strict scripts that publish what they define on globalThis, as they do when imported. A module
 // of worker.js, run by tests/js/scripts.test.mjs (node --test).
 import {BootError} from "./download.js";

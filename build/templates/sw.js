@@ -5,7 +5,7 @@
 // fetched from the network and stored again once its sha256 matches; the page asks on every visit
 // how complete the cache is, and has the missing files downloaded in the background.
 // The policy (build/offline.py): the cache's name and every file of this version,
-// site-relative path -> sha256 of its bytes (filled in by build/render.py once build/bundle.py has bundled this file).
+// site-relative path -> sha256 of its bytes (filled in by build/runtime.py once build/bundle.py has bundled this file).
 const POLICY = "@@DATA:POLICY@@";
 const ASSETS = POLICY.assets;
 const CACHE = POLICY.cache;

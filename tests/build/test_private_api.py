@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from build import private_api, render
+from build import private_api, runtime
 from sitebuild import NO_DIST, pyodide_dist
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ OURS = {"self", "cls", "os", "sys", "lab", "page", "Page", "np", "sdpaLab"}
 
 
 def used_names() -> set[str]:
-    texts = [p.read_text() for p in sorted(render.TEMPLATES.iterdir()) if p.suffix in (".js", ".py")]
+    texts = [p.read_text() for p in sorted(runtime.TEMPLATES.iterdir()) if p.suffix in (".js", ".py")]
     texts += [p.read_text() for p in (ROOT / "web").rglob("*.py")]
     found = set()
     for text in texts:

@@ -7,7 +7,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from build import offline, render, serve
+from build import offline, runtime, serve
 from build.bundle import bundle
 from sitebuild import NO_DIST, pyodide_dist
 
@@ -306,7 +306,7 @@ def test_webrtc_is_gone_from_the_page_and_the_worker(offline_site, served, brows
     assert names == {"RTCPeerConnection": "undefined", "webkitRTCPeerConnection": "undefined",
                      "RTCDataChannel": "undefined", "made": "TypeError"}, names
     # nowebrtc.js is the first thing the page's script and the worker's run, as bundled on its own
-    alone = bundle(render.TEMPLATES / "nowebrtc.js")
+    alone = bundle(runtime.TEMPLATES / "nowebrtc.js")
     assert alone.startswith("(() => {\n") and alone.endswith("})();\n"), alone
     for name in ("boot.js", "worker.js"):
         assert (offline_site.root / name).read_text().startswith(alone.removesuffix("})();\n")), name

@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from build import bytecode, icons, offline, plan, prerender, pyodide_patch, render
+from build import bytecode, icons, offline, plan, prerender, pyodide_patch, render, runtime
 
 
 def sha256(path) -> str:
@@ -66,7 +66,7 @@ def test_scripts_and_stylesheets_carry_integrity(site):
     assert checked >= 10 and 'src="./boot.js" integrity=' in site.html
     boot = (site.root / "boot.js").read_text()
     worker = site.root / "worker.js"
-    assert render.embedded(boot, "WORKER") == {"path": "worker.js", "sha256": sha256(worker),
+    assert runtime.embedded(boot, "WORKER") == {"path": "worker.js", "sha256": sha256(worker),
                                                "size": worker.stat().st_size, "snapshots": site.self_hosted,
                                                "snapshotFolder": offline.SNAPSHOT_FOLDER if site.self_hosted else None}
 
@@ -257,7 +257,7 @@ def test_csp_is_first_in_head_and_keeps_requests_on_this_origin(site):
 def test_service_worker_is_registered_relative_with_the_build_policy(site):
     """boot.js registers the service worker the build wrote, with a relative URL and scope (the site works
     under any sub-path), and sw.js holds the offline policy's cache name."""
-    registration = render.embedded((site.root / "boot.js").read_text(), "SERVICE_WORKER")
+    registration = runtime.embedded((site.root / "boot.js").read_text(), "SERVICE_WORKER")
     assert registration == offline.REGISTRATION
     assert registration["url"].startswith("./") and registration["scope"] == "./"
     assert (site.root / registration["url"]).is_file()

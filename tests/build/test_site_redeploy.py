@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from build import offline, render, serve
+from build import offline, runtime, serve
 from sitebuild import still_usable, require_pyodide_dist
 
 pytestmark = pytest.mark.ui
@@ -41,7 +41,7 @@ def redeploy(root: Path, version: str) -> None:
     (which holds boot.js's and now names the version) and sw.js (which lists every file's) change too."""
     worker = (root / "worker.js").read_bytes() + f"\n// version {version}\n".encode()
     boot = (root / "boot.js").read_bytes()
-    info = render.embedded(boot.decode(), "WORKER")
+    info = runtime.embedded(boot.decode(), "WORKER")
     info.update(sha256=hashlib.sha256(worker).hexdigest(), size=len(worker))
     new_boot = re.sub(r"/\*WORKER\*/.*?/\*END\*/", lambda _: f"/*WORKER*/{json.dumps(info, indent=1, sort_keys=True)}/*END*/",
                       boot.decode(), count=1, flags=re.S).encode()
@@ -52,7 +52,7 @@ def redeploy(root: Path, version: str) -> None:
     replace_file(root / "worker.js", worker)
     replace_file(root / "boot.js", new_boot)
     replace_file(root / "index.html", html.encode())
-    replace_file(root / offline.SW_FILE, render.service_worker(offline.policy(root)).encode())
+    replace_file(root / offline.SW_FILE, runtime.service_worker(offline.policy(root)).encode())
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from build import archive, bytecode, icons, notices, offline, plan, prerender, pyodide_lock, render, wheels
+from build import archive, bytecode, icons, notices, offline, plan, prerender, pyodide_lock, render, runtime, wheels
 from build.bundle import BundleError
 
 
@@ -389,13 +389,13 @@ def test_link_previews_get_an_absolute_url_only_when_the_site_url_is_known():
 def test_templates_carry_data_that_reads_back():
     """Data put in a template with fill() is read back by embedded(); a name with no place fails."""
     config = {"lock": "./pyodide/pyodide-lock.json", "prefetch": [["a", "b", 1]]}
-    assert render.embedded(render.worker_js(config), "CONFIG") == config
-    boot = render.boot_js(b"worker bytes", offline.REGISTRATION)
-    assert render.embedded(boot, "SERVICE_WORKER") == offline.REGISTRATION
-    assert render.embedded(boot, "WORKER")["sha256"] == hashlib.sha256(b"worker bytes").hexdigest()
-    assert "@@" not in boot and "#123456" in render.boot_css(IDENTITY)
+    assert runtime.embedded(runtime.worker_js(config), "CONFIG") == config
+    boot = runtime.boot_js(b"worker bytes", offline.REGISTRATION)
+    assert runtime.embedded(boot, "SERVICE_WORKER") == offline.REGISTRATION
+    assert runtime.embedded(boot, "WORKER")["sha256"] == hashlib.sha256(b"worker bytes").hexdigest()
+    assert "@@" not in boot and "#123456" in runtime.boot_css(IDENTITY)
     with pytest.raises(KeyError):
-        render.fill("sw.js", NOPE=1)
+        runtime.fill("sw.js", NOPE=1)
 
 
 def test_a_template_is_bundled_with_the_modules_it_imports(tmp_path, monkeypatch):
@@ -406,13 +406,13 @@ def test_a_template_is_bundled_with_the_modules_it_imports(tmp_path, monkeypatch
     (tmp_path / "one.js").write_text('import {c} from "./two.js";\nexport const b = (...x) => c(x);\n')
     (tmp_path / "two.js").write_text('export function c(x) {\n  return [x, "two"];\n}\n')
     (tmp_path / "broken.js").write_text('import {nothing} from "./two.js";\nnothing(;\n')
-    monkeypatch.setattr(render, "TEMPLATES", tmp_path)
-    text = render.fill("main.js", DATA=[1], NAME="n")
+    monkeypatch.setattr(runtime, "TEMPLATES", tmp_path)
+    text = runtime.fill("main.js", DATA=[1], NAME="n")
     assert text.count("function c(x)") == 1 and "import " not in text and "export " not in text
-    assert '/*DATA*/[\n 1\n]/*END*/' in text and '"n"' in text and render.embedded(text, "DATA") == [1]
+    assert '/*DATA*/[\n 1\n]/*END*/' in text and '"n"' in text and runtime.embedded(text, "DATA") == [1]
     assert text.startswith("(() => {") and text.rstrip().endswith("})();")
     with pytest.raises(BundleError, match=r"broken\.js:2"):
-        render.fill("broken.js")
+        runtime.fill("broken.js")
 
 
 def test_manifest_has_an_id_and_the_identity():
@@ -432,8 +432,8 @@ def test_policy_precaches_every_file_the_rule_stores(tmp_path):
     policy = offline.policy(tmp_path)
     assert policy == {"cache": offline.CACHE, "assets": {
         rel: hashlib.sha256(data).hexdigest() for rel, data in files.items() if offline.stored(rel)}}
-    sw = render.service_worker(policy)
-    assert render.embedded(sw, "POLICY") == policy
+    sw = runtime.service_worker(policy)
+    assert runtime.embedded(sw, "POLICY") == policy
     assert html.escape(offline.CACHE) in sw
 
 

@@ -16,7 +16,7 @@ import tarfile
 
 import pytest
 
-from build import render
+from build import runtime
 from node_tools import node
 
 BASE = "https://lab.example/site/"
@@ -99,7 +99,7 @@ const settled = () => posts.some((m) => m.type === "render" || m.type === "error
 
 def run(tmp_path, damaged: str | None = None) -> dict:
     worker = tmp_path / "worker.js"
-    worker.write_text(render.worker_js(CONFIG))
+    worker.write_text(runtime.worker_js(CONFIG))
     done = subprocess.run([node(), "-e", RUN, str(worker)], capture_output=True, text=True, timeout=60,
                           input=json.dumps({"files": {p: b.hex() for p, b in FILES.items()}, "damaged": damaged,
                                             "base": BASE}))
