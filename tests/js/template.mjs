@@ -11,9 +11,8 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 export const TEMPLATES = path.join(ROOT, "build", "templates");
 
 // jsdom from the project's npm tools (package.json; `make test` installs them with `npm ci`)
-const require = createRequire(path.join(ROOT, "package.json"));
-const {JSDOM} = require("jsdom");
-const {runInContext} = require("./bundled.cjs");
+const {JSDOM} = createRequire(path.join(ROOT, "package.json"))("jsdom");
+const {runInContext} = createRequire(import.meta.url)("./bundled.cjs");
 
 /** A fresh jsdom page with templates/<name> run in it (what it exports is the page's global). `before(window)`
  * runs first (stubs, a page state). */
