@@ -13,7 +13,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # two jobs: pip's install and npm's (and apt-get's, where a browser is missing) run side by side
 MAKEFLAGS += --jobs=2
 
-.PHONY: js-test serve test pytest screenshots lint site dev bench chromium engines node bundler npm-tools clean
+.PHONY: js-test serve test test-quick pytest screenshots lint site dev bench chromium engines node bundler npm-tools clean
 
 # make test installs every test tool (torch, Playwright, Selenium, linters); make serve only what builds and serves the site.
 # --no-compile: Python compiles a module when it is first imported, not every file of torch at install (33 s -> 14 s).
@@ -88,8 +88,15 @@ test: lint
 js-test: npm-tools
 	node --test --experimental-test-coverage --enable-source-maps tests/js/
 
+# each test's time goes to artifacts/pytest.xml: `python benchmarks/suite_costs.py` sums it by kind and file
 pytest: $(STAMP) chromium engines npm-tools
-	$(TEST_ENV) $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup
+	$(TEST_ENV) $(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup --junitxml=artifacts/pytest.xml
+
+# a check while working, not instead of make test: everything but the browser tests (marker `ui`): the lint, the
+# Node tests, and pytest -m "not ui" (the core, the page's claims, the build and the site's output)
+test-quick: lint
+	$(MAKE) js-test
+	$(TEST_ENV) $(PY) -m pytest -n $(TEST_JOBS) -m "not ui" --junitxml=artifacts/pytest-quick.xml
 
 # the layout, every-view and tour tests again, taking screenshots of every view and step at a desktop's and two phones'
 # widths, light and dark, into artifacts/screenshots/ for a person to look at

@@ -2,7 +2,7 @@
 // use, a second worker builds the app again, in the background, and saves a memory snapshot of Python
 // (worker.js, warmboot.js). What keeps it from being made is recorded in lab.snapshot, and said on the
 // page when it is the browser's doing. A module of boot.js (imported by setup.js),
-// run by tests/build/test_snapmaker.py in Node.
+// run by tests/js/snapmaker.test.mjs (node --test).
 
 // lab: the page's record; worker: boot.js's WORKER ({sha256, snapshots, snapshotFolder}); newWorker(mode):
 // a started worker.js; snapshotKey(): a promise of this version's key (null: none); snapshotSeconds: how

@@ -4,7 +4,7 @@
 // the page's worker on later visits instead of starting Python, installing packages, importing Panel
 // and building the app. Any failure to restore: the page boots without it.
 //
-// A module of worker.js, run by tests/build/test_warmboot.py in Node. This file decides what is kept
+// A module of worker.js, run by tests/js/warmboot.test.mjs (node --test). This file decides what is kept
 // and checks it on the way out; how Pyodide's state is saved and put back is snapshot.js's (and
 // build/pyodide_patch.py's), where it is kept is store.js's. What it needs of the worker comes in as
 // `runtime`: load(options) starts Pyodide and returns it, boot(options) boots Python from scratch and
