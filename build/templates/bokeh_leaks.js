@@ -1,5 +1,5 @@
 // What keeps a removed figure alive in BokehJS 3.9 and Panel 1.9, closed for a long session (a module
-// of boot.js; tested in Node by tests/build/test_bokeh_leaks.py, and in the built site by
+// of boot.js; tested by tests/js/bokeh_leaks.test.mjs (node --test), and in the built site by
 // tests/build/test_site_long_session.py).
 //
 // Switching views replaces a part of the document: Python drops the old view's models and the page's views
