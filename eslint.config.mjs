@@ -17,7 +17,7 @@ export default [
   module(["boot", "adopt", "bokeh_leaks", "firstpaint", "patches", "progress", "setup", "slices", "snapmaker", "start"],
          {...globals.browser, Bokeh: "readonly"}),
   // the Python worker's: Pyodide's loader is evaluated into its global scope (scripts.js)
-  module(["worker", "archive", "download", "prefetch", "scripts", "snapshot", "store", "warmboot"],
+  module(["worker", "archive", "download", "prefetch", "pyodide_internals", "scripts", "snapshot", "store", "warmboot"],
          {...globals.worker, loadPyodide: "readonly"}),
   module(["nowebrtc"], {...globals.browser, ...globals.worker}),      // in both
   module(["sw"], globals.serviceworker),

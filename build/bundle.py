@@ -19,8 +19,11 @@ ESBUILD = ROOT / "node_modules" / ".bin" / "esbuild"
 #: The language level of what ships, as ESLint holds the sources to (eslint.config.mjs): esbuild fails on
 #: newer syntax rather than shipping it.
 TARGET = "es2022"
+#: The first line of each bundle: the modules are strict code, and an IIFE bundle is a classic script, which is
+#: sloppy unless it says otherwise (esbuild does not say it).
+STRICT = '"use strict";'
 OPTIONS = ("--bundle", "--format=iife", "--charset=utf8", "--legal-comments=none", f"--target={TARGET}",
-           "--log-level=warning")
+           f"--banner:js={STRICT}", "--log-level=warning")
 
 
 class BundleError(SystemExit):

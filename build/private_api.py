@@ -2,7 +2,7 @@
 against the versions the site ships.
 
 An upgrade of Panel, Bokeh or Pyodide is the riskiest change in the repository: the browser runtime
-(templates/worker.js, sdpa_worker.py, snapshot.js, slices.js) and a few page modules reach into their internals. Each such name is
+(sdpa_worker.py, pyodide_internals.js, slices.js, bokeh_leaks.js) and a few page modules reach into their internals. Each such name is
 listed here with where it is used; `make site` checks every one against the installed Panel, Bokeh (its
 bokeh.js for BokehJS's) and param (the versions it ships: plan.py takes versions from installed metadata) and against Pyodide's own
 files when it self-hosts them, and fails naming each name that moved. tests/build/test_private_api.py
@@ -58,26 +58,29 @@ PYTHON = [
     Name("panel.viewable", "Renderable._models", "web/views/common.py: a pane's Bokeh models", instance=True),
 ]
 
-#: Pyodide's internals: (file of its distribution, text that must be in it, where we rely on it).
+#: Pyodide's internals: (file of its distribution, text that must be in it, where we rely on it). All of them are used
+#: in templates/pyodide_internals.js and nowhere else of the runtime (tests/build/test_private_api.py).
+ADAPTER = "templates/pyodide_internals.js"
 PYODIDE = [
-    ("pyodide.js", "_loadSnapshot", "templates/warmboot.js: the warm boot's loadPyodide option"),
-    ("pyodide.js", "_createPyodideModule", "templates/snapshot.js"),
-    ("pyodide.asm.js", "._api=API", "templates/worker.js: pyodide._api.loadDynlib; templates/warmboot.js: "
-                                    "pyodide._api.config._loadSnapshot"),
-    ("pyodide.asm.js", "._module=Module", "templates/snapshot.js: pyodide._module, Emscripten's Module"),
-    ("pyodide.asm.js", "API.loadDynlib=", "templates/worker.js installArchive: the archive's compiled libraries"),
-    *[("pyodide.asm.js", name, "templates/snapshot.js: where libraries and functions sat in memory")
+    ("pyodide.js", "_loadSnapshot", f"{ADAPTER} snapshotOptions, forgetSnapshotHeap: the warm boot's loadPyodide option"),
+    ("pyodide.asm.js", "_makeSnapshot", f"{ADAPTER} snapshotOptions: making a snapshot"),
+    ("pyodide.js", "_snapshotDeserializer", f"{ADAPTER} snapshotOptions"),
+    ("pyodide.js", "_createPyodideModule", f"{ADAPTER} wrapModuleFactory: the restore's libraries load first"),
+    ("pyodide.asm.js", "._api=API", f"{ADAPTER} dynlibLoader, forgetSnapshotHeap: pyodide._api"),
+    ("pyodide.asm.js", "._module=Module", f"{ADAPTER} emscriptenModule: pyodide._module, Emscripten's Module"),
+    ("pyodide.asm.js", "API.loadDynlib=", f"{ADAPTER} dynlibLoader: the archive's compiled libraries"),
+    *[("pyodide.asm.js", name, f"{ADAPTER} dynamicLinker: where libraries and functions sat in memory")
       for name in ("LDSO", "loadedLibsByName", "loadedLibsByHandle", "GOT", "wasmTable", "getFunctionAddress",
                    "setWasmTableEntry", "convertJsFunctionToWasm", "updateTableMap", "loadDynamicLibrary")],
 ]
 
 #: What the shipped pyodide.asm.js writes into a `struct dso` (loadDynamicLibrary, after dlopen) for each field
-#: templates/snapshot.js reads back (SDPA_DSO there: field -> byte offset).
+#: templates/pyodide_internals.js reads back (SDPA_DSO there: field -> byte offset).
 DSO_WRITES = {"memoryBase": "memoryBase", "memorySize": "metadata.memorySize", "tableBase": "tableBase",
               "tableSize": "metadata.tableSize"}
 #: One such write as Emscripten compiles it: ``HEAPU32[handle+12>>>2>>>0]=memoryBase``.
 DSO_WRITE = re.compile(r"HEAPU?32\[handle\+(\d+)>>>2(?:>>>0)?\]=([\w.]+)")
-#: The offsets snapshot.js uses: ``const SDPA_DSO = {...};`` (JSON).
+#: The offsets pyodide_internals.js uses: ``export const SDPA_DSO = {...};`` (JSON).
 SDPA_DSO = re.compile(r"^(?:export )?const SDPA_DSO = (\{.*?\});$", re.M)
 
 
@@ -90,20 +93,20 @@ def dso_offsets_shipped(asm_js: str) -> dict[str, int]:
     return {field: min(written[value]) for field, value in DSO_WRITES.items() if len(written.get(value, ())) == 1}
 
 
-def dso_offsets_used(snapshot_js: str | None = None) -> dict[str, int]:
-    """The offsets templates/snapshot.js reads the struct at (its SDPA_DSO)."""
-    if snapshot_js is None:
-        snapshot_js = (Path(__file__).resolve().parent / "templates" / "snapshot.js").read_text(encoding="utf-8")
-    found = SDPA_DSO.search(snapshot_js)
+def dso_offsets_used(adapter_js: str | None = None) -> dict[str, int]:
+    """The offsets templates/pyodide_internals.js reads the struct at (its SDPA_DSO)."""
+    if adapter_js is None:
+        adapter_js = (Path(__file__).resolve().parent / ADAPTER).read_text(encoding="utf-8")
+    found = SDPA_DSO.search(adapter_js)
     if found is None:
-        raise ValueError("templates/snapshot.js has no `const SDPA_DSO = {...};` line")
+        raise ValueError(f"{ADAPTER} has no `export const SDPA_DSO = {{...}};` line")
     return json.loads(found[1])
 
 
-def wrong_dso_offsets(asm_js: str, snapshot_js: str | None = None) -> list[str]:
-    """Each field snapshot.js reads at another offset than the shipped pyodide.asm.js writes it."""
-    shipped, used = dso_offsets_shipped(asm_js), dso_offsets_used(snapshot_js)
-    return [f"struct dso's {field} at +{used.get(field)} in templates/snapshot.js, at "
+def wrong_dso_offsets(asm_js: str, adapter_js: str | None = None) -> list[str]:
+    """Each field pyodide_internals.js reads at another offset than the shipped pyodide.asm.js writes it."""
+    shipped, used = dso_offsets_shipped(asm_js), dso_offsets_used(adapter_js)
+    return [f"struct dso's {field} at +{used.get(field)} in {ADAPTER}, at "
             f"{'+' + str(shipped[field]) if field in shipped else 'no offset found'} in Pyodide's pyodide.asm.js"
             for field in DSO_WRITES if shipped.get(field) != used.get(field)]
 

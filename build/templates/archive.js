@@ -4,6 +4,7 @@
 // A module of worker.js (bundled by build/bundle.py), run by tests/build/test_archive.py in Node.
 import {BootError} from "./download.js";
 import {sdpaInflate} from "./prefetch.js";
+import {dynlibLoader} from "./pyodide_internals.js";
 
 // Python's import system is told that files arrived under site-packages (after the archive is written, and after
 // a snapshot's restore has written them again: warmboot.js).
@@ -66,12 +67,12 @@ export function sdpaArchive({archive, downloads, here}) {
     return unpacked;
   }
   async function install(pyodide, unpackedFiles) {
-    const api = pyodide._api;      // loadDynlib: what loadPackage uses (build/private_api.py checks it is there)
-    if (dynlibs.length && !(api && typeof api.loadDynlib === "function")) {
-      throw new BootError("this Pyodide cannot load compiled libraries from an archive (no _api.loadDynlib)", path);
+    const loadLibrary = dynlibLoader(pyodide);      // what loadPackage uses
+    if (dynlibs.length && !loadLibrary) {
+      throw new BootError("this Pyodide cannot load compiled libraries from an archive (pyodide_internals.js found no loader)", path);
     }
     sdpaWriteFiles(pyodide.FS, sitePackages, unpackedFiles);
-    for (const lib of dynlibs) await api.loadDynlib(`${sitePackages}/${lib}`);
+    for (const lib of dynlibs) await loadLibrary(`${sitePackages}/${lib}`);
     sdpaInvalidateImportCaches(pyodide);
   }
   return {files, install};

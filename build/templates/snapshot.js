@@ -23,12 +23,9 @@
 // and table positions they had, the table slots dlsym / GOT.func gave out later, the GOT, dlopen's
 // handle -> library map, and the one JS value Python held that has no global access path (Panel's
 // _dict_converter).
+// Every Pyodide and Emscripten internal it reaches is pyodide_internals.js's.
 import {sdpaWriteFiles} from "./archive.js";
-
-// Emscripten's `struct dso` (musl's dynlink.c, as Pyodide's Emscripten lays it out): the byte offset of each
-// field that dlopen's handle points at. Typed here once; the build reads the offsets back out of the shipped
-// pyodide.asm.js (its loadDynamicLibrary writes each field) and fails on any difference (build/private_api.py).
-export const SDPA_DSO = {"memoryBase": 12, "memorySize": 16, "tableBase": 20, "tableSize": 24};
+import {dynamicLinker, emscriptenModule, isWasmFunction, wrapModuleFactory} from "./pyodide_internals.js";
 
 // The Python around a snapshot is in templates/sdpa_worker.py (before_snapshot, after_restore), tested in
 // CPython; here only the calls, as worker.js calls sdpa_worker.write.
@@ -36,9 +33,6 @@ export const SDPA_DSO = {"memoryBase": 12, "memorySize": 16, "tableBase": 20, "t
 export function sdpaSnapshotResume(pyodide) {
   pyodide.runPython("__import__('sdpa_worker').after_restore()");
 }
-
-export const sdpaIsWasmFunction = (f) => typeof f === "function" && /\[native code\]/.test(Function.prototype.toString.call(f)) &&
-  /^function \d+\(/.test(Function.prototype.toString.call(f));
 
 // Held JS values without an access path from globalThis: none is expected once
 // sdpa_worker.before_snapshot has run (a JS function given to Python before the snapshot, such as
@@ -60,23 +54,19 @@ export async function sdpaSnapshotRecord(pyodide) {
   // and name any asyncio task still pending (its timers are JS timers, which a restore does not have)
   const pending = JSON.parse(await pyodide.runPythonAsync("await __import__('sdpa_worker').before_snapshot()"));
   if (pending.length) throw new Error(`snapshot: asyncio tasks still pending, a restore would lose their timers: ${pending.join(", ")}`);
-  const M = pyodide._module;
-  const LDSO = M.LDSO;
-  const table = M.wasmTable;
-  const u32 = M.HEAPU32;
-  // dlopen's handle is a `struct dso` in the heap, read at SDPA_DSO's byte offsets
+  const linker = dynamicLinker(emscriptenModule(pyodide));
+  const table = linker.table;
+  // dlopen's handle is a `struct dso` in the heap: where the library's memory and table slots are
   const handles = {};
   const libs = [];
-  for (const [handle, dso] of Object.entries(LDSO.loadedLibsByHandle)) {
+  for (const [handle, dso] of Object.entries(linker.byHandle)) {
     const h = Number(handle);
     if (!h) continue;
     handles[h] = dso.name;
     if (libs.some((l) => l.name === dso.name)) continue;
-    libs.push({name: dso.name, handle: h, global: !!dso.global, nodelete: dso.refcount === Infinity,
-               memoryBase: u32[(h + SDPA_DSO.memoryBase) >>> 2], memorySize: u32[(h + SDPA_DSO.memorySize) >>> 2],
-               tableBase: u32[(h + SDPA_DSO.tableBase) >>> 2], tableSize: u32[(h + SDPA_DSO.tableSize) >>> 2]});
+    libs.push({name: dso.name, handle: h, global: !!dso.global, nodelete: dso.refcount === Infinity, ...linker.dso(h)});
   }
-  const loaded = Object.keys(LDSO.loadedLibsByName).filter((n) => n !== "__main__");
+  const loaded = Object.keys(linker.byName).filter((n) => n !== "__main__");
   const missing = loaded.filter((n) => !libs.some((l) => l.name === n));
   if (missing.length) throw new Error(`snapshot: libraries loaded without a dlopen handle: ${missing.join(", ")}`);
   libs.sort((a, b) => a.tableBase - b.tableBase || a.memoryBase - b.memoryBase);
@@ -85,7 +75,7 @@ export async function sdpaSnapshotRecord(pyodide) {
   const names = ["__main__", ...libs.map((l) => l.name)];
   const byFn = new Map();
   for (const [i, name] of names.entries()) {
-    for (const [sym, fn] of Object.entries(LDSO.loadedLibsByName[name].exports || {})) {
+    for (const [sym, fn] of Object.entries(linker.byName[name].exports || {})) {
       if (typeof fn === "function" && !byFn.has(fn)) byFn.set(fn, [i, sym]);
     }
   }
@@ -108,13 +98,13 @@ export async function sdpaSnapshotRecord(pyodide) {
     if (at) slots.push([i, ...at]);
     else unknown += 1;
   }
-  for (const [sym, fn] of Object.entries(LDSO.loadedLibsByName.__main__.exports)) {
-    if (typeof fn !== "function" || sdpaIsWasmFunction(fn)) continue;
-    const i = M.getFunctionAddress(fn);
+  for (const [sym, fn] of Object.entries(linker.byName.__main__.exports)) {
+    if (typeof fn !== "function" || isWasmFunction(fn)) continue;
+    const i = linker.address(fn);
     if (i) slots.push([i, 0, sym]);
   }
   const got = {};
-  for (const [sym, g] of Object.entries(M.GOT)) got[sym] = g.value;
+  for (const [sym, g] of Object.entries(linker.got)) got[sym] = g.value;
   return {version: 1, tableLength: table.length, filled, libs, handles, names, slots, unknownSlots: unknown, got};
 }
 
@@ -141,17 +131,7 @@ export function sdpaSnapshotPrepareRestore(meta, files, sitePackages) {
     wrappers.add(wrapped);
     return wrapped;
   };
-  const current = globalThis._createPyodideModule;
-  if (typeof current === "function") {
-    globalThis._createPyodideModule = wrap(current);
-  } else {
-    let wrapped;
-    Object.defineProperty(globalThis, "_createPyodideModule", {
-      configurable: true, enumerable: true,
-      get: () => wrapped,
-      set: (f) => { wrapped = typeof f === "function" ? wrap(f) : f; },
-    });
-  }
+  wrapModuleFactory(wrap);
   return {
     log,
     deserializer: (value) => {
@@ -162,17 +142,15 @@ export function sdpaSnapshotPrepareRestore(meta, files, sitePackages) {
 }
 
 export async function sdpaReloadLibs(M, meta, log) {
-  const table = M.wasmTable;
+  const linker = dynamicLinker(M);
+  const table = linker.table;
   const byName = new Map(meta.libs.map((l) => [l.name, l]));
-  M.sdpaGetMemory = (size, libName) => {
+  linker.placeMemory((size, libName) => {
     const lib = byName.get(libName);
     if (!lib) throw new Error(`snapshot: ${libName} was not loaded when the snapshot was taken`);
     if (size < lib.memorySize) throw new Error(`snapshot: ${libName} needs ${size} bytes, had ${lib.memorySize}`);
     return lib.memoryBase;
-  };
-  const needed = ["loadDynamicLibrary", "setWasmTableEntry", "convertJsFunctionToWasm", "updateTableMap", "getFunctionAddress"];
-  const absent = [...needed.filter((f) => typeof M[f] !== "function"), ...["LDSO", "GOT", "wasmTable"].filter((k) => !M[k])];
-  if (absent.length) throw new Error(`snapshot: this Pyodide does not export the dynamic linker's ${absent.join(", ")}`);
+  });
   const before = table.length;
   const lost = meta.filled.filter(([, end]) => end > before).map(([start, end]) => `${Math.max(start, before)}-${end - 1}`);
   if (lost.length) throw new Error(`snapshot: table slots given out before the libraries cannot be restored: ${lost.join(", ")}`);
@@ -184,38 +162,36 @@ export async function sdpaReloadLibs(M, meta, log) {
         }
         if (table.length < lib.tableBase) table.grow(lib.tableBase - table.length);
       }
-      await M.loadDynamicLibrary(lib.name, {global: lib.global, nodelete: lib.nodelete, loadAsync: true},
-                                 lib.global ? null : {}, undefined);
+      await linker.load(lib.name, {global: lib.global, nodelete: lib.nodelete});
     }
   } finally {
-    delete M.sdpaGetMemory;
+    linker.placeMemoryAsUsual();
   }
   // dlopen's handles
   for (const [handle, name] of Object.entries(meta.handles)) {
-    M.LDSO.loadedLibsByHandle[handle] = M.LDSO.loadedLibsByName[name];
+    linker.byHandle[handle] = linker.byName[name];
   }
   // table slots given out after the libraries (dlsym, GOT.func)
   let set = 0;
   for (const [i, lib, sym] of meta.slots) {
-    const fn = M.LDSO.loadedLibsByName[meta.names[lib]].exports[sym];
+    const fn = linker.byName[meta.names[lib]].exports[sym];
     if (typeof fn !== "function") throw new Error(`snapshot: ${meta.names[lib]} has no function ${sym}`);
     if (table.length <= i) table.grow(i + 1 - table.length);
     if (table.get(i) === fn) continue;
-    if (!sdpaIsWasmFunction(fn) && M.getFunctionAddress(fn) === i) continue;
-    M.setWasmTableEntry(i, sdpaIsWasmFunction(fn) ? fn : M.convertJsFunctionToWasm(fn, fn.sig));
-    M.updateTableMap(i, 1);
+    if (!isWasmFunction(fn) && linker.address(fn) === i) continue;
+    linker.setSlot(i, fn);
     set += 1;
   }
   if (table.length < meta.tableLength) table.grow(meta.tableLength - table.length);
   // GOT: the values the heap's code was linked against
   let got = 0;
   for (const [sym, value] of Object.entries(meta.got)) {
-    M.GOT[sym] ||= new WebAssembly.Global({value: "i32", mutable: true});
-    if (M.GOT[sym].value !== value) {
-      M.GOT[sym].value = value;
+    linker.got[sym] ||= new WebAssembly.Global({value: "i32", mutable: true});
+    if (linker.got[sym].value !== value) {
+      linker.got[sym].value = value;
       got += 1;
     }
   }
   log.push(`libraries ${meta.libs.length}, table ${before} before them, ${table.length} after; ` +
-           `slots set ${set} of ${meta.slots.length} recorded; GOT values set ${got}`);
+           `slots set ${set} of ${meta.slots.length} recorded; global offset table values set ${got}`);
 }

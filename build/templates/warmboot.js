@@ -17,6 +17,7 @@
 // are checked before anything of them is used, the heap while Pyodide starts.
 import {sdpaInvalidateImportCaches} from "./archive.js";
 import {sha256hex} from "./download.js";
+import {forgetSnapshotHeap, snapshotOptions} from "./pyodide_internals.js";
 import {sdpaSnapshotPrepareRestore, sdpaSnapshotRecord, sdpaSnapshotSerializer} from "./snapshot.js";
 
 // A snapshot whose bytes are not the ones saved (a disk error, an edited file): dropped, and a new one
@@ -121,14 +122,14 @@ export function sdpaWarmBoot({stores, key, fresh = false, restore: allowed = tru
     });
     try {
       // a damaged heap may also fail Pyodide's own checks first: its sha256 is the reason given
-      const loading = runtime.load({_loadSnapshot: heap, _snapshotDeserializer: prepared.deserializer})
+      const loading = runtime.load(snapshotOptions.restore(heap, prepared.deserializer))
         .catch(async (err) => { await checked; throw err; });
       [pyodide] = await Promise.race([Promise.all([loading, checked]), limit]);
       at.runtime = performance.now();
     } finally {
       clearTimeout(timer);
     }
-    delete pyodide._api.config._loadSnapshot;     // Pyodide keeps its options: a second 63 MB
+    forgetSnapshotHeap(pyodide);
     prepared.finish(pyodide);
     api.restored = true;
     await runtime.checked();
@@ -143,7 +144,7 @@ export function sdpaWarmBoot({stores, key, fresh = false, restore: allowed = tru
     const started = performance.now();
     const where = await store();
     if (!where) throw new Error("it offers no private file storage for pages");
-    const pyodide = await runtime.boot({_makeSnapshot: true});
+    const pyodide = await runtime.boot(snapshotOptions.make());
     const doc = await runtime.writeDoc();
     const meta = await pyodideState.record(pyodide);
     const heap = pyodide.makeMemorySnapshot({serializer: pyodideState.serializer});

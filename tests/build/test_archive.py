@@ -89,7 +89,7 @@ def test_the_archive_is_unpacked_written_and_its_libraries_loaded():
     assert kinds.index("dynlib") > max(i for i, k in enumerate(kinds) if k == "write")      # after every file
     assert ["dynlib", "/lib/site/numpy/core.so"] in out["log"] and kinds[-1] == "python"
     assert "importlib.invalidate_caches()" in out["log"][-1][1]
-    assert out["noDynlib"] == {"msg": "this Pyodide cannot load compiled libraries from an archive (no _api.loadDynlib)",
+    assert out["noDynlib"] == {"msg": "this Pyodide cannot load compiled libraries from an archive (pyodide_internals.js found no loader)",
                                "file": "packages.tar.gz"}
     assert out["empty"] == {"msg": "packages.tar.gz holds no files", "file": "packages.tar.gz"}
     assert out["missing"] == {"msg": "packages.tar.gz could not be downloaded (HTTP 404)", "file": "packages.tar.gz"}

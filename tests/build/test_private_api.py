@@ -103,28 +103,48 @@ DSO_WRITES_0_29 = ("if(handle){HEAP8[handle+8>>>0]=1;HEAPU32[handle+12>>>2>>>0]=
                    "HEAP32[handle+24>>>2>>>0]=metadata.tableSize}")
 
 
-def test_snapshot_js_reads_the_struct_dso_where_pyodide_writes_it():
+def test_the_adapter_reads_the_struct_dso_where_pyodide_writes_it():
     assert private_api.dso_offsets_shipped(DSO_WRITES_0_29) == private_api.dso_offsets_used()
     assert private_api.wrong_dso_offsets(DSO_WRITES_0_29) == []
-    # every read of the handle goes through SDPA_DSO: no offset typed anywhere else
-    text = (ROOT / "build" / "templates" / "snapshot.js").read_text()
-    assert re.findall(r"\(h \+ \d+\)", text) == []
-    assert text.count("SDPA_DSO.") == len(private_api.DSO_WRITES)
+    # every read of the handle goes through SDPA_DSO: no offset typed anywhere else in the runtime
+    for path in sorted(runtime.TEMPLATES.glob("*.js")):
+        assert re.findall(r"\(\s*\w+\s*\+\s*\d+\s*\)\s*>>>", path.read_text()) == [], path.name
+
+
+def code_of(js: str) -> str:
+    """A module's code without its comments (// to the end of a line that is not inside a string)."""
+    return "\n".join(re.sub(r"^\s*//.*$|\s//\s.*$", "", line) for line in js.splitlines())
+
+
+def test_pyodide_internals_are_used_in_the_adapter_and_nowhere_else():
+    """Every Pyodide and Emscripten internal private_api.PYODIDE lists is named in templates/pyodide_internals.js,
+    and in no other module's code: an upgrade of Pyodide touches the adapter, not the modules that use it."""
+    # each listed text's names (`._api=API` names _api; `API.loadDynlib=`, loadDynlib), our patch's hook, the heap
+    names = ({n for _, text, _ in private_api.PYODIDE for n in re.findall(r"[A-Za-z_]\w*", text)} - {"API", "Module"}
+             | {"sdpaGetMemory", "HEAPU32"})
+    adapter = runtime.TEMPLATES / "pyodide_internals.js"
+    missing = {n for n in names if not re.search(rf"\b{n}\b", code_of(adapter.read_text()))}
+    assert missing == set()
+    elsewhere = {(path.name, n) for path in runtime.TEMPLATES.glob("*.js") if path != adapter
+                 for n in names if re.search(rf"\b{n}\b", code_of(path.read_text()))}
+    assert elsewhere == set()
 
 
 def test_a_struct_dso_offset_that_moved_fails_the_build_naming_the_field(tmp_path):
     moved = DSO_WRITES_0_29.replace("handle+20>>>2", "handle+28>>>2")
     assert private_api.wrong_dso_offsets(moved) == [
-        "struct dso's tableBase at +20 in templates/snapshot.js, at +28 in Pyodide's pyodide.asm.js"]
+        "struct dso's tableBase at +20 in templates/pyodide_internals.js, at +28 in Pyodide's pyodide.asm.js"]
     gone = private_api.wrong_dso_offsets(moved.replace("=metadata.tableSize", "=meta.tableSize"))
-    assert gone[-1] == "struct dso's tableSize at +24 in templates/snapshot.js, at no offset found in Pyodide's pyodide.asm.js"
+    assert gone[-1] == ("struct dso's tableSize at +24 in templates/pyodide_internals.js, at no offset found in "
+                        "Pyodide's pyodide.asm.js")
     twice = private_api.wrong_dso_offsets(DSO_WRITES_0_29 + "HEAPU32[handle+40>>>2]=memoryBase")
-    assert twice == ["struct dso's memoryBase at +12 in templates/snapshot.js, at no offset found in Pyodide's pyodide.asm.js"]
+    assert twice == ["struct dso's memoryBase at +12 in templates/pyodide_internals.js, at no offset found in "
+                     "Pyodide's pyodide.asm.js"]
     (tmp_path / "pyodide.asm.js").write_text(moved)
     assert any(g.startswith("struct dso's tableBase") for g in private_api.missing_pyodide(tmp_path))
 
 
-def test_the_shipped_pyodide_writes_the_struct_dso_where_snapshot_js_reads_it():
+def test_the_shipped_pyodide_writes_the_struct_dso_where_the_adapter_reads_it():
     dist = pyodide_dist()
     if dist is None:
         pytest.skip(NO_DIST)

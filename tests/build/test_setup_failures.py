@@ -55,8 +55,11 @@ def broken_sw_site(site, tmp_path):
     require_pyodide_dist()
     root = tmp_path / "site"
     shutil.copytree(site.root, root, copy_function=os.link)
+    text = (site.root / offline.SW_FILE).read_text()
+    broken = text.replace('"use strict";', '"use strict"; (', 1)
+    assert broken != text, "sw.js no longer starts with its strict directive: break it another way"
     (root / offline.SW_FILE).unlink()
-    (root / offline.SW_FILE).write_text((site.root / offline.SW_FILE).read_text().replace('"use strict";', '"use strict"; (', 1))
+    (root / offline.SW_FILE).write_text(broken)
     server, url = serve.start(root)
     yield url
     server.shutdown()

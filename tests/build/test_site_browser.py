@@ -307,7 +307,7 @@ def test_webrtc_is_gone_from_the_page_and_the_worker(offline_site, served, brows
                      "RTCDataChannel": "undefined", "made": "TypeError"}, names
     # nowebrtc.js is the first thing the page's script and the worker's run, as bundled on its own
     alone = bundle(runtime.TEMPLATES / "nowebrtc.js")
-    assert alone.startswith("(() => {\n") and alone.endswith("})();\n"), alone
+    assert alone.startswith('"use strict";\n(() => {\n') and alone.endswith("})();\n"), alone
     for name in ("boot.js", "worker.js"):
         assert (offline_site.root / name).read_text().startswith(alone.removesuffix("})();\n")), name
     context.close()

@@ -410,7 +410,7 @@ def test_a_template_is_bundled_with_the_modules_it_imports(tmp_path, monkeypatch
     text = runtime.fill("main.js", DATA=[1], NAME="n")
     assert text.count("function c(x)") == 1 and "import " not in text and "export " not in text
     assert '/*DATA*/[\n 1\n]/*END*/' in text and '"n"' in text and runtime.embedded(text, "DATA") == [1]
-    assert text.startswith("(() => {") and text.rstrip().endswith("})();")
+    assert text.startswith('"use strict";\n(() => {') and text.rstrip().endswith("})();")      # strict, as modules are
     with pytest.raises(BundleError, match=r"broken\.js:2"):
         runtime.fill("broken.js")
 
