@@ -2,7 +2,7 @@
 against the versions the site ships.
 
 An upgrade of Panel, Bokeh or Pyodide is the riskiest change in the repository: the browser runtime
-(sdpa_worker.py, pyodide_internals.js, slices.js, bokeh_leaks.js) and a few page modules reach into their internals. Each such name is
+(sdpa_worker.py, pyodide_internals.js, slices.js, bokeh_leaks.js) and the page (web/panel_internals.py) reach into their internals. Each such name is
 listed here with where it is used; `make site` checks every one against the installed Panel, Bokeh (its
 bokeh.js for BokehJS's) and param (the versions it ships: plan.py takes versions from installed metadata) and against Pyodide's own
 files when it self-hosts them, and fails naming each name that moved. tests/build/test_private_api.py
@@ -52,10 +52,13 @@ PYTHON = [
     Name("panel.io.pyodide", "_convert_json_patch", browser_only=True, used="templates/sdpa_worker.py link: the page's patch"),
     Name("panel.template.base", "BaseTemplate.server_doc", "templates/sdpa_worker.py build_app"),
     Name("panel.template.base", "BaseTemplate._documents", "templates/sdpa_worker.py build_app", instance=True),
-    Name("panel.io.location", "Location._update_synced", "web/page.py: the link's state, corrected"),
-    Name("panel.io.location", "Location._syncing", "web/page.py", instance=True),
-    Name("panel.pane", "HTML._transform_object", "web/views/common.py: a pane's text as Panel escapes it"),
-    Name("panel.viewable", "Renderable._models", "web/views/common.py: a pane's Bokeh models", instance=True),
+    Name("panel.io.location", "Location._update_synced", "web/panel_internals.py stop_location_parser: what the flag stops"),
+    Name("panel.io.location", "Location._syncing", "web/panel_internals.py stop_location_parser", instance=True),
+    Name("bokeh.server.contexts", "_RequestProxy._request", "web/panel_internals.py server_request: the link's query, bounded",
+         instance=True),
+    Name("panel.pane", "HTML._transform_object", "web/panel_internals.py escaped_html: a pane's text as Panel escapes it"),
+    Name("panel.viewable", "Renderable._models", "web/panel_internals.py rendered_models: a pane's or the Location's "
+         "Bokeh models", instance=True),
 ]
 
 #: Pyodide's internals: (file of its distribution, text that must be in it, where we rely on it). All of them are used

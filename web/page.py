@@ -13,6 +13,7 @@ from bokeh.models import CustomJS
 
 from . import a11y, dark_figures
 from .options import STATIC_SITE_ENV, VIEW_REGISTRY
+from .panel_internals import server_request, stop_location_parser
 from .state import VIEW_LABELS, VIEWS, LabState
 from .training_state import TrainingState
 from .tour import STEPS
@@ -127,10 +128,9 @@ class Page(param.Parameterized):
         loc = pn.state.location
         if loc is None:
             return
-        # Panel parses every new address into typed values for Location.sync(), which this page does not
-        # use, and that parser raises on a 4301-digit value (the browser sends its address right after
-        # the page loads). Its own guard flag turns it off; the page parses the address itself, bounded.
-        loc._syncing = True
+        # Panel's address parser is off (the browser sends its address right after the page loads): the page
+        # parses the address itself, bounded
+        stop_location_parser(loc)
         if loc.search and loc.search != self._last_search:
             self.apply_search(loc.search)
         loc.param.watch(self._on_location, ["search"])
@@ -294,8 +294,7 @@ def bound_request_query() -> list[str]:
     set with Panel's parser turned off (its own guard flag, as connect_location does for later ones).
     Returns the notices about what was cut; nothing to do without a server request (Pyodide, tests)."""
     context = pn.state.curdoc.session_context if pn.state.curdoc is not None else None
-    proxy = getattr(context, "request", None)
-    request = getattr(proxy, "_request", None)
+    request = server_request(context)
     if request is None or "?" not in getattr(request, "uri", ""):
         return []
     path, _, query = request.uri.partition("?")
@@ -303,7 +302,7 @@ def bound_request_query() -> list[str]:
     request.uri = path                     # what pn.state.location is made from, just below
     loc = pn.state.location
     if loc is not None:
-        loc._syncing = True                # Panel's parser off (Location._update_synced)
+        stop_location_parser(loc)          # Panel's parser off
         loc.search = bounded
     return notices
 

@@ -17,6 +17,7 @@ from bokeh.models import CustomJS
 from sdpa_core import hf_config
 
 from .options import VIEWS, nearest_option
+from .panel_internals import rendered_models
 from .settings import SETTINGS
 from .state import LabState
 from .tour import STEPS
@@ -327,7 +328,7 @@ def mark_correction(location, search: str) -> None:
     one spent in this tab never applies to a later address. No-op before the page has a Location model
     (the browser then gets the corrected address with the document, and pushes nothing)."""
     tag = f"{CORRECTION_TAG} {next(_marks)} {search}"
-    for model, _ in list(getattr(location, "_models", {}).values()):
+    for model in rendered_models(location):
         model.tags = [tag]
 
 

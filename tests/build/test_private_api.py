@@ -165,3 +165,15 @@ def test_the_kept_overridden_defaults_fail_the_build_when_bokeh_changes_them(mon
         "bokeh.core.has_props no longer has `cls._overridden_defaults().copy()`"]
     with pytest.raises(SystemExit, match="_overridden_defaults changed"):
         private_api.check(None)
+
+
+def test_panels_internals_are_reached_from_web_through_its_adapter_only():
+    """Every listed Panel or Bokeh name the page (web/) uses is in web/panel_internals.py, and no other module of
+    web/ names one: an upgrade touches the adapter, not the views."""
+    names = {n.path.rsplit(".", 1)[-1] for n in private_api.PYTHON if n.used.startswith("web/")}
+    assert names >= {"_syncing", "_request", "_transform_object", "_models"}
+    adapter = ROOT / "web" / "panel_internals.py"
+    assert {n for n in names if not re.search(rf"\b{n}\b", adapter.read_text())} == set()
+    elsewhere = {(str(path.relative_to(ROOT)), n) for path in (ROOT / "web").rglob("*.py") if path != adapter
+                 for n in names if re.search(rf"\.{n}\b|[\"']{n}[\"']", path.read_text())}
+    assert elsewhere == set()

@@ -14,6 +14,7 @@ from bokeh.models import CustomJSTickFormatter
 
 from ..figure_labels import describe
 from ..options import RULE_LABELS, STATIC_SITE_ENV
+from ..panel_internals import escaped_html, rendered_models
 from ..settings import BY_KEY, SHARED_SETTINGS
 from ..state import LabState
 from ..training_state import TrainingState
@@ -73,13 +74,13 @@ def set_html(pane: pn.pane.HTML, text: str) -> None:
     is rendered with the current text."""
     if pane.object == text:
         return
-    models = [model for model, _ in pane._models.values()]
+    models = rendered_models(pane)
     if not models:
         pane.object = text
         return
     with param.discard_events(pane):
         pane.object = text
-    escaped = pane._transform_object(text)["object"]
+    escaped = escaped_html(pane, text)
     for model in models:
         model.text = escaped
 
