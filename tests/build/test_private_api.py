@@ -73,6 +73,8 @@ def test_a_css_variable_bokeh_would_read_for_a_plot_is_refused(tmp_path):
 # A private attribute as the runtime and the page write it: `x._name` where x is a Panel/Bokeh/param/Pyodide
 # object. Our own names (_sdpa*, self._*, the page's classes) are not private API.
 PRIVATE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.(_[A-Za-z][A-Za-z0-9_]*)")
+# ... and as getattr writes it: getattr(x, "_name"
+PRIVATE_GETATTR = re.compile(r"getattr\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*[\"'](_[A-Za-z][A-Za-z0-9_]*)[\"']")
 OURS = {"self", "cls", "os", "sys", "lab", "page", "Page", "np", "sdpaLab"}
 
 
@@ -81,7 +83,7 @@ def used_names() -> set[str]:
     texts += [p.read_text() for p in (ROOT / "web").rglob("*.py")]
     found = set()
     for text in texts:
-        for owner, attr in PRIVATE.findall(text):
+        for owner, attr in PRIVATE.findall(text) + PRIVATE_GETATTR.findall(text):
             if owner in OURS or attr.startswith(("_sdpa", "__")):
                 continue
             found.add(attr)
