@@ -106,16 +106,16 @@ screenshots: $(STAMP) chromium
 # ruff (pyflakes + pycodestyle) on sdpa_core, web, build, tests, experiments and benchmarks; ruff's formatting on sdpa_core; mypy on sdpa_core and build (pyproject.toml);
 # ESLint (package.json) on the browser runtime as the build renders it and on the tests' Node scripts
 lint: $(STAMP) npm-tools
-	$(PY) -m ruff check sdpa_core web build tests experiments benchmarks
+	$(PY) -m ruff check sdpa_core web build tools tests experiments benchmarks
 	$(PY) -m ruff format --check sdpa_core
 	$(PY) -m mypy
-	$(PY) -m build.lint_js
+	$(PY) -m tools.lint_js
 
 site: $(SITE_STAMP) bundler
 	$(PY) -m build.make_site
 
 serve: site
-	$(PY) -m build.serve --port $(PORT)
+	$(PY) -m tools.serve --port $(PORT)
 
 # the page under `panel serve` with autoreload, for working on web/
 dev: $(SITE_STAMP)

@@ -1,4 +1,4 @@
-// ESLint for the browser runtime's sources (make lint, through build/lint_js.py) and the tests' Node scripts.
+// ESLint for the browser runtime's sources (make lint, through tools/lint_js.py) and the tests' Node scripts.
 // The runtime is ES modules in build/templates/ (bundled by build/bundle.py into boot.js, worker.js and sw.js):
 // each is linted as written, with its own line numbers, in the global scope it runs in.
 import js from "@eslint/js";

@@ -21,7 +21,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))       # run as a script: the repository's root, for the build and web packages
 
-from build import serve  # noqa: E402
+from tools import serve  # noqa: E402
 from web.tour import STEPS  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -1,5 +1,5 @@
 """Time to live in each browser engine, one built site after another in one run: Chromium (Playwright, as
-benchmarks/measure_site.py boots it), Firefox ESR and WebKitGTK (Selenium, build/engines.py), each from a fresh
+benchmarks/measure_site.py boots it), Firefox ESR and WebKitGTK (Selenium, tools/engines.py), each from a fresh
 profile: a cold visit, then once the offline copy and the snapshot are settled, a reload with the server gone
 (the warm boot). Printed with each engine's ratio to Chromium; never asserted.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))       # run as a script: the repository's root, for the build package
 
-from build import engines, serve  # noqa: E402
+from tools import engines, serve  # noqa: E402
 from measure_site import ARGS, BOOT_MS, SNAPSHOT_SAVED, boot_pair  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))       # run as a script: the repository's root, for the build package
 
-from build import serve  # noqa: E402
+from tools import serve  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

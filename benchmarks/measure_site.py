@@ -10,7 +10,7 @@ Layout shift: the sum of every layout-shift entry from navigation until the page
 happens), at 1280x900, and once per site as Lighthouse's mobile run sees it (412x823 at 1.75x,
 CPU slowed 4x).
 
-Serves the folder with build/serve.py (gzip, ETag, like a static host) and counts the
+Serves the folder with tools/serve.py (gzip, ETag, like a static host) and counts the
 bytes of every response body it sends: what crossed the network, the browser's HTTP cache
 included (no request routing, which would disable that cache). Cold visit: a fresh browser profile. Warm visit:
 a reload once the service worker has precached everything, with the network switched off.
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))       # run as a script: the repository's root, for the build package
 
-from build import serve  # noqa: E402
+from tools import serve  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -81,7 +81,7 @@ def visit(page, url: str, reload: bool = False) -> dict:
 
 def boot_pair(browser, directory: Path) -> dict:
     """One cold visit (fresh profile) and, once the service worker holds every file, one warm visit
-    with the network off; bytes are response bodies counted by build/serve.py."""
+    with the network off; bytes are response bodies counted by tools/serve.py."""
     server, url = serve.start(directory)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.add_init_script(SHIFTS)

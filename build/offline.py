@@ -19,7 +19,7 @@ CACHE = "sdpa-lab-assets"       # one cache for every version: entries are keyed
 # system, which sw.js never sees; it holds one snapshot, this version's, made in the browser after a
 # first visit.
 SNAPSHOT_FOLDER = "sdpa-lab-snapshot"
-# For the host (build/serve.py; any static host should do the same): always revalidate. The ETag
+# For the host (tools/serve.py; any static host should do the same): always revalidate. The ETag
 # makes an unchanged file a 304, and the browser never holds a stale sw.js.
 CACHE_CONTROL = "no-cache"
 

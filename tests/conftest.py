@@ -5,7 +5,7 @@ import os
 import shutil
 
 import pytest
-from build import serve
+from tools import serve
 from filelock import FileLock
 from sitebuild import Site, make_site
 

@@ -1,4 +1,4 @@
-"""build/lint_js.py: ESLint on the browser runtime's ES modules as written (make lint)."""
+"""tools/lint_js.py: ESLint on the browser runtime's ES modules as written (make lint)."""
 from __future__ import annotations
 
 import subprocess
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from build import lint_js
+from tools import lint_js
 
 pytestmark = pytest.mark.skipif(not lint_js.ESLINT.exists(),
                                 reason="ESLint is not installed: `make npm-tools` (npm ci) installs it from package.json")

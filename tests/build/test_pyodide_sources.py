@@ -9,7 +9,8 @@ import zipfile
 
 import pytest
 
-from build import plan, pyodide_files, pyodide_patch, serve
+from build import plan, pyodide_files, pyodide_patch
+from tools import serve
 from sitebuild import Site, make_site, pyodide_dist
 
 pytestmark = pytest.mark.slow

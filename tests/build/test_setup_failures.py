@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from build import offline, serve
+from build import offline
+from tools import serve
 from sitebuild import still_usable, require_pyodide_dist
 
 pytestmark = pytest.mark.ui

@@ -7,7 +7,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from build import offline, runtime, serve
+from build import offline, runtime
+from tools import serve
 from build.bundle import bundle
 from sitebuild import NO_DIST, pyodide_dist
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from build import engines, serve
+from tools import engines, serve
 from sitebuild import NO_DIST, PLOT_STATE, pyodide_dist
 from web.options import D_K_OPTIONS, VIEW_LABELS
 
@@ -23,7 +23,7 @@ try:
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.select import Select
     from selenium.webdriver.support.ui import WebDriverWait
-except ImportError:       # the test extra is not installed: each test skips and says so (build/engines.py)
+except ImportError:       # the test extra is not installed: each test skips and says so (tools/engines.py)
     pass
 
 pytestmark = [pytest.mark.ui,
@@ -61,7 +61,7 @@ BOOT_JS = """return {error: sdpaLab.error, stalled: sdpaLab.stalled, boot: sdpaL
                      controlled: !!(navigator.serviceWorker && navigator.serviceWorker.controller)};"""
 
 
-# ---- the engines (build/engines.py) -----------------------------------------------------------------
+# ---- the engines (tools/engines.py) -----------------------------------------------------------------
 
 @pytest.fixture(params=list(engines.NAMES))
 def engine(request, tmp_path):

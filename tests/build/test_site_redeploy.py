@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from build import offline, runtime, serve
+from build import offline, runtime
+from tools import serve
 from sitebuild import still_usable, require_pyodide_dist
 
 pytestmark = pytest.mark.ui

@@ -1,6 +1,6 @@
 """`make serve`: serve _site/ on localhost the way a static host would (MIME types, ETag, gzip).
 
-    python -m build.serve [--port 8000] [--dir _site]
+    python -m tools.serve [--port 8000] [--dir _site]
 
 Any static host works for the built site; this one only adds what a good one does:
 `application/wasm` for Pyodide's runtime, revalidation by ETag, and gzip.
@@ -17,7 +17,7 @@ import threading
 from functools import partial
 from pathlib import Path
 
-from . import offline
+from build import offline
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -118,7 +118,7 @@ def start(directory: Path, port: int = 0, host: str = "127.0.0.1") -> tuple[Serv
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m build.serve", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.serve", description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--dir", type=Path, default=ROOT / "_site")

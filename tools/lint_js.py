@@ -1,7 +1,7 @@
 """`make lint` for the JavaScript: ESLint (pinned in package.json) on the browser runtime's sources, the ES modules
 of build/templates/ (bundle.py bundles them), and on the tests' Node scripts.
 
-    python -m build.lint_js
+    python -m tools.lint_js
 
 Each file is linted as written, so ESLint's line numbers are the source's. Without Node or `npm ci`'s tools the
 check says so and fails: `make lint` installs them first.
@@ -13,16 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = Path(__file__).resolve().parent.parent
 
 ESLINT = ROOT / "node_modules" / ".bin" / "eslint"
-RUNTIME = sorted((HERE / "templates").glob("*.js"))
+RUNTIME = sorted((ROOT / "build" / "templates").glob("*.js"))
 NODE_SCRIPTS = sorted([*(ROOT / "tests" / "build").glob("*.[mc]js"), *(ROOT / "tests" / "js").glob("*.[mc]js")])
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="python -m build.lint_js", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.lint_js", description=__doc__.splitlines()[0])
     ap.parse_args()
     if not ESLINT.exists():
         print("lint_js: ESLint is not installed: run `make npm-tools` (npm ci; needs Node and npm)", file=sys.stderr)
