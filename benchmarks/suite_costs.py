@@ -16,8 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The xdist groups tests/conftest.py gives the browser tests (marker `ui`); pytest names a grouped test `name@group`.
-KINDS = {"browser-site": "browser, built site", "browser": "browser, panel serve", "": "no browser"}
+#: The xdist groups tests/conftest.py gives the browser tests (marker `ui`): those on the session's shared built site,
+#: and the others (panel serve, or a site of their own); pytest names a grouped test `name@group`.
+KINDS = {"browser-site": "browser: the built site", "browser": "browser: other", "": "no browser"}
 
 
 def file_of(classname: str) -> str:
@@ -58,14 +59,14 @@ def main() -> int:
     total = sum(sum(v) for v in found["by_kind"].values())
     tests = sum(len(v) for v in found["by_kind"].values())
     print(f"pytest wall time {found['wall']:,.0f} s; {tests:,} tests took {total:,.0f} s of worker time")
-    print(f"{'kind':<22}{'tests':>7}{'seconds':>10}{'share':>8}")
+    print(f"{'kind':<26}{'tests':>7}{'seconds':>10}{'share':>8}")
     for kind, label in KINDS.items():
         times = found["by_kind"].get(kind, [])
-        print(f"{label:<22}{len(times):>7}{sum(times):>10,.0f}{sum(times) / max(total, 1e-9):>8.0%}")
+        print(f"{label:<26}{len(times):>7}{sum(times):>10,.0f}{sum(times) / max(total, 1e-9):>8.0%}")
     print(f"\nthe {args.top} costliest files")
-    print(f"{'seconds':>8}  {'kind':<22}file")
+    print(f"{'seconds':>8}  {'kind':<26}file")
     for (file, kind), seconds in sorted(found["by_file"].items(), key=lambda kv: -kv[1])[:args.top]:
-        print(f"{seconds:>8,.0f}  {KINDS[kind]:<22}{file}")
+        print(f"{seconds:>8,.0f}  {KINDS[kind]:<26}{file}")
     return 0
 
 

@@ -116,23 +116,27 @@ def wrong_dso_offsets(asm_js: str, adapter_js: str | None = None) -> list[str]:
 
 #: BokehJS's internals: (module of Bokeh's bokeh.js or bokeh-widgets.js, name defined in it, where we rely on it).
 #: Checked in the unminified bundles of the installed Bokeh, the version whose .min.js files the site ships.
+BOKEHJS_ADAPTER = "templates/bokehjs_internals.js"
 BOKEHJS = [
-    ("models/ui/ui_element", "UIElementView", "templates/slices.js: a root's draw starts in a task of its own"),
-    ("models/ui/ui_element", "lazy_initialize", "templates/slices.js"),
-    ("core/view", "parent", "templates/slices.js: a view without one is a root"),
-    ("core/view", "is_destroyed", "templates/slices.js: a plot removed before its paint"),
-    ("models/plots/plot_canvas", "PlotView", "templates/slices.js: each plot built and painted in a task of its own"),
-    ("models/plots/plot_canvas", "lazy_initialize", "templates/slices.js"),
-    ("models/plots/plot_canvas", "paint", "templates/slices.js"),
-    ("core/visuals/visual", "VisualProperties", "templates/slices.js: no CSS lookup for a plot's colours"),
-    ("core/visuals/visual", "_get_css_value", "templates/slices.js"),
+    ("models/ui/ui_element", "UIElementView", f"{BOKEHJS_ADAPTER} hookFirstDraw: a root's draw starts in a task of its own"),
+    ("models/ui/ui_element", "lazy_initialize", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
+    ("core/view", "parent", f"{BOKEHJS_ADAPTER} hookFirstDraw: a view without one is a root"),
+    ("core/view", "is_destroyed", f"{BOKEHJS_ADAPTER} hookFirstDraw: a plot removed before its paint"),
+    ("models/plots/plot_canvas", "PlotView", f"{BOKEHJS_ADAPTER} hookFirstDraw, hookViewLifetimes: each plot built and "
+                                             "painted in a task of its own; a removed plot forgotten by its ranges"),
+    ("models/plots/plot_canvas", "lazy_initialize", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
+    ("models/plots/plot_canvas", "paint", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
+    ("core/visuals/visual", "VisualProperties", f"{BOKEHJS_ADAPTER} hookFirstDraw: no CSS lookup for a plot's colours"),
+    ("core/visuals/visual", "_get_css_value", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
     ("core/visuals/visual", "--bk-", "templates/slices.js: the CSS variables' prefix (see bokeh_css_variables)"),
-    ("document/document", "_recompute_all_models", "templates/bokeh_leaks.js: the model graph pruned soon after a patch"),
-    ("model", "on_event", "templates/bokeh_leaks.js: a view's event callbacks go with the view"),
-    ("core/view", "remove", "templates/bokeh_leaks.js"),
-    ("models/plots/plot_canvas", "connect_signals", "templates/bokeh_leaks.js: its visual viewport listener"),
-    ("models/ranges/data_range1d", "_plot_bounds", "templates/bokeh_leaks.js: a removed plot forgotten"),
-    ("models/widgets/input_widget", "_build_description_el", "templates/bokeh_leaks.js: a description's listeners"),
+    ("document/document", "_recompute_all_models", f"{BOKEHJS_ADAPTER} pruneModelGraph: the model graph pruned soon "
+                                                   "after a patch"),
+    ("model", "on_event", f"{BOKEHJS_ADAPTER} hookViewLifetimes: a view's event callbacks go with the view"),
+    ("core/view", "remove", f"{BOKEHJS_ADAPTER} hookViewLifetimes"),
+    ("models/plots/plot_canvas", "connect_signals", f"{BOKEHJS_ADAPTER} hookViewLifetimes: its visual viewport listener"),
+    ("models/ranges/data_range1d", "_plot_bounds", f"{BOKEHJS_ADAPTER} hookViewLifetimes: a removed plot forgotten"),
+    ("models/widgets/input_widget", "_build_description_el", f"{BOKEHJS_ADAPTER} hookViewLifetimes: a description's "
+                                                             "listeners"),
 ]
 
 # templates/sdpa_worker.py (start) replaces Bokeh's Model.__init_subclass__ by its first line and turns param's

@@ -15,9 +15,9 @@
 //    view adds while it connects its signals or builds its description goes again when it is removed.
 // 3. A DataRange1d keeps every plot view it served (its _plot_bounds): a removed plot is forgotten there.
 //
-// This reaches into BokehJS's modules; build/private_api.py (BOKEHJS) lists each name and the build checks
-// them against the BokehJS it ships. Where they are missing, nothing is changed and the page says so in the
-// console.
+// What it changes in BokehJS goes through bokehjs_internals.js (hookViewLifetimes), which names BokehJS's
+// internals; where they are missing, nothing is changed and the page says so in the console.
+import {canPrune, dropCallback, hookViewLifetimes, pruneModelGraph} from "./bokehjs_internals.js";
 
 // Returns {patch(Bokeh), pruneSoon(doc)}. targets(): the objects whose listeners a view may leave behind.
 export function sdpaBokehLeaks({pruneMs = 1000, setTimer = (fn, ms) => setTimeout(fn, ms),
@@ -46,84 +46,28 @@ export function sdpaBokehLeaks({pruneMs = 1000, setTimer = (fn, ms) => setTimeou
     }
     stack.push(view);
     try {
-      return fn.call(view);
+      return fn();
     } finally {
       stack.pop();
       for (const target of taken) delete target.addEventListener;
     }
   }
 
-  // BokehJS keeps a Dict property as a Map or as a plain object
-  const isMap = (x) => x != null && typeof x.get === "function" && typeof x.set === "function";
-  const values = (dict) => isMap(dict) ? [...dict.values()] : dict == null ? [] : Object.values(dict);
-
-  // a callback out of a model's js_event_callbacks, in place (as Model.on_event put it there)
-  function dropCallback(model, name, callback) {
-    const all = model.js_event_callbacks;
-    const list = isMap(all) ? all.get(name) : all && all[name];
-    if (!Array.isArray(list)) return;
-    const kept = list.filter((f) => f !== callback);
-    if (isMap(all)) all.set(name, kept);
-    else all[name] = kept;
-  }
-
-  function require(Bokeh, module, name) {
-    const found = (Bokeh.require(module) || {})[name];
-    if (typeof found !== "function") throw new Error(`${module}: ${name} is gone`);
-    return found;
-  }
-
   function patchOnce(Bokeh) {
-    const Model = require(Bokeh, "model", "Model");
-    const View = require(Bokeh, "core/view", "View");
-    const PlotView = require(Bokeh, "models/plots/plot_canvas", "PlotView");
-    for (const [cls, method] of [[Model, "on_event"], [View, "remove"]]) {
-      if (!own(cls.prototype, method)) throw new Error(`${cls.name}.${method} is gone`);
-    }
-    const names = Bokeh.Models && Bokeh.Models.names;
-    if (!Array.isArray(names)) throw new Error("Bokeh.Models.names is gone");
-
-    const onEvent = Model.prototype.on_event;
-    Model.prototype.on_event = function (event, callback) {
-      const result = onEvent.call(this, event, callback);
-      const view = stack[stack.length - 1];
-      if (view) {
-        const name = typeof event === "string" ? event : event.prototype.event_name;
-        undoList(view).push(() => dropCallback(this, name, callback));
-      }
-      return result;
-    };
-
-    // every view class's own connect_signals, and a widget's description, record what they add
-    const wrapped = new Set();
-    for (const name of names) {
-      const model = Bokeh.Models.get(name);
-      const viewClass = model && model.prototype && model.prototype.default_view;
-      for (let proto = viewClass && viewClass.prototype; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
-        for (const method of ["connect_signals", "_build_description_el"]) {
-          if (!own(proto, method) || wrapped.has(proto[method])) continue;
-          const original = proto[method];
-          const recorded = function (...args) { return recording(this, () => original.apply(this, args)); };
-          wrapped.add(recorded);
-          proto[method] = recorded;
+    hookViewLifetimes(Bokeh, {
+      // a callback a view's signals added to a model goes with the view
+      callbackAdded: (model, name, callback) => {
+        const view = stack[stack.length - 1];
+        if (view) undoList(view).push(() => dropCallback(model, name, callback));
+      },
+      connecting: (view, run) => recording(view, run),
+      removing: (view) => {
+        const undo = own(view, "sdpaUndo") ? view.sdpaUndo.splice(0) : [];
+        for (const fn of undo) {
+          try { fn(); } catch (_) { /* a listener already gone */ }
         }
-      }
-    }
-
-    const remove = View.prototype.remove;
-    View.prototype.remove = function () {
-      const undo = own(this, "sdpaUndo") ? this.sdpaUndo.splice(0) : [];
-      for (const fn of undo) {
-        try { fn(); } catch (_) { /* a listener already gone */ }
-      }
-      if (this instanceof PlotView && this.model) {
-        const m = this.model;
-        for (const range of [m.x_range, m.y_range, ...values(m.extra_x_ranges), ...values(m.extra_y_ranges)]) {
-          if (range && isMap(range._plot_bounds)) range._plot_bounds.delete(this);
-        }
-      }
-      return remove.call(this);
-    };
+      },
+    });
   }
 
   return {
@@ -141,10 +85,10 @@ export function sdpaBokehLeaks({pruneMs = 1000, setTimer = (fn, ms) => setTimeou
     },
     // after a patch from Python: the models it dropped leave the page's graph within pruneMs
     pruneSoon(doc) {
-      if (timer !== null || !doc || typeof doc._recompute_all_models !== "function") return;
+      if (timer !== null || !canPrune(doc)) return;
       timer = setTimer(() => {
         timer = null;
-        doc._recompute_all_models();
+        pruneModelGraph(doc);
       }, pruneMs);
     },
   };

@@ -12,8 +12,9 @@
 // page's styles whenever the DOM changed since the last lookup, at every paint of every plot. No stylesheet
 // of the site sets one (the build checks: private_api.bokeh_css_variables), so every lookup answers "".
 //
-// This reaches into BokehJS's modules; build/private_api.py (BOKEHJS) lists each name and the build checks
-// them against the BokehJS it ships. Where they are missing, the draw runs in one piece and says so.
+// What it changes in BokehJS goes through bokehjs_internals.js (hookFirstDraw), which names BokehJS's internals;
+// where they are missing, the draw runs in one piece and says so.
+import {hookFirstDraw} from "./bokehjs_internals.js";
 
 // A new task as soon as possible: scheduler.yield where the browser has it, else a message to ourselves
 // (setTimeout(0) waits 4 ms once nested).
@@ -29,41 +30,20 @@ export function sdpaNextTask() {
 // Returns inSlices(Bokeh, draw): runs draw() (which calls Bokeh.embed.embed_items) in slices; resolves to
 // what draw() resolves to. nextTask: how a slice ends (tests pass their own).
 export function sdpaSlicer({nextTask = sdpaNextTask, warn = (text) => console.warn(text)} = {}) {
-  let patched = null;       // null: not tried yet; false: BokehJS's internals moved; else the original paint
+  let patched = null;       // null: not tried yet; false: BokehJS's internals moved; else {paint, destroyed}
   let slicing = false;
   const toPaint = new Set();    // plots whose paint waits for a task of its own
 
   function patch(Bokeh) {
     try {
-      const found = {};
-      for (const [module, name, method] of [["models/ui/ui_element", "UIElementView", "lazy_initialize"],
-                                            ["models/plots/plot_canvas", "PlotView", "lazy_initialize"],
-                                            ["models/plots/plot_canvas", "PlotView", "paint"],
-                                            ["core/visuals/visual", "VisualProperties", "_get_css_value"]]) {
-        const cls = (Bokeh.require(module) || {})[name];
-        if (typeof cls !== "function" || !Object.prototype.hasOwnProperty.call(cls.prototype, method)) {
-          throw new Error(`${module}: ${name}.${method} is gone`);
-        }
-        found[name] = cls;
-      }
-      const {UIElementView, PlotView, VisualProperties} = found;
-      const uiInit = UIElementView.prototype.lazy_initialize;
-      UIElementView.prototype.lazy_initialize = async function () {
-        if (slicing && this.parent == null) await nextTask();        // a root
-        return uiInit.call(this);
-      };
-      const plotInit = PlotView.prototype.lazy_initialize;
-      PlotView.prototype.lazy_initialize = async function () {
-        if (slicing) await nextTask();
-        return plotInit.call(this);
-      };
-      const paint = PlotView.prototype.paint;
-      PlotView.prototype.paint = function () {
-        if (slicing) toPaint.add(this);
-        else paint.call(this);
-      };
-      VisualProperties.prototype._get_css_value = function () { return ""; };
-      return paint;
+      return hookFirstDraw(Bokeh, {
+        beforeRoot: () => (slicing ? nextTask() : null),
+        beforePlot: () => (slicing ? nextTask() : null),
+        paint: (view, now) => {
+          if (slicing) toPaint.add(view);
+          else now();
+        },
+      });
     } catch (err) {
       warn(`SDPA Lab: BokehJS's internals moved (${err.message || err}); its first draw runs in one piece`);
       return false;
@@ -82,13 +62,13 @@ export function sdpaSlicer({nextTask = sdpaNextTask, warn = (text) => console.wa
         for (const view of [...toPaint]) {
           toPaint.delete(view);
           await nextTask();
-          if (!view.is_destroyed) patched.call(view);
+          if (!patched.destroyed(view)) patched.paint(view);
         }
       }
       return result;
     } finally {
       slicing = false;
-      for (const view of toPaint) if (!view.is_destroyed) patched.call(view);
+      for (const view of toPaint) if (!patched.destroyed(view)) patched.paint(view);
       toPaint.clear();
     }
   };

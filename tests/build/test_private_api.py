@@ -179,3 +179,15 @@ def test_panels_internals_are_reached_from_web_through_its_adapter_only():
     elsewhere = {(str(path.relative_to(ROOT)), n) for path in (ROOT / "web").rglob("*.py") if path != adapter
                  for n in names if re.search(rf"\.{n}\b|[\"']{n}[\"']", path.read_text())}
     assert elsewhere == set()
+
+
+def test_bokehjs_internals_are_used_in_the_adapter_and_nowhere_else():
+    """Every BokehJS internal private_api.BOKEHJS lists is named in templates/bokehjs_internals.js and in no other
+    module's code (names common in any JavaScript, such as remove or parent, aside): an upgrade of Bokeh touches the
+    adapter, not slices.js or bokeh_leaks.js."""
+    names = {name for _, name, _ in private_api.BOKEHJS if re.fullmatch(r"[A-Za-z_]\w*", name)} - {"parent", "remove", "paint"}
+    adapter = runtime.TEMPLATES / "bokehjs_internals.js"
+    assert {n for n in names if not re.search(rf"\b{n}\b", code_of(adapter.read_text()))} == set()
+    elsewhere = {(path.name, n) for path in runtime.TEMPLATES.glob("*.js") if path != adapter
+                 for n in names if re.search(rf"\b{n}\b", code_of(path.read_text()))}
+    assert elsewhere == set()
