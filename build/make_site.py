@@ -196,7 +196,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     overrides = private_api.bokeh_css_variables(out)
     if overrides:
         raise SystemExit("make site: the site sets CSS variables that Bokeh reads for its plots' visuals, which "
-                         "templates/slices.js answers with \"\" (no lookup):\n  " + "\n  ".join(overrides))
+                         "templates/bokehjs_internals.js (hookFirstDraw) answers with \"\" (no lookup):\n  " + "\n  ".join(overrides))
     if pyo.self_hosted:
         for name in ("index.html", "worker.js", "boot.js"):
             foreign = render.foreign_urls((out / name).read_text())

@@ -2,7 +2,7 @@
 against the versions the site ships.
 
 An upgrade of Panel, Bokeh or Pyodide is the riskiest change in the repository: the browser runtime
-(sdpa_worker.py, pyodide_internals.js, slices.js, bokeh_leaks.js) and the page (web/panel_internals.py) reach into their internals. Each such name is
+(sdpa_worker.py, pyodide_internals.js, bokehjs_internals.js) and the page (web/panel_internals.py) reach into their internals. Each such name is
 listed here with where it is used; `make site` checks every one against the installed Panel, Bokeh (its
 bokeh.js for BokehJS's) and param (the versions it ships: plan.py takes versions from installed metadata) and against Pyodide's own
 files when it self-hosts them, and fails naming each name that moved. tests/build/test_private_api.py
@@ -128,7 +128,7 @@ BOKEHJS = [
     ("models/plots/plot_canvas", "paint", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
     ("core/visuals/visual", "VisualProperties", f"{BOKEHJS_ADAPTER} hookFirstDraw: no CSS lookup for a plot's colours"),
     ("core/visuals/visual", "_get_css_value", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
-    ("core/visuals/visual", "--bk-", "templates/slices.js: the CSS variables' prefix (see bokeh_css_variables)"),
+    ("core/visuals/visual", "--bk-", f"{BOKEHJS_ADAPTER} hookFirstDraw: the CSS variables' prefix (see bokeh_css_variables)"),
     ("document/document", "_recompute_all_models", f"{BOKEHJS_ADAPTER} pruneModelGraph: the model graph pruned soon "
                                                    "after a patch"),
     ("model", "on_event", f"{BOKEHJS_ADAPTER} hookViewLifetimes: a view's event callbacks go with the view"),
@@ -282,7 +282,7 @@ CSS_VISUAL = re.compile(r"--bk-[a-z0-9-]*?(line|fill|hatch|text|image)-[a-z-]+\s
 
 def bokeh_css_variables(folder: Path) -> list[str]:
     """Where a file of the built site sets a CSS variable that Bokeh would read for a plot's colour, width or
-    font. templates/slices.js answers every such lookup with "" (none is set), so the build refuses one."""
+    font. templates/bokehjs_internals.js (hookFirstDraw, for slices.js) answers every such lookup with "" (none is set), so the build refuses one."""
     found = []
     for path in sorted(folder.rglob("*")):
         if path.suffix in (".html", ".css", ".js", ".json") and path.is_file():

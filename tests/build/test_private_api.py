@@ -60,7 +60,7 @@ def test_bokehjs_internals_are_checked_in_the_installed_bokeh_js():
 
 
 def test_a_css_variable_bokeh_would_read_for_a_plot_is_refused(tmp_path):
-    """templates/slices.js answers Bokeh's CSS lookups for plots' visuals with "": the build refuses a
+    """templates/bokehjs_internals.js (hookFirstDraw) answers Bokeh's CSS lookups for plots' visuals with "": the build refuses a
     stylesheet that sets one."""
     (tmp_path / "static").mkdir()
     (tmp_path / "static" / "theme.css").write_text(":host { --bk-tooltip-color: red; --bk-major-label-text-color: #333; }")
