@@ -1,15 +1,13 @@
-// build/templates/bokeh_leaks.js, bundled as boot.js bundles it, in a context of its own with stand-ins for
-// BokehJS's classes: a removed view takes with it what it added (event callbacks, the viewport listener, a
-// range's plot bounds, a description's listeners), BokehJS internals that moved are left alone and said once,
-// and the model graph is pruned once per interval. Run by `node --test`.
+// build/templates/bokeh_leaks.js (and bokehjs_internals.js, which it imports) on stand-ins for BokehJS's classes:
+// a removed view takes with it what it added (event callbacks, the viewport listener, a range's plot bounds, a
+// description's listeners), BokehJS internals that moved are left alone and said once, and the model graph is
+// pruned once per interval. Run by `node --test`.
 import assert from "node:assert/strict";
 import {test} from "node:test";
-import vm from "node:vm";
-import {createRequire} from "node:module";
+import {runTemplates} from "./template.mjs";
 
-const {runInContext} = createRequire(import.meta.url)("./bundled.cjs");
-const ctx = vm.createContext({console});
-runInContext(ctx, "bokeh_leaks.js");
+await runTemplates("bokeh_leaks.js");
+const {sdpaBokehLeaks} = globalThis;
 
 // Stand-ins shaped as BokehJS 3.9's: Model.on_event appends to js_event_callbacks (a plain object here, a
 // Map in the other run), View.remove, a plot view that listens to the viewport, a widget's description
@@ -78,7 +76,7 @@ for (const callbacksAsMap of [false, true]) {
     const viewport = counted("viewport"), doc = counted("document"), win = counted("window");
     const b = bokeh({callbacksAsMap, viewport, doc, win});
     const warned = [];
-    const leaks = ctx.sdpaBokehLeaks({targets: () => [win, doc, viewport], warn: (t) => warned.push(t)});
+    const leaks = sdpaBokehLeaks({targets: () => [win, doc, viewport], warn: (t) => warned.push(t)});
     const patchedFirst = leaks.patch(b.Bokeh);
     const patchedAgain = leaks.patch(b.Bokeh);
 
@@ -147,7 +145,7 @@ test("BokehJS internals that moved are left alone, and said once", () => {
   const b = bokeh({moved: true, viewport, doc, win});
   const onEvent = b.registry.get("Column").prototype.on_event;
   const warned = [];
-  const leaks = ctx.sdpaBokehLeaks({targets: () => [win, doc, viewport], warn: (t) => warned.push(t)});
+  const leaks = sdpaBokehLeaks({targets: () => [win, doc, viewport], warn: (t) => warned.push(t)});
   assert.deepEqual([leaks.patch(b.Bokeh), leaks.patch(b.Bokeh)], [false, false]);
   assert.equal(warned.length, 1);
   assert.match(warned[0], /models\/plots\/plot_canvas: PlotView is gone/);
@@ -157,7 +155,7 @@ test("BokehJS internals that moved are left alone, and said once", () => {
 
 test("the graph is pruned once per interval, however many patches", () => {
   const timers = [];
-  const leaks = ctx.sdpaBokehLeaks({pruneMs: 1000, setTimer: (fn, ms) => timers.push({fn, ms})});
+  const leaks = sdpaBokehLeaks({pruneMs: 1000, setTimer: (fn, ms) => timers.push({fn, ms})});
   let recomputed = 0;
   const doc = {_recompute_all_models() { recomputed += 1; }};
   for (let i = 0; i < 50; i++) leaks.pruneSoon(doc);

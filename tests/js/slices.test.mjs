@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
-import {templateContext} from "./template.mjs";
+import {runTemplates} from "./template.mjs";
 
-const {sdpaSlicer} = templateContext("slices.js", {console, MessageChannel, setImmediate});
+await runTemplates("slices.js");
+const {sdpaSlicer} = globalThis;
 
 let task = 0;
 const nextTask = () => new Promise((resolve) => setImmediate(() => { task++; resolve(); }));
