@@ -15,6 +15,8 @@ export async function sdpaSha256Hex(buffer) {
 // caches; progress: the progress panel (progress.js: fatal, news, waitingFor); stores(): where the page
 // could keep a snapshot (snapmaker.js). Returns {checked(): worker.js's bytes once whole, or null after
 // saying why on the page; create(body, mode, {restore, search}): a Worker running them; snapshotKey()}.
+const STRICT = [...new TextEncoder().encode('"use strict";\n')];
+
 export function sdpaWorkerStart({worker: WORKER, base, fresh, progress, stores}) {
   // This site's memory snapshot in this browser is keyed by worker.js's bytes (which hold every file's
   // sha256), the site's address (Panel's asset URLs are absolute in it) and the browser's WebAssembly
@@ -75,7 +77,12 @@ export function sdpaWorkerStart({worker: WORKER, base, fresh, progress, stores})
     const boot = {base, fresh: fresh && mode === "page", mode, restore, search: mode === "page" ? search : "",
                   snapshotKey: found && found.key, snapshotScope: found && found.scope, stores: stores()};
     const prefix = `self.sdpaBoot = ${JSON.stringify(boot)};\n`;
-    return new Worker(URL.createObjectURL(new Blob([prefix, body], {type: "text/javascript"})));
+    // worker.js starts with its strict directive (build/bundle.py): the boot line goes after it, so that the
+    // directive stays the script's first statement and the worker runs strict
+    const bytes = new Uint8Array(body);
+    const strict = STRICT.every((byte, i) => bytes[i] === byte);
+    const parts = strict ? [bytes.subarray(0, STRICT.length), prefix, bytes.subarray(STRICT.length)] : [prefix, bytes];
+    return new Worker(URL.createObjectURL(new Blob(parts, {type: "text/javascript"})));
   }
 
   return {checked, create, snapshotKey};

@@ -39,8 +39,10 @@ function starter(name, {snapshots = true, base = "https://site.invalid/lab/", fr
 }
 const bootOf = async (worker) => {
   const text = await resolveObjectURL(worker.url).text();
-  const [first, ...rest] = text.split("\n");
-  return {boot: JSON.parse(first.replace(/^self\.sdpaBoot = /, "").replace(/;$/, "")), body: rest.join("\n")};
+  const strict = text.startsWith('"use strict";\n');
+  const [first, ...rest] = (strict ? text.slice('"use strict";\n'.length) : text).split("\n");
+  return {boot: JSON.parse(first.replace(/^self\.sdpaBoot = /, "").replace(/;$/, "")),
+          body: (strict ? '"use strict";\n' : "") + rest.join("\n"), text};
 };
 const n = (x) => x.toLocaleString("en-US");
 
@@ -90,4 +92,14 @@ test("the worker is told its boot in its first line", async () => {
   const plain = starter("whole", {snapshots: false}).start;
   const noSnapshots = (await bootOf(await plain.create(body, "page"))).boot;
   assert.deepEqual([noSnapshots.snapshotKey, noSnapshots.snapshotScope], [null, null]);
+});
+
+test("a strict worker.js stays strict: its boot line goes after the directive", async () => {
+  const strictBody = Buffer.concat([Buffer.from('"use strict";\n'), BYTES]);
+  const {start} = starter("whole");
+  const page = await bootOf(await start.create(strictBody, "page"));
+  assert.ok(page.text.startsWith('"use strict";\nself.sdpaBoot = {'), page.text.slice(0, 40));
+  assert.equal(page.body, strictBody.toString());              // worker.js's bytes, the boot line taken out
+  // a body without the directive gets the boot line first, as before
+  assert.ok((await bootOf(await start.create(BYTES, "page"))).text.startsWith("self.sdpaBoot = {"));
 });
