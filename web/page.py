@@ -12,6 +12,7 @@ import param
 from bokeh.models import CustomJS
 
 from . import a11y, dark_figures
+from .loop import go_live
 from .options import STATIC_SITE_ENV, VIEW_REGISTRY
 from .panel_internals import server_request, stop_location_parser
 from .state import VIEW_LABELS, VIEWS, LabState
@@ -19,7 +20,7 @@ from .training_state import TrainingState
 from .tour import STEPS
 from .theme import CSS, HEADER_BG, NOTICE_STYLES, PHONE, TEMPLATE_CSS
 from .urlstate import KEYS, apply_query, bound_search, install_history, mark_correction, to_query
-from .views.common import caption, one_model_walk, shared_controls
+from .views.common import caption, lay_out_later, one_model_walk, shared_controls
 from .views.tour import install_step_scroll
 
 TITLE = "SDPA Lab: why attention divides by √d_k"
@@ -154,6 +155,7 @@ class Page(param.Parameterized):
         if self.lab.shown != "alignment" and self.lab.playing:
             self.lab.playing = False
         new = self.view(self.lab.view)
+        lay_out_later(new)
         with one_model_walk():
             if self.content.objects and self.content.objects[0] is not new:
                 # the tour shows the other views' objects inside itself: take the old view off the page
@@ -324,5 +326,7 @@ def create_app(search: str | None = None):
     install_history(pn.state.curdoc)  # slider moves replace the history entry; view changes push one
     collapse_sidebar_on_phones(pn.state.curdoc)
     mark_embedded(pn.state.curdoc)
+    if sys.platform != "emscripten":        # in Pyodide the worker's link goes live (sdpa_worker.link)
+        pn.state.onload(go_live)            # under panel serve: once the session has loaded
     tmpl.page = page  # handle for tests and the latency script
     return tmpl

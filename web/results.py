@@ -26,11 +26,14 @@ MODEL_FIELDS = ("d_model", "heads", "init_std", "layernorm", "qk_norm", "model_s
 
 @dataclass(frozen=True)
 class Result:
-    """One lazily computed result: shown by ``views``, recomputed when ``key(state)`` changes."""
+    """One lazily computed result: shown by ``views``, recomputed when ``key(state)`` changes. ``later``: it
+    is drawn below its view's first screen, so on the live page a move computes it on the loop's next turn
+    (web/loop.py ``next_turn``), after the figures beside the control have gone out redrawn."""
 
     views: tuple[str, ...]
     key: Callable[[Any], tuple]
     compute: Callable[[Any], dict]
+    later: bool = False
 
 
 def effective_samples(s) -> int:
@@ -158,7 +161,8 @@ RESULTS: dict[str, Result] = {
         ("saturation",), lambda s: (s.d_k, s.sigma, s.rho, s.seed, *_knobs(s), _length_rules(s)),
         lambda s: {"length": sc.length_path(sc.LENGTHS, _length_rules(s), d_k=s.d_k, sigma=s.sigma, rho=s.rho,
                                             samples=LENGTH_SAMPLES, seed=s.seed, alpha=s.alpha,
-                                            temperature=s.temperature)}),
+                                            temperature=s.temperature)},
+        later=True),   # the length section, under the gradient plot: a d_k notch redraws the plots beside it first
     "precision": Result(
         ("precision",), lambda s: (min(s.n, PRECISION_N), s.sigma, s.rho, s.seed),
         lambda s: {"precision": sc.precision_sweep(sc.POW2_D_K, n=min(s.n, PRECISION_N), sigma=s.sigma, rho=s.rho,

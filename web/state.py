@@ -16,6 +16,7 @@ import param
 import sdpa_core as sc
 from sdpa_core import real_models
 
+from .loop import next_turn
 from .options import (MAX_D_MODEL, DIAL_S_MAX, D_K_OPTIONS, DTYPES, KNOB_WORDS, LR_OPTIONS, MAX_D_K, MAX_N,
                       MAX_TRAIN_STEPS, ONLY_PLAYGROUND, ORDER_LABELS, PRECISION_N, RULE_LABELS,
                       SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEWS, WHY_UNUSED, nearest_option)
@@ -103,6 +104,7 @@ class LabState(param.Parameterized):
         self._keys: dict[str, tuple] = {}   # what each of RESULTS was last computed for
         self._values: dict[str, dict] = {}  # and the parameters it set then
         self._donor: LabState | None = None
+        self._later_due = False             # a turn of the page's loop will compute the later results
         super().__init__(**params)
         self._refresh_lazy()
 
@@ -162,9 +164,29 @@ class LabState(param.Parameterized):
                    "samples", "dial_s", "preset", "hf_config", *_model_fields, watch=True)
     def _refresh_lazy(self):
         shown = self.shown
+        later = False
         for name, result in RESULTS.items():
             if shown in result.views:
+                if result.later and not self._held_by_donor(name):
+                    later = True
+                else:
+                    self._refresh(name)
+        if later and not self._later_due:
+            self._later_due = next_turn(self._refresh_later)
+            if not self._later_due:
+                self._refresh_later()
+
+    def _refresh_later(self) -> None:
+        """The results drawn below the first screen (``Result.later``), for the settings of now."""
+        self._later_due = False
+        shown = self.shown
+        for name, result in RESULTS.items():
+            if result.later and shown in result.views:
                 self._refresh(name)
+
+    def _held_by_donor(self, name: str) -> bool:
+        held = self._donor.computed(name) if self._donor is not None else None
+        return held is not None and held[0] == RESULTS[name].key(self)
 
     def _refresh(self, name: str) -> None:
         """Compute ``RESULTS[name]`` unless the settings it reads are those it was computed for; its

@@ -170,6 +170,7 @@ def link(send):
     from bokeh.events import DocumentReady
     from panel.io import pyodide as pp
     from panel.io.state import state
+    from web.loop import go_live
 
     doc = state.curdoc
     outbox = Outbox(doc, send)
@@ -185,6 +186,7 @@ def link(send):
     doc.on_event("document_ready", functools.partial(state._schedule_on_load, doc))
     doc.callbacks.trigger_event(DocumentReady())
     outbox.flush()
+    go_live(doc)        # from now on a move may answer in two patches (web/loop.py next_turn)
     return apply
 
 

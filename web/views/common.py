@@ -4,16 +4,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import html
-import os
 import re
-import sys
 
 import panel as pn
 import param
 from bokeh.models import CustomJSTickFormatter
 
 from ..figure_labels import describe
-from ..options import RULE_LABELS, STATIC_SITE_ENV
+from ..loop import live, next_turn, prerendering
+from ..options import RULE_LABELS
 from ..panel_internals import escaped_html, rendered_models
 from ..settings import BY_KEY, SHARED_SETTINGS
 from ..state import LabState
@@ -156,9 +155,47 @@ def figure_row(*figs, basis: int = 340, min_width: int = 250) -> pn.FlexBox:
                         for f in figs), sizing_mode="stretch_width")
 
 
-def prerendering() -> bool:
-    """True while the site build draws the first paint (CPython), never in the live page."""
-    return os.environ.get(STATIC_SITE_ENV) == "1" and sys.platform != "emscripten"
+class Later(pn.Column):
+    """A section below its view's first screen. The first time its view goes on the live page
+    (:func:`lay_out_later`) it is laid out on the loop's next turn, in a patch of its own, so that the
+    figures above it are drawn first: the saturation view's length section and its sweep options are
+    248 of its 604 Bokeh models, and tour step 4 opens on its gradient plot."""
+
+    def __init__(self, *objects, **params):
+        super().__init__(*objects, sizing_mode="stretch_width", **params)
+        self.placed = False       # it has been on the page, or is on its way there
+        self.waiting: list = []   # its objects until the loop's next turn
+
+    def select(self, selector=None):
+        """As a Column's, the objects waiting for the next turn included (the tour hides and shows the
+        measured numbers in them in between)."""
+        found = super().select(selector)
+        for obj in self.waiting:
+            found += obj.select(selector)
+        return found
+
+    def defer(self) -> None:
+        """Go on the page empty, and be filled on the loop's next turn (web/loop.py ``next_turn``); where
+        the page is not live (its boot, a pre-render), go as it is. Once only."""
+        if self.placed:
+            return
+        self.placed = True
+        if self.objects and live():
+            self.waiting, self.objects = list(self.objects), []
+            if not next_turn(self._fill):
+                self._fill()
+
+    def _fill(self) -> None:
+        objects, self.waiting = self.waiting, []
+        with one_model_walk():
+            self.objects = objects
+
+
+def lay_out_later(layout) -> None:
+    """Before ``layout`` goes on the page: its :class:`Later` sections that were not on it yet follow on
+    the loop's next turn."""
+    for section in layout.select(Later):
+        section.defer()
 
 
 def live_mark() -> pn.pane.HTML:

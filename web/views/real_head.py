@@ -10,9 +10,10 @@ import panel as pn
 from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMapper, Range1d
 
 from .. import real_head
+from ..loop import prerendering
 from ..claims import real_head_headline, twin_sentence
 from ..theme import HEATMAP, NAN_COLOR, VERDICT_STYLES, make_figure
-from .common import ANSWER, caption, figure_row, heading, held, prerendering, show_headline
+from .common import ANSWER, caption, figure_row, heading, held, show_headline
 from .playground import COLORBAR_ROOM
 
 #: How a token is written on an axis: a newline and a space made visible.

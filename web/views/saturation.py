@@ -16,7 +16,7 @@ from ..claims import coincident_rules, gradient_summary, saturation_headline, sa
 from ..options import RULE_LABELS, SAMPLES_OPTIONS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, control_mark, THEORY_COLOR, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
-from .common import (ANSWER, beside, caption, choice_slider, control, details_html, figure_row, heading, held, rule_color,
+from .common import (ANSWER, Later, beside, caption, choice_slider, control, details_html, figure_row, heading, held, rule_color,
                      rule_dash, set_data, set_html, show_headline)
 from .length import Length
 
@@ -188,12 +188,12 @@ class Saturation(pn.viewable.Viewer):
                     "is not small; at small d_k, or when 1/√d_k saturates too (ρ > 0), the summary above says what "
                     "holds instead. The axis is the same at every setting, so a drag of d_k moves the curves, not the "
                     "axis; rows below 10⁻¹⁰ (exact zeros among them) are drawn on its floor."),
-            pn.FlexBox(pn.Column(self.samples, caption("More samples: smoother curves, slower updates."),
-                                 styles={"flex": "1 1 300px"}),
-                       pn.Column(self.download, caption("Every rule's mean and spread of every metric at every d_k."),
-                                 styles={"flex": "1 1 300px"}),
-                       sizing_mode="stretch_width"),
-            self.length,
+            Later(pn.FlexBox(pn.Column(self.samples, caption("More samples: smoother curves, slower updates."),
+                                       styles={"flex": "1 1 300px"}),
+                             pn.Column(self.download, caption("Every rule's mean and spread of every metric at every d_k."),
+                                       styles={"flex": "1 1 300px"}),
+                             sizing_mode="stretch_width"),
+                  self.length),
             sizing_mode="stretch_width")
 
 

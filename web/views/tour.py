@@ -2,15 +2,14 @@
 what the numbers say, and one control to try (the steps are in web/tour.py)."""
 from __future__ import annotations
 
-import asyncio
 import html
 import json
-import sys
 
 import panel as pn
 import param
 from bokeh.models import CustomJS
 
+from ..loop import call_later
 from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, PHONE, VERDICT_STYLES
@@ -19,7 +18,7 @@ from ..grading import grade, prepared_state, recap, split_feedback, step_state
 from ..tour import SELF_CHECK, STEPS, on_the_learners_runs, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
-from .common import ANSWER, HEADING, caption, details_html, heading, held, one_model_walk, prerendering, set_html
+from .common import ANSWER, HEADING, caption, details_html, heading, held, lay_out_later, one_model_walk, set_html
 
 END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
@@ -152,6 +151,7 @@ class Tour(pn.viewable.Viewer):
                 self.jump.value = i
             old, layout = self._veiled, self.view_for(step.view)
             show_parts(layout, heading=False, answers=i in self.picks)   # before it is shown: nothing flashes up
+            lay_out_later(layout)           # what lies below the step's figures follows in a patch of its own
             self.slot.objects = [layout]
             if old is not None and old is not layout:
                 show_parts(old, heading=True, answers=True)   # off the page now: as its own view shows it
@@ -291,22 +291,6 @@ def install_step_scroll(doc) -> None:
     if doc is not None:
         doc.js_on_event("document_ready", CustomJS(code=STEP_SCROLL_JS % {
             "card": json.dumps(STEP_CARD), "mover": json.dumps(STEP_MOVER)}))
-
-
-def call_later(ms: int, fn):
-    """Run ``fn`` once, ``ms`` from now, in the page's own loop: the server session's timeout callback
-    under ``panel serve``, the event loop in Pyodide. Returns a function that cancels it, or ``None`` where
-    no loop runs or the build draws the first paint (a session callback takes a Bokeh id there, and the
-    live page's ids would no longer match the first paint's). Not a one-shot periodic callback: in Pyodide
-    Panel's runs its first call at once, before the link's document is written."""
-    doc = pn.state.curdoc
-    if sys.platform != "emscripten":
-        if doc is None or doc.session_context is None or prerendering():
-            return None
-        handle = doc.add_timeout_callback(fn, ms)
-        return lambda: doc.remove_timeout_callback(handle) if handle in doc.session_callbacks else None
-    timer = asyncio.get_event_loop().call_later(ms / 1000, fn)
-    return timer.cancel
 
 
 #: How long after a step is shown the next step's view is laid out (the tour's ``_lay_out_next``): after the step's
