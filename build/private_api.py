@@ -126,6 +126,7 @@ BOKEHJS = [
                                              "painted in a task of its own; a removed plot forgotten by its ranges"),
     ("models/plots/plot_canvas", "lazy_initialize", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
     ("models/plots/plot_canvas", "paint", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
+    ("models/plots/plot_canvas", "base_font_size", f"{BOKEHJS_ADAPTER} hookFirstDraw: a plot's font size read from CSS once"),
     ("core/visuals/visual", "VisualProperties", f"{BOKEHJS_ADAPTER} hookFirstDraw: no CSS lookup for a plot's colours"),
     ("core/visuals/visual", "_get_css_value", f"{BOKEHJS_ADAPTER} hookFirstDraw"),
     ("core/visuals/visual", "--bk-", f"{BOKEHJS_ADAPTER} hookFirstDraw: the CSS variables' prefix (see bokeh_css_variables)"),

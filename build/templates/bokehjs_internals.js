@@ -21,11 +21,14 @@ function found(Bokeh, module, name, methods = []) {
 // A draw's hooks: beforeRoot() and beforePlot() run before a root's view and a plot's view initialize (what they
 // return, if anything, is awaited first); paint(view, now) is asked instead of each plot's paint, and paints it when it calls now(). Plots'
 // visuals stop looking their values up as CSS variables (--bk-*; none is set: private_api.bokeh_css_variables).
-// Returns {paint(view): the plot's own paint, destroyed(view)}.
-export function hookFirstDraw(Bokeh, {beforeRoot, beforePlot, paint}) {
+// fontSize(view, read) answers a plot's base font size (px or null) in place of BokehJS, which reads it from CSS
+// (read() does) at every label its axes measure. Returns {paint(view): the plot's own paint, destroyed(view)}.
+export function hookFirstDraw(Bokeh, {beforeRoot, beforePlot, paint, fontSize}) {
   const UIElementView = found(Bokeh, "models/ui/ui_element", "UIElementView", ["lazy_initialize"]);
-  const PlotView = found(Bokeh, "models/plots/plot_canvas", "PlotView", ["lazy_initialize", "paint"]);
+  const PlotView = found(Bokeh, "models/plots/plot_canvas", "PlotView", ["lazy_initialize", "paint", "base_font_size"]);
   const VisualProperties = found(Bokeh, "core/visuals/visual", "VisualProperties", ["_get_css_value"]);
+  const baseFontSize = Object.getOwnPropertyDescriptor(PlotView.prototype, "base_font_size");
+  if (typeof baseFontSize.get !== "function") throw new Error("models/plots/plot_canvas: PlotView.base_font_size is no getter");
   const uiInit = UIElementView.prototype.lazy_initialize;
   UIElementView.prototype.lazy_initialize = async function () {
     const wait = this.parent == null ? beforeRoot() : null;      // a view without a parent is a root
@@ -43,6 +46,10 @@ export function hookFirstDraw(Bokeh, {beforeRoot, beforePlot, paint}) {
     paint(this, () => plotPaint.call(this));
   };
   VisualProperties.prototype._get_css_value = function () { return ""; };
+  Object.defineProperty(PlotView.prototype, "base_font_size", {
+    configurable: true, enumerable: baseFontSize.enumerable,
+    get() { return fontSize(this, () => baseFontSize.get.call(this)); },
+  });
   return {paint: (view) => plotPaint.call(view), destroyed: (view) => !!view.is_destroyed};
 }
 

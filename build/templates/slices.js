@@ -11,6 +11,9 @@
 // is first looked up as a CSS variable (--bk-<visual>-<name>) with getComputedStyle, which recalculates the
 // page's styles whenever the DOM changed since the last lookup, at every paint of every plot. No stylesheet
 // of the site sets one (the build checks: private_api.bokeh_css_variables), so every lookup answers "".
+// And a plot reads its base font size from CSS once, not at each label its axes measure (776 reads when tour
+// step 4 opens, each after the DOM changed: ~0.3 s of style recalculation in Chromium); read again after the
+// window resized (a media query could change it), and until it has one (a plot not yet on the page has none).
 //
 // What it changes in BokehJS goes through bokehjs_internals.js (hookFirstDraw), which names BokehJS's internals;
 // where they are missing, the draw runs in one piece and says so.
@@ -29,10 +32,23 @@ export function sdpaNextTask() {
 
 // Returns inSlices(Bokeh, draw): runs draw() (which calls Bokeh.embed.embed_items) in slices; resolves to
 // what draw() resolves to. nextTask: how a slice ends (tests pass their own).
-export function sdpaSlicer({nextTask = sdpaNextTask, warn = (text) => console.warn(text)} = {}) {
+// onResize(listener): how the slicer hears that the window resized (tests pass their own).
+export function sdpaSlicer({nextTask = sdpaNextTask, warn = (text) => console.warn(text),
+                            onResize = (listener) => globalThis.addEventListener?.("resize", listener)} = {}) {
   let patched = null;       // null: not tried yet; false: BokehJS's internals moved; else {paint, destroyed}
   let slicing = false;
   const toPaint = new Set();    // plots whose paint waits for a task of its own
+  let fontSizes = new WeakMap();  // plot view -> its base font size (px), until the window resizes
+  onResize(() => { fontSizes = new WeakMap(); });
+
+  function fontSize(view, read) {
+    let size = fontSizes.get(view);
+    if (size === undefined) {
+      size = read();
+      if (size != null) fontSizes.set(view, size);
+    }
+    return size;
+  }
 
   function patch(Bokeh) {
     try {
@@ -43,6 +59,7 @@ export function sdpaSlicer({nextTask = sdpaNextTask, warn = (text) => console.wa
           if (slicing) toPaint.add(view);
           else now();
         },
+        fontSize,
       });
     } catch (err) {
       warn(`SDPA Lab: BokehJS's internals moved (${err.message || err}); its first draw runs in one piece`);

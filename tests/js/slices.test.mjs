@@ -1,7 +1,7 @@
 // build/templates/slices.js: BokehJS's first draw in slices, with stand-ins for BokehJS's view classes that
 // record in which task each step ran. Each root and each plot starts in a task of its own, each plot paints in a
 // later task of its own before the draw is done, nothing changes outside the draw, and a BokehJS whose internals
-// moved draws in one piece and says so.
+// moved draws in one piece and says so; a plot reads its font size from CSS once, and again after a resize.
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
@@ -20,6 +20,8 @@ function bokeh({moved = false} = {}) {
   class PlotView extends UIElementView {
     async lazy_initialize() { await super.lazy_initialize(); }
     paint() { log.push([task, "paint", this.name]); if (this.then) this.then(); }
+    // as BokehJS reads it: getComputedStyle(this.el).fontSize, null while the plot is not on the page
+    get base_font_size() { log.push([task, "font size read", this.name]); return this.fontSize ?? null; }
   }
   class VisualProperties { _get_css_value(name) { return `css ${name}`; } }
   const modules = {"models/ui/ui_element": {UIElementView}, "models/plots/plot_canvas": moved ? {} : {PlotView},
@@ -114,4 +116,25 @@ test("a BokehJS whose internals moved draws in one piece and says so", async () 
                             + "first draw runs in one piece"]);
   assert.equal(new b.VisualProperties()._get_css_value("text-color"), "css text-color");   // nothing patched,
   assert.equal(b.UIElementView.prototype.lazy_initialize, uiInit);                          // not even what was found
+});
+
+test("a plot reads its base font size from CSS once, until it has one, and again after the window resized", async () => {
+  const b = bokeh();
+  const resized = [];
+  const slicer = sdpaSlicer({nextTask, warn: () => {}, onResize: (listener) => resized.push(listener)});
+  await run(slicer, b, embed(b, {plots: ["p1"]}));
+  const plot = new b.PlotView({}, "later");
+  const reads = () => b.log.filter(([, what, name]) => what === "font size read" && name === "later").length;
+  assert.equal(plot.base_font_size, null);          // not on the page yet: no size, asked again next time
+  plot.fontSize = 12;
+  assert.deepEqual([plot.base_font_size, plot.base_font_size, plot.base_font_size], [12, 12, 12]);
+  assert.equal(reads(), 2);
+  plot.fontSize = 14;                               // CSS changed it, and a resize says so
+  assert.equal(plot.base_font_size, 12);
+  assert.equal(resized.length, 1);
+  resized[0]();
+  assert.deepEqual([plot.base_font_size, plot.base_font_size], [14, 14]);
+  assert.equal(reads(), 3);
+  const other = Object.assign(new b.PlotView({}, "other"), {fontSize: 9});
+  assert.equal(other.base_font_size, 9);            // each plot its own
 });
