@@ -1,6 +1,7 @@
 """Walk the guided tour with "Next step" in the built site (headless Chromium) and print, per step, the time
 from the click to the new step drawn: its prediction's text on the page and every plot of its view laid out
-with a new set of plots. One or more builds side by side in the same run, interleaved round by round.
+with a new set of plots; and to its whole view drawn, the sections below its first screen included (they
+follow in a patch of their own: web/views/common.py Later). One or more builds side by side in the same run, interleaved round by round.
 
     python benchmarks/bench_tour.py --site before=/tmp/site-before --site after=_site [--rounds 2]
 
@@ -48,23 +49,44 @@ DRAWN_JS = f"""([predict, before]) => {{
   return has(document); }}"""
 
 
-def walk(browser, url: str, read_ms: int) -> list[float]:
+# Records, from the click on, each frame at which the set of drawn plots changed: [ms since the click, ids]. The
+# sections below a view's first screen (web/views/common.py Later) arrive in a patch of their own after it;
+# the frame at which the set became what it is once the reader has read the step is when the whole view was drawn.
+FRAMES_JS = f"""() => {{
+  const t0 = performance.now(), frames = window.__frames = [];
+  let last = null;
+  const tick = () => {{
+    const now = ({PLOTS_JS})();
+    if (now !== last) {{ frames.push([performance.now() - t0, now]); last = now; }}
+    if (window.__frames === frames) requestAnimationFrame(tick);
+  }};
+  requestAnimationFrame(tick); }}"""
+
+
+def walk(browser, url: str, read_ms: int) -> tuple[list[float], list[float]]:
+    """Per step: click to the step drawn (its first screen), and click to the whole view drawn."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(url + "?view=tour&step=1")
     page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)", timeout=180_000)
     page.wait_for_function(f"({PLOTS_JS})() !== null", timeout=60_000)
-    times = []
-    for i in range(2, len(STEPS) + 1):
+    times, whole = [], []
+    for i in range(2, len(STEPS) + 2):
         page.wait_for_timeout(read_ms)   # the reader reads the step (the page lays out the next one meanwhile)
+        if i > 2:                        # the step before: when its plots became those it shows after the reading
+            final = page.evaluate(PLOTS_JS)
+            whole.append(next(t for t, ids in page.evaluate("window.__frames") if ids == final))
+        if i > len(STEPS):
+            break
         before = page.evaluate(PLOTS_JS)
         predict = STEPS[i - 1].predict
+        page.evaluate(FRAMES_JS)
         start = time.perf_counter()
         page.get_by_role("button", name="Next step →").click()
         page.wait_for_function(DRAWN_JS, arg=[predict, before], timeout=120_000, polling="raf")
         times.append((time.perf_counter() - start) * 1000)
     context.close()
-    return times
+    return times, whole
 
 
 def main() -> int:
@@ -78,24 +100,29 @@ def main() -> int:
     sites = dict(s.split("=", 1) for s in args.site)
     servers = {name: serve.start(Path(d)) for name, d in sites.items()}
     results: dict[str, list[list[float]]] = {name: [] for name in sites}
+    wholes: dict[str, list[list[float]]] = {name: [] for name in sites}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
             for _ in range(args.rounds):
                 for name, (_, url) in servers.items():
-                    results[name].append(walk(browser, url, args.read_ms))
+                    drawn, whole = walk(browser, url, args.read_ms)
+                    results[name].append(drawn)
+                    wholes[name].append(whole)
             browser.close()
     finally:
         for server, _ in servers.values():
             server.shutdown()
     names = list(sites)
-    print("Next step -> new step drawn, ms (median over rounds)")
-    print(f"{'to step':<44}" + "".join(f"{n:>10}" for n in names) + ("   ratio" if len(names) == 2 else ""))
-    for k in range(len(STEPS) - 1):
-        meds = [statistics.median(r[k] for r in results[n]) for n in names]
-        ratio = f"{meds[1] / meds[0]:8.2f}" if len(meds) == 2 else ""
-        label = f"{k + 2}. {STEPS[k + 1].title}"[:43]
-        print(f"{label:<44}" + "".join(f"{m:10.0f}" for m in meds) + ratio)
+    for title, table in (("Next step -> new step drawn (its question and the plots sent first)", results),
+                         ("Next step -> its whole view drawn (sections below the first screen included)", wholes)):
+        print(f"{title}, ms (median over rounds)")
+        print(f"{'to step':<44}" + "".join(f"{n:>10}" for n in names) + ("   ratio" if len(names) == 2 else ""))
+        for k in range(len(STEPS) - 1):
+            meds = [statistics.median(r[k] for r in table[n]) for n in names]
+            ratio = f"{meds[1] / meds[0]:8.2f}" if len(meds) == 2 else ""
+            label = f"{k + 2}. {STEPS[k + 1].title}"[:43]
+            print(f"{label:<44}" + "".join(f"{m:10.0f}" for m in meds) + ratio)
     return 0
 
 
