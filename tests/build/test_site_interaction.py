@@ -34,7 +34,8 @@ LOG_MESSAGES = r"""
         const m = event.data || {};
         if (m.type === "patch" || m.type === "idle") {
           log.push({dir: "in", type: m.type, done: !!m.done,
-                    kinds: m.patch ? m.patch.events.map((e) => e.kind + ":" + (e.attr || "")) : []});
+                    kinds: m.patch ? m.patch.events.map((e) => e.kind + ":" + (e.attr || "")) : [],
+                    cols: m.patch ? m.patch.events.flatMap((e) => e.cols || []) : []});
         }
       });
     }
@@ -154,6 +155,34 @@ def test_a_d_k_step_is_one_message_each_way(live_site, browser):
     # no busy indicator, and nothing about one in the messages
     assert page.locator(".pn-busy-container").count() == 0
     assert page.evaluate(BUSY_MODELS) == 0
+    assert errors == [], errors
+    context.close()
+
+
+def test_a_d_k_step_answers_with_the_plots_beside_the_slider_then_the_section_below(site, served, browser):
+    """In the saturation view the answer to a d_k step carries the plots beside the slider and the gradient
+    plot (its "norm" column); the length section below them (its "y" columns) follows in one patch of its
+    own, unasked (web/results.py: its result is ``later``), and nothing after it."""
+    if pyodide_dist() is None:
+        pytest.skip(NO_DIST)
+    context, page, errors = open_page(browser, served + "?view=saturation")
+    wait_ready(page)
+    page.locator(HANDLE).focus()
+    n = settle(page)
+    page.keyboard.press("ArrowRight")
+    # the answer to the page's patch, then the later patch: conditions, in the order Python sends them
+    page.wait_for_function(f"""() => {{
+      const log = window.__messages.slice({n});
+      const done = log.findIndex((m) => m.dir === "in" && m.done);
+      return done >= 0 && log.slice(done + 1).some((m) => m.dir === "in" && m.type === "patch");
+    }}""", timeout=30_000)
+    sent, answer = round_trip(page)
+    log = page.evaluate("window.__messages")
+    assert log[answer]["type"] == "idle", log[n:]           # nothing followed the later patch
+    back = [m for m in log[n:sent] + log[sent + 1:answer] if m["dir"] == "in"]
+    assert [m["done"] for m in back] == [True, False], back
+    assert "norm" in back[0]["cols"] and "y" not in back[0]["cols"], back   # gradients first, no length curve
+    assert "y" in back[1]["cols"] and "norm" not in back[1]["cols"], back   # the length section's curves
     assert errors == [], errors
     context.close()
 
