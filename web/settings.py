@@ -91,5 +91,7 @@ SETTINGS = (
 BY_KEY = {s.key: s for s in SETTINGS}
 #: The shared settings, in the drawer's order.
 SHARED_SETTINGS = tuple(s.key for s in SETTINGS if s.widget)
+#: The parameters of LabState that settings set: a change to any of them refreshes the results (web/state.py).
+LAB_SETTINGS = tuple(s.param for s in SETTINGS if s.owner == "lab")
 #: The shared settings each view uses; the drawer disables the others and says why.
 VIEW_SETTINGS = {view: {s.key for s in SETTINGS if view in s.views} for view in VIEWS if view != "tour"}

@@ -21,7 +21,7 @@ from .options import (MAX_D_MODEL, DIAL_S_MAX, D_K_OPTIONS, DTYPES, KNOB_WORDS, 
                       MAX_TRAIN_STEPS, ONLY_PLAYGROUND, ORDER_LABELS, PRECISION_N, RULE_LABELS,
                       SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEWS, WHY_UNUSED, nearest_option)
 from .results import MODEL_FIELDS, RESULTS, effective_samples
-from .settings import SHARED_SETTINGS, VIEW_SETTINGS
+from .settings import LAB_SETTINGS, SHARED_SETTINGS, VIEW_SETTINGS
 from .tour import STEPS
 
 # Importers of the page's state (web/page.py, web/urlstate.py, the views, the tests) may take these from here.
@@ -160,8 +160,7 @@ class LabState(param.Parameterized):
         return out
 
     # ---- lazily computed sweeps: only for the view that shows them -----------------------------
-    @param.depends("view", "step", "d_k", "n", "sigma", "rho", "seed", "rule", "alpha", "temperature", "causal", "dtype",
-                   "samples", "dial_s", "preset", "hf_config", *_model_fields, watch=True)
+    @param.depends(*LAB_SETTINGS, watch=True)     # every setting: a result whose key reads a new one follows it
     def _refresh_lazy(self):
         shown = self.shown
         later = False

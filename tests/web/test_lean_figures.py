@@ -10,6 +10,7 @@ from bokeh.document import Document
 from bokeh.models import (AllIndices, BoxSelectTool, ColumnDataSource, GlyphRenderer, HArea, HoverTool, LassoSelectTool,
                           Legend, Line, Patch, Patches, PolySelectTool, Scatter, Span, TapTool, VArea)
 
+import sdpa_core as sc
 from web.page import VIEWS, Page
 from web.theme import MARK_COLOR, make_figure
 
@@ -95,7 +96,7 @@ def test_the_saturation_sweeps_tooltip_only_their_dots():
     for fig in sweeps:
         (tool,) = [t for t in fig.tools if isinstance(t, HoverTool)]
         dots = [r for r in tool.renderers if isinstance(r.glyph, Scatter)]
-        assert len(dots) == 8, fig.title.text          # a rule's dots each; not its line or band
+        assert len(dots) == len(sc.RULE_NAMES), fig.title.text   # a rule's dots each; not its line or band
         assert not [r for r in tool.renderers if isinstance(r.glyph, VArea)], fig.title.text
         assert {id(r.data_source) for r in tool.renderers if isinstance(r.glyph, Line)}.isdisjoint(
             id(r.data_source) for r in dots), fig.title.text

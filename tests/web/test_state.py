@@ -150,6 +150,29 @@ def test_sweeps_are_computed_only_for_the_views_that_show_them(lab):
     assert lab.sweep is not sweep
 
 
+def test_every_setting_a_result_reads_refreshes_it():
+    """Each of RESULTS is recomputed when a setting its key reads moves: every attribute the key reads (recorded
+    on a stand-in that answers as a state would) is one that LabState refreshes its results on."""
+    from web.results import RESULTS
+    from web.settings import LAB_SETTINGS
+
+    class Reads:
+        def __init__(self, state):
+            self.state, self.names = state, set()
+
+        def __getattr__(self, name):
+            self.names.add(name)
+            return getattr(self.state, name)
+
+    for name, result in RESULTS.items():
+        reads = Reads(LabState(view=result.views[0]))
+        result.key(reads)
+        read = {n for n in reads.names if n in LabState.param}
+        assert read and read <= set(LAB_SETTINGS), (name, read - set(LAB_SETTINGS))
+    watched = {d for w in LabState.param.method_dependencies("_refresh_lazy") for d in [w.name]}
+    assert watched == set(LAB_SETTINGS)
+
+
 def test_sweep_work_is_capped(lab):
     """Samples are reduced so that samples * n * n stays bounded."""
     lab.param.update(n=MAX_N, samples=max(SAMPLES_OPTIONS))

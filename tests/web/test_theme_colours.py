@@ -34,17 +34,31 @@ def test_contrast_formula_on_known_pairs():
     assert contrast("#ffffff", "#ffffff") == pytest.approx(1.0)
 
 
-TEXTS = ["--sdpa-text", "--sdpa-muted", "--sdpa-soft", "--sdpa-accent", "--sdpa-code", "--sdpa-link"]
-BACKGROUNDS = ["--sdpa-bg", "--sdpa-verdict-bg", "--sdpa-card-bg", "--sdpa-notice-bg"]
+#: The page's own colours (--sdpa-*), read from web/theme.py: a name ending in -bg is a background, every other
+#: one a text colour, checked on every background, unless it is listed here: drawn only on its own background
+#: (the preview badge), a focus ring (non-text: 3:1), or a table's divider (decorative: no minimum).
+OWN_BACKGROUND = {"--sdpa-mark-fg": "--sdpa-mark-bg"}
+NON_TEXT = {"--sdpa-focus": 3.0, "--sdpa-rule-line": None}
+BACKGROUNDS = [v for v in LIGHT if v.startswith("--sdpa-") and v.endswith("-bg") and v not in OWN_BACKGROUND.values()]
+TEXTS = [v for v in LIGHT if v.startswith("--sdpa-") and v not in BACKGROUNDS and v not in OWN_BACKGROUND.values()
+         and v not in OWN_BACKGROUND and v not in NON_TEXT]
+
+
+def test_the_colour_roles_cover_every_page_colour():
+    own = [v for v in LIGHT if v.startswith("--sdpa-")]
+    assert own == [v for v in DARK if v.startswith("--sdpa-")]      # the same colours in both sets
+    assert sorted(own) == sorted({*TEXTS, *BACKGROUNDS, *OWN_BACKGROUND, *OWN_BACKGROUND.values(), *NON_TEXT})
+    assert {"--sdpa-text", "--sdpa-link", "--sdpa-bg", "--sdpa-card-bg"} <= {*TEXTS, *BACKGROUNDS}
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_page_text_colour_reads_on_every_page_background(scheme):
     colours = {"light": LIGHT, "dark": DARK}[scheme]
-    low = [(t, b, round(contrast(colours[t], colours[b]), 2)) for t in TEXTS for b in BACKGROUNDS
-           if contrast(colours[t], colours[b]) < 4.5]
-    low += [(t, b, round(contrast(colours[t], colours[b]), 2)) for t, b in [("--sdpa-mark-fg", "--sdpa-mark-bg")]
-            if contrast(colours[t], colours[b]) < 4.5]
+    pairs = [(t, b, 4.5) for t in TEXTS for b in BACKGROUNDS]
+    pairs += [(t, b, 4.5) for t, b in OWN_BACKGROUND.items()]
+    pairs += [(t, b, need) for t, need in NON_TEXT.items() if need is not None for b in BACKGROUNDS]
+    low = [(t, b, round(contrast(colours[t], colours[b]), 2)) for t, b, need in pairs
+           if contrast(colours[t], colours[b]) < need]
     assert low == []
 
 
