@@ -1,4 +1,4 @@
-"""The guided tour: eight steps that follow the argument, each a question, a prediction, a live view set
+"""The guided tour: steps that follow the argument, each a question, a prediction, a live view set
 to the step's state, a sentence computed from that state and one control to try.
 
 Plain data and small functions of the page's state (no Panel): ``web/views/tour.py`` draws it,
