@@ -158,8 +158,9 @@ def figure_row(*figs, basis: int = 340, min_width: int = 250) -> pn.FlexBox:
 class Later(pn.Column):
     """A section below its view's first screen. The first time its view goes on the live page
     (:func:`lay_out_later`) it is laid out on the loop's next turn, in a patch of its own, so that the
-    figures above it are drawn first: the saturation view's length section and its sweep options are
-    248 of its 604 Bokeh models, and tour step 4 opens on its gradient plot."""
+    figures above it are drawn first (the saturation view's length section and its sweep options are
+    248 of its 604 Bokeh models; the variance view's geometry and log-log plot, Train it's example and
+    sharpness sections)."""
 
     def __init__(self, *objects, **params):
         super().__init__(*objects, sizing_mode="stretch_width", **params)

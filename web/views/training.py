@@ -14,7 +14,7 @@ from ..training_state import TrainingState
 from ..theme import LEAD_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
 from ..figure_labels import describe
 from .. import real_training
-from .common import ANSWER, beside, caption, choice_slider, figure_row, heading, held, rule_color
+from .common import ANSWER, Later, beside, caption, choice_slider, figure_row, heading, held, rule_color
 from .sharpness import Sharpness
 
 RUN_DASH = {"a": "solid", "b": "dashed"}
@@ -247,8 +247,8 @@ class Training(pn.viewable.Viewer):
             self.download,
             caption("Loss and accuracy of each batch before its update; dotted lines are chance (log 8 and 1/8). "
                     "Run B is dashed."),
-            figure_row(self.example_fig),   # a bare figure here collapses the row above inside the tour
-            caption("The attention weights of one fixed example as training goes on; the triangle marks the key that "
-                    "holds the answer. A healthy run moves its weight there."),
-            self.sharpness,
+            Later(figure_row(self.example_fig),   # a bare figure here collapses the row above inside the tour
+                  caption("The attention weights of one fixed example as training goes on; the triangle marks the key "
+                          "that holds the answer. A healthy run moves its weight there."),
+                  self.sharpness),
             sizing_mode="stretch_width")

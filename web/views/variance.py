@@ -16,7 +16,7 @@ from ..state import LabState
 from ..theme import CSS, control_mark, LEAD_STYLES, VERDICT_STYLES, MARK_COLOR, THEORY_COLOR, legends_below, make_figure, style_legend
 from ..figure_labels import describe
 from .geometry import Geometry
-from .common import ANSWER, beside, caption, control, figure_row, heading, held, rule_color, show_headline
+from .common import ANSWER, Later, beside, caption, control, figure_row, heading, held, rule_color, show_headline
 
 
 class Variance(pn.viewable.Viewer):
@@ -167,15 +167,15 @@ class Variance(pn.viewable.Viewer):
                     "current d_k (left: raw q·k, right: after the chosen rule), with the normal curve theory predicts "
                     "(mean ρ d_k σ², variance (1+ρ²) d_k σ⁴ before scaling; QK-norm uses its large-d_k limit; Gemma 2's "
                     "cap bends that normal through c·tanh(z/c), so once the logits reach the cap its curve piles up against ±c)."),
-            self.geometry,
-            figure_row(self.loglog),   # a bare figure here collapses the row above inside the tour
-            self.slopes,
-            caption("Spread of all n×n logits against d_k on log-log axes. At ρ = 0 the unscaled line has slope ½, "
+            Later(self.geometry,
+                  figure_row(self.loglog),   # a bare figure here collapses the row above inside the tour
+                  self.slopes,
+                  caption("Spread of all n×n logits against d_k on log-log axes. At ρ = 0 the unscaled line has slope ½, "
                     "1/√d_k makes it flat and 1/d_k (muP) gives slope −½. At ρ > 0 the n matched pairs add a mean "
                     "ρ d_k σ² that takes over at large d_k: the slopes tend to 1, ½ and 0. Grey lines are the "
                     "unscaled theory for ρ = 0 and ρ = 1; the coloured lines are the same closed form at the current ρ "
                     "for no scaling and for the chosen rule, and the markers the Monte-Carlo estimate (a little below "
-                    "the line at small n: each matrix's own spread is biased low); click a legend entry to hide it."),
+                    "the line at small n: each matrix's own spread is biased low); click a legend entry to hide it.")),
             sizing_mode="stretch_width")
 
 
