@@ -57,7 +57,7 @@ TRAIN_RULE_LABELS = {**RULE_LABELS, FOLD: "none, W_q init ÷ √d_k (T5)"}
 OPTIMIZER_LABELS = {"adam": "Adam", "sgd": "SGD"}
 
 #: Set by the site build's pre-render (build/prerender.py): the page as the static site shows it, drawn
-#: in CPython (web/page.py static_site, web/views/common.py prerendering).
+#: in CPython (web/page.py static_site, web/loop.py prerendering).
 STATIC_SITE_ENV = "SDPA_LAB_STATIC_SITE"
 
 #: Bounds that keep every setting interactive (numpy on one core, or Pyodide in a tab).
