@@ -176,6 +176,10 @@ def link(send):
     outbox = Outbox(doc, send)
 
     def apply(patch) -> None:
+        # what Python changed on its own since its last patch goes first: Bokeh's apply_json_patch marks every
+        # model of the document as known to the page, and models a timer added (a section laid out on the
+        # loop's next turn) would then go as bare references the page cannot resolve
+        outbox.flush()
         try:
             doc.apply_json_patch(pp._convert_json_patch(patch), setter="js")
         finally:

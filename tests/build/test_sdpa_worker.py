@@ -102,6 +102,16 @@ async def main():
     out["timer_before_tick"] = len(sent)
     await asyncio.sleep(0)
     out["timer"] = [(p, d) for p, d in sent]
+    # a change Python makes on its own that adds models (a section laid out on the loop's next turn), and a
+    # patch of the page's before the tick that would send it: the new models go whole, before the answer
+    import panel as pn
+    sent.clear()
+    added = pn.pane.HTML("<p>laid out later</p>")
+    state._templates[doc].page.content.append(added)
+    (new_id,) = [m.id for m, _ in added._models.values()]
+    page_sets(1.0)
+    await asyncio.sleep(0)
+    out["added"] = {"id": new_id, "sent": [(p, d) for p, d in sent]}
     sdpa_worker.set_location(json.dumps({"search": "?view=dial&s=2.5", "hash": "", "bogus": 1}))
     out["location"] = state.location.search
 
@@ -182,6 +192,21 @@ def test_a_change_python_makes_on_its_own_goes_on_the_next_tick(run):
     (patch, done), = run["timer"]
     assert done is False
     assert [e for e in events(patch) if e.get("attr") == "value" and e.get("new") == 2.5]
+
+
+def test_models_python_adds_on_its_own_reach_the_page_before_its_patch_is_applied(run):
+    """Bokeh's apply_json_patch marks every model of the document as known to the page; the models a timer
+    added, not sent yet, would then go as bare references the page cannot resolve ("reference ... isn't
+    known"). They go first, whole, then the answer."""
+    added = run["added"]
+
+    def defines(x) -> bool:
+        if isinstance(x, dict):
+            return (x.get("type") == "object" and x.get("id") == added["id"]) or any(map(defines, x.values()))
+        return isinstance(x, list) and any(map(defines, x))
+
+    assert [done for _, done in added["sent"]] == [False, True], added["sent"]
+    assert defines(added["sent"][0][0]), added["sent"][0]
 
 
 def test_the_pages_location_reaches_panel(run):
