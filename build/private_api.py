@@ -133,6 +133,9 @@ BOKEHJS = [
     ("document/document", "_recompute_all_models", f"{BOKEHJS_ADAPTER} pruneModelGraph: the model graph pruned soon "
                                                    "after a patch"),
     ("model", "on_event", f"{BOKEHJS_ADAPTER} hookViewLifetimes: a view's event callbacks go with the view"),
+    ("model", "js_event_callbacks", f"{BOKEHJS_ADAPTER} dropCallback: where on_event keeps a model's callbacks"),
+    ("core/bokeh_events", "event_name", f"{BOKEHJS_ADAPTER} hookViewLifetimes: an event class's name"),
+    ("models/plots/plot", "default_view", f"{BOKEHJS_ADAPTER} hookViewLifetimes: each model class's view class"),
     ("core/view", "remove", f"{BOKEHJS_ADAPTER} hookViewLifetimes"),
     ("models/plots/plot_canvas", "connect_signals", f"{BOKEHJS_ADAPTER} hookViewLifetimes: its visual viewport listener"),
     ("models/ranges/data_range1d", "_plot_bounds", f"{BOKEHJS_ADAPTER} hookViewLifetimes: a removed plot forgotten"),
@@ -261,7 +264,8 @@ def bokehjs_module(bundle: str, module: str) -> str:
 
 def missing_bokehjs(bundle: str | None = None, names=BOKEHJS) -> list[str]:
     """Each listed BokehJS internal the bundle (the installed Bokeh's bokeh.js unless given) no longer defines:
-    an exported class, a method or getter, or a property its constructor sets."""
+    an exported class, a method or getter, a property its constructor sets, a field set on a class's prototype,
+    or a property its define() declares."""
     if bundle is None:
         import bokeh
         js = Path(bokeh.__file__).parent / "server" / "static" / "js"
@@ -271,7 +275,8 @@ def missing_bokehjs(bundle: str | None = None, names=BOKEHJS) -> list[str]:
         text = bokehjs_module(bundle, module)
         word = re.escape(name)
         found = (name in text) if not name.isidentifier() else re.search(
-            rf"exports\.{word} = {word};|^\s+(async |get |static )?{word}\(|this\.{word} = ", text, re.M)
+            rf"exports\.{word} = {word};|^\s+(async |get |static )?{word}\(|this\.{word} = |prototype\.{word} = "
+            rf"|^\s+{word}: \[", text, re.M)
         if not found:
             out.append(f"{name} in BokehJS's {module} (used in {used})")
     return out

@@ -48,15 +48,20 @@ def test_bokehjs_internals_are_checked_in_the_installed_bokeh_js():
     bundle = ("/* core/view.js */ function _(require, module, exports) {\n    class View {\n"
               "        constructor(o) { this.parent = o.parent; }\n        get is_destroyed() { return false; }\n    }\n"
               "    exports.View = View;\n}\n/* models/plots/plot_canvas.js */ function _(require, module, exports) {\n"
-              "    class PlotView {\n        async lazy_initialize() {}\n        repaint() {}\n    }\n}\n")
+              "    class PlotView {\n        async lazy_initialize() {}\n        repaint() {}\n    }\n"
+              "    _a.prototype.default_view = PlotView;\n    this.define(() => ({\n        js_event_callbacks: [Dict(Any), {}],\n"
+              "    }));\n    const old_name = that.event_name;\n}\n")
     names = [("core/view", "parent", "a"), ("core/view", "is_destroyed", "b"), ("core/view", "View", "c"),
              ("models/plots/plot_canvas", "lazy_initialize", "d"), ("models/plots/plot_canvas", "paint", "e"),
-             ("models/plots/plot_canvas", "PlotView", "f"), ("core/view", "repaint", "g"), ("core/gone", "X", "h")]
+             ("models/plots/plot_canvas", "PlotView", "f"), ("core/view", "repaint", "g"), ("core/gone", "X", "h"),
+             ("models/plots/plot_canvas", "default_view", "i"), ("models/plots/plot_canvas", "js_event_callbacks", "j"),
+             ("models/plots/plot_canvas", "event_name", "k")]
     assert private_api.missing_bokehjs(bundle, names) == [
         "paint in BokehJS's models/plots/plot_canvas (used in e)",          # repaint( is not paint(
         "PlotView in BokehJS's models/plots/plot_canvas (used in f)",       # a class it does not export
         "repaint in BokehJS's core/view (used in g)",                       # defined in another module
-        "X in BokehJS's core/gone (used in h)"]
+        "X in BokehJS's core/gone (used in h)",
+        "event_name in BokehJS's models/plots/plot_canvas (used in k)"]         # read there, set nowhere
 
 
 def test_a_css_variable_bokeh_would_read_for_a_plot_is_refused(tmp_path):
