@@ -17,6 +17,7 @@ import path from "node:path";
 import zlib from "node:zlib";
 import {createRequire} from "node:module";
 import {fileURLToPath, pathToFileURL} from "node:url";
+import {until} from "../js/until.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, "..", "..");
@@ -89,15 +90,6 @@ const sendPatch = (patch, _buffers, done) => { sent.push(patch); if (done) answe
 
 // A barrier: Python's event loop runs what is already scheduled (a patch flushed on the next tick, say).
 const settled = (pyodide) => pyodide.runPythonAsync("import asyncio\nfor _ in range(8):\n    await asyncio.sleep(0)\n");
-
-// Waits for a condition, checked after each turn of Node's event loop, failing after `seconds`.
-async function until(condition, what, seconds = 120) {
-  const deadline = performance.now() + seconds * 1000;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`not ${what} within ${seconds} s`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
 
 // the worker's Python (build/templates/sdpa_worker.py), called as worker.js calls it
 function callPython(pyodide, name, ...args) {

@@ -8,6 +8,7 @@ import {test} from "node:test";
 import {gzipSync} from "node:zlib";
 
 import {runTemplates} from "./template.mjs";
+import {until} from "./until.mjs";
 
 await runTemplates("download.js", "prefetch.js");
 const {sdpaPrefetch} = globalThis;
@@ -56,17 +57,10 @@ const bytes = async (r) => Buffer.from(await (await r).arrayBuffer());
 const caught = async (promise) => {
   try { await promise; return null; } catch (err) { return {name: err.constructor.name, file: err.file, message: err.message}; }
 };
-// a condition, checked after each turn of the event loop (the offline copy is looked in first: a few turns)
-async function until(condition, what) {
-  for (let turn = 0; !condition(); turn++) {
-    if (turn > 10000) throw new Error(`not ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
 
 test("every file is asked for at once and handed to Pyodide once", async () => {
   const r = run();
-  await until(() => r.asked.length >= PATHS.length, "every file asked for");
+  await until(() => r.asked.length >= PATHS.length, "every file asked for", 10);   // the offline copy is looked in first: a few turns
   const prefetched = [...r.asked];
   assert.deepEqual([...prefetched].sort(), PATHS.map((p) => [p, null]));
   assert.ok((await bytes(r.prefetched.fetch(here("pyodide/packages.tar.gz")))).equals(BODIES["pyodide/packages.tar.gz"]));
