@@ -45,6 +45,49 @@ def start(cdn_root: str) -> None:
     merge_overridden_defaults_once()
     import bokeh  # noqa: F401
     import panel  # noqa: F401
+    ignore_own_held_changes()
+
+
+def ignore_own_held_changes() -> None:
+    """Panel never takes a change Python made to a widget's model for the page's, as under ``panel serve``.
+
+    Panel tells its own model changes from the page's by the names it lists while it sets them
+    (``Syncable._changing``). A change made inside ``pn.io.hold()`` reaches Panel's model callback
+    (``Syncable._server_change``) only when the document is unheld, after that list is gone. Under
+    ``panel serve`` a live session sends such changes to the browser and drops their Python callbacks
+    (``panel.io.document.unlocked``); in the worker there is no session, so each came back to Panel as if the
+    page had made it: harmless for a value, but a radio group's new ``labels`` became its ``options`` (a
+    list of the labels), and the reader's next pick was a label, not a value (the tour's ``TypeError`` on
+    the step after "Next step", issue 55). Here, when a document is unheld, the Python callbacks of the
+    changes Python made (any setter but the page's ``"js"``) run without Panel's ``_server_change``; every
+    other Python callback (a figure relabelled when its title changes) still runs."""
+    from bokeh.document.callbacks import DocumentCallbackManager
+    from panel.reactive import Syncable
+
+    server_change, unhold = Syncable._server_change, DocumentCallbackManager.unhold
+    own = [0]       # > 0 while the callbacks of Python's own held changes run
+
+    def _server_change(self, doc, ref, subpath, attr, old, new):    # Bokeh checks the (attr, old, new) it is left
+        if not own[0]:
+            server_change(self, doc, ref, subpath, attr, old, new)
+
+    def quiet(invoker):
+        def invoke():
+            own[0] += 1
+            try:
+                invoker()
+            finally:
+                own[0] -= 1
+        return invoke
+
+    def unhold_without_echoes(self) -> None:
+        for event in self._held_events:
+            if getattr(event, "callback_invoker", None) is not None and getattr(event, "setter", None) != "js":
+                event.callback_invoker = quiet(event.callback_invoker)
+        unhold(self)
+
+    Syncable._server_change = _server_change
+    DocumentCallbackManager.unhold = unhold_without_echoes
 
 
 def merge_overridden_defaults_once() -> None:
