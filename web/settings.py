@@ -39,6 +39,7 @@ KNOB_VIEWS = ("playground", "variance", "saturation", "training", "dial", "align
 SETTINGS = (
     Setting("view", "view"),
     Setting("step", "step"),
+    Setting("picks", "picks"),
     # the shared settings, in the drawer's order (what is drawn, how it is scaled, what only the Playground uses);
     # a link writes every setting in this table's order
     Setting("d_k", "d_k", steps=tuple(D_K_OPTIONS), widget="choices", label="d_k (key/query dimension)",

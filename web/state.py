@@ -22,7 +22,7 @@ from .options import (MAX_D_MODEL, DIAL_S_MAX, D_K_OPTIONS, DTYPES, KNOB_WORDS, 
                       SAMPLES_OPTIONS, TRAIN_D_K_OPTIONS, VIEW_LABELS, VIEWS, WHY_UNUSED, nearest_option)
 from .results import MODEL_FIELDS, RESULTS, effective_samples
 from .settings import LAB_SETTINGS, SHARED_SETTINGS, VIEW_SETTINGS
-from .tour import STEPS
+from .tour import STEPS, picks_pattern
 
 # Importers of the page's state (web/page.py, web/urlstate.py, the views, the tests) may take these from here.
 __all__ = ["LabState", "D_K_OPTIONS", "DTYPES", "LR_OPTIONS", "MAX_TRAIN_STEPS", "ORDER_LABELS",
@@ -35,6 +35,8 @@ class LabState(param.Parameterized):
 
     view = param.Selector(default="tour", objects=list(VIEWS), doc="Which view of the page is shown.")
     step = param.Integer(default=1, bounds=(1, len(STEPS)), doc="The guided tour's step (1-based).")
+    picks = param.String(default="", regex=f"^{picks_pattern()}$", doc="The guided tour's predictions made so far (web/tour.py encode_picks): "
+                                         "kept in the address, so a reload neither loses a pick nor offers it again.")
     embed = param.Boolean(default=False, doc="Embedded in another page (an <iframe>): one view, no header or "
                                               "sidebar. Read from the link when the page opens.")
     playing = param.Boolean(default=False, doc="True while the alignment view sweeps ρ from 0 to 1.")

@@ -45,6 +45,30 @@ def shown_choices(step: Step) -> list[tuple[str, int]]:
     return [(c, k) for k, c in (reversed(pairs) if step.descending else pairs)]
 
 
+#: A made pick as the address keeps it (``?picks=``): one character per step in order, the index into that step's
+#: ``choices`` or "-" for none, trailing "-" left out ("20-1": picks at steps 1, 2 and 4). A reload keeps them.
+NO_PICK = "-"
+
+
+def encode_picks(picks: dict[int, int]) -> str:
+    """``{step (1-based): index into its choices}`` as the address writes it."""
+    return "".join(str(picks[i]) if i in picks else NO_PICK for i in range(1, len(STEPS) + 1)).rstrip(NO_PICK)
+
+
+def picks_pattern() -> str:
+    """The regular expression a ``picks`` value matches: at most one character per step, each a choice of that
+    step or "-"."""
+    out = ""
+    for step in reversed(STEPS):
+        out = f"(?:[0-{len(step.choices) - 1}{NO_PICK}]{out})?"
+    return out
+
+
+def decode_picks(text: str) -> dict[int, int]:
+    """The picks ``text`` holds (:func:`encode_picks`); a character that is not a choice of its step is no pick."""
+    return {i: int(c) for i, c in enumerate(text[:len(STEPS)], 1) if c.isdigit() and int(c) < len(STEPS[i - 1].choices)}
+
+
 def on_the_learners_runs(step: Step) -> bool:
     """The training step is graded on the learner's own runs, not on a state computed for the step."""
     return step.measure is _training

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
+import re
 from urllib.parse import parse_qsl, urlencode
 
 import param
@@ -53,14 +54,15 @@ def _param(key: str):
 
 
 def kind(key: str) -> str:
-    """How a link writes the key's value, from its parameter's type: "bool", "select", "text", "int" or "float"."""
+    """How a link writes the key's value, from its parameter's type: "bool", "select", "text", "pattern" (a
+    String with a ``regex``), "int" or "float"."""
     p = _param(key)
     if isinstance(p, param.Boolean):
         return "bool"
     if isinstance(p, param.Selector):
         return "select"
     if isinstance(p, param.String):
-        return "text"
+        return "text" if p.regex is None else "pattern"     # a config.json, or a short code (the tour's picks)
     return "int" if isinstance(p, param.Integer) else "float"
 
 
@@ -89,6 +91,10 @@ def parse_value(key: str, raw: str):
         return default, f"{key}: the value was too long; reset to {default if default != '' else 'none'}."
     if how == "text":
         return _parse_text(key, raw)
+    if how == "pattern":
+        if re.match(p.regex, raw):
+            return raw, None
+        return default, f"{key}: “{_show(raw)}” is not a valid value; reset to {default if default != '' else 'none'}."
     if how == "select":
         if raw in p.objects:
             return raw, None
@@ -218,9 +224,9 @@ def baseline(view: str, step: int) -> tuple[dict, dict]:
     return lab, train
 
 
-def step_query(step: int) -> str:
-    """The link of a tour step as the tour sets it up."""
-    return "?" + urlencode({"view": "tour", "step": step})
+def step_query(step: int, picks: str = "") -> str:
+    """The link of a tour step as the tour sets it up (with the reader's ``picks`` so far, when given)."""
+    return "?" + urlencode({"view": "tour", "step": step, **({"picks": picks} if picks else {})})
 
 
 def first_paint_links() -> dict[str, str]:
@@ -247,6 +253,8 @@ def to_query(lab: LabState, train: TrainingState) -> str:
         if key == "step":   # the tour's step: always on a tour link, never on another view's
             if lab.view != "tour":
                 continue
+        elif key == "picks" and lab.view != "tour":   # the tour's predictions: kept while elsewhere, on its links only
+            continue
         elif key != "view" and value == base[0 if obj == "lab" else 1][name]:
             continue
         if kind(key) == "bool":

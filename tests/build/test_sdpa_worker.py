@@ -112,6 +112,16 @@ async def main():
     page_sets(1.0)
     await asyncio.sleep(0)
     out["added"] = {"id": new_id, "sent": [(p, d) for p, d in sent]}
+    # a widget Python changes inside pn.io.hold() (the tour's choices on "Next step"), then the page's pick on it
+    radio = pn.widgets.RadioBoxGroup(options={"a": 0, "b": 1}, value=None)
+    state._templates[doc].page.content.append(radio)
+    await asyncio.sleep(0)
+    with pn.io.hold():
+        radio.param.update(options={"c": 2, "d": 3, "e": 4}, value=None)
+    (radio_model,) = [m for m, _ in radio._models.values()]
+    out["held_options"] = repr(radio.options)
+    apply(FromPage({"events": [{"kind": "ModelChanged", "model": {"id": radio_model.id}, "attr": "active", "new": 1}]}))
+    out["held_pick"] = radio.value
     sdpa_worker.set_location(json.dumps({"search": "?view=dial&s=2.5", "hash": "", "bogus": 1}))
     out["location"] = state.location.search
 
@@ -181,6 +191,13 @@ def test_a_page_patch_is_answered_by_one_message_without_the_pages_own_change(ru
     assert done is True
     assert 1 <= len(events(patch)) <= step["raw"]
     assert not [e for e in events(patch) if e.get("model", {}).get("id") == step["slider"] and e.get("attr") == "value"]
+
+
+def test_a_change_python_makes_inside_a_hold_is_not_taken_for_the_pages(run):
+    """Unheld in the worker, Panel's own change of a radio group's labels came back to it as the page's: its
+    options became the list of labels, and the next pick a label, not a value (the tour's TypeError, issue 55)."""
+    assert run["held_options"] == repr({"c": 2, "d": 3, "e": 4})
+    assert run["held_pick"] == 3
 
 
 def test_a_patch_that_changes_nothing_is_answered_idle(run):

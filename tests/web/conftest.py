@@ -53,6 +53,14 @@ class Runtime:
 
     def open(self, page, search: str = ""):
         page.goto(self.url + search)
+        self.wait_live(page)
+
+    def reload(self, page):
+        """The browser's reload of the address shown, waited for as :meth:`open` waits."""
+        page.reload()
+        self.wait_live(page)
+
+    def wait_live(self, page):
         if self.name == "site":   # the pre-rendered page shows first; the worker then takes over
             page.wait_for_function("window.sdpaLab && (window.sdpaLab.ready || window.sdpaLab.error)",
                                    timeout=120_000)

@@ -199,3 +199,30 @@ def test_under_panel_serve_panel_never_parses_a_link_before_the_page_does():
             loc.search = f"?step={quote(c)}&n={quote(c)}"        # the browser's address, sent later
             lab, _, _ = parse_query(loc.search)
             assert 1 <= lab["step"] <= len(STEPS)
+
+
+def test_the_tours_picks_go_through_the_address_and_hostile_ones_are_said():
+    """A pick is kept in the address (``picks``): every pick of every step round-trips, a value the page did not
+    write (a choice past a step's last, too many steps, markup) is reset with a notice, and picks ride only on
+    tour links (kept in the state elsewhere)."""
+    import itertools
+
+    from web.tour import STEPS, decode_picks, encode_picks
+    from web.urlstate import step_query
+
+    for i, step in enumerate(STEPS, 1):
+        for k in range(len(step.choices)):
+            picks = {1: 0, i: k}
+            lab, _, notices = parse_query(step_query(i, encode_picks(picks)))
+            assert notices == [] and decode_picks(lab["picks"]) == picks
+    for bad in ("9", "0" * (len(STEPS) + 1), "<b>", "x1", str(len(STEPS[0].choices)), "1" * (len(STEPS) - 1) + "9"):
+        lab, _, notices = parse_query("?view=tour&picks=" + bad)
+        assert lab["picks"] == "" and len(notices) == 1 and notices[0].startswith("picks:"), (bad, notices)
+        assert "<b>" not in notices[0]
+    state, train = LabState(), TrainingState(LabState())
+    train = TrainingState(state)
+    apply_query("?view=tour&step=3&picks=21", state, train)
+    assert "picks=21" in to_query(state, train)
+    state.view = "variance"
+    assert "picks" not in to_query(state, train) and state.picks == "21"
+    assert list(itertools.islice(decode_picks("-1-").items(), 3)) == [(2, 1)]

@@ -15,7 +15,7 @@ from ..state import LabState
 from ..theme import CSS, PHONE, VERDICT_STYLES
 from ..figure_labels import veil
 from ..grading import grade, prepared_state, recap, split_feedback, step_state
-from ..tour import SELF_CHECK, STEPS, on_the_learners_runs, shown_choices
+from ..tour import SELF_CHECK, STEPS, decode_picks, encode_picks, on_the_learners_runs, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
 from .common import ANSWER, HEADING, caption, details_html, heading, held, lay_out_later, one_model_walk, set_html
@@ -72,7 +72,7 @@ class Tour(pn.viewable.Viewer):
                                        stylesheets=[":host .bk-btn { white-space: normal; }"])
         self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
         self.slot = pn.Column(sizing_mode="stretch_width", styles=EMBED_TOUR["slot"])
-        self.picks: dict[int, int] = {}     # step -> the first prediction made there, for the recap
+        self.picks: dict[int, int] = {}     # step -> the first prediction made there, for the recap (and lab.picks)
         self._switching = False
         self._veiled = None                  # the step's view, shown inside the tour (its heading hidden)
         self.recap = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
@@ -83,6 +83,7 @@ class Tour(pn.viewable.Viewer):
         self.end = pn.Column(sizing_mode="stretch_width")
         self._shown_step = None
         self._ahead = None                   # the one-shot callback that lays out the next step's view
+        lab.param.watch(self._take_picks, ["picks"])
         lab.param.watch(self._show_step, ["step", "view"])
         results = ["playground", "sweep", "dial", "gradients", "alignment", "precision", "real_model", "d_k",
                    "order"]
@@ -117,7 +118,27 @@ class Tour(pn.viewable.Viewer):
         if step != self.lab.step or self.lab.view != "tour":
             # the step's results as prepare_ahead computed them at its settings, when it did
             with one_model_walk(), self.lab.results_from(prepared_state(STEPS[step - 1])):
-                apply_query(step_query(step), self.lab, self.train)
+                apply_query(step_query(step, encode_picks(self.picks)), self.lab, self.train)
+
+    def _take_picks(self, *_) -> None:
+        """The picks the address holds (a reload, Back, Forward) join the ones made here (the first pick of a
+        step stays), and the address then holds them all: a pick is never lost and never offered again."""
+        for i, k in decode_picks(self.lab.picks).items():
+            self.picks.setdefault(i, k)
+        merged = encode_picks(self.picks)
+        if self.lab.picks != merged:
+            self.lab.picks = merged
+        i = self.lab.step
+        if self.lab.view == "tour" and self._shown_step == i and i in self.picks and self.choices.value != self.picks[i]:
+            self._switching = True
+            try:
+                self.choices.param.update(value=self.picks[i], disabled=True)
+            finally:
+                self._switching = False
+            if self._veiled is not None:
+                show_parts(self._veiled, heading=False, answers=True)
+            self._update_feedback()
+            self._update_recap()
 
     @held
     def _show_step(self, *_):
@@ -129,6 +150,8 @@ class Tour(pn.viewable.Viewer):
             return
         i = lab.step
         step = STEPS[i - 1]
+        for k, pick in decode_picks(lab.picks).items():    # a link's picks (a reload) before the step is drawn
+            self.picks.setdefault(k, pick)
         if self._shown_step != i:
             self._shown_step = i
             self.title.object = (f"<div style='font-size:14px;color:var(--sdpa-muted)'>Guided tour · step {i} of {len(STEPS)}</div>"
@@ -194,6 +217,7 @@ class Tour(pn.viewable.Viewer):
             return
         self.picks.setdefault(self.lab.step, event.new)   # the first pick is the one the recap scores
         self.choices.disabled = True
+        self.lab.picks = encode_picks(self.picks)          # in the address: a reload keeps it
         if self._veiled is not None:
             show_parts(self._veiled, heading=False, answers=True)
         self._update_recap()
