@@ -360,3 +360,21 @@ def test_split_feedback_cuts_only_where_the_rest_reads_on_its_own():
     shown, more = split_feedback(long)
     assert shown == "Right. At d_k = 64 the top key takes 87% of a query's weight on average." and more.startswith("(uniform")
     assert split_feedback("x" * 400) == ("x" * 400, "")      # no clean cut: shown whole
+
+
+def test_the_recaps_answer_states_the_numbers_steps_2_to_4_measure_and_the_scaled_spread_holds():
+    """The tour's answer (web/grading.py ``why``) states the very numbers steps 2-4 grade on, each at its own
+    settings; and its last claim, that q·k / √d_k of independent q and k has the same spread at every width, holds in
+    a numpy draw independent of the page (σ = 1: std 1 within 3% at d_k = 16 ... 4096)."""
+    import numpy as np
+
+    from web.grading import WHY_STEPS, step_state, why
+
+    answer = why()
+    measured = {s.key: s.measure(*step_state(s))[0] for s in STEPS if s.key in WHY_STEPS}
+    assert dict(answer.facts) == {"growth": measured["variance"], "top": measured["softmax"],
+                                  "starved": measured["gradients"]}
+    rng = np.random.default_rng(12345)
+    for d_k in (16, 256, 4096):
+        q, k = rng.standard_normal((2, 20_000, d_k))
+        assert abs(np.std(np.einsum("ij,ij->i", q, k) / np.sqrt(d_k)) - 1) < 0.03

@@ -14,13 +14,13 @@ from ..options import VIEW_LABELS
 from ..state import LabState
 from ..theme import CSS, PHONE, VERDICT_STYLES
 from ..figure_labels import veil
-from ..grading import grade, prepared_state, recap, split_feedback, step_state
+from ..grading import grade, prepared_state, recap, split_feedback, step_state, why
 from ..tour import SELF_CHECK, STEPS, decode_picks, encode_picks, on_the_learners_runs, shown_choices
 from ..training_state import TrainingState
 from ..urlstate import apply_query, step_query
 from .common import ANSWER, HEADING, caption, details_html, heading, held, lay_out_later, one_model_walk, set_html
 
-END = ("  \n**That was the last step.** Under the figure: what you found, with your predictions, and a three-question "
+END = ("**That was the last step.** Here: what you found, with your predictions, and a three-question "
        "self-check. The Questions view answers the common questions in short, each with a button into the view "
        "that shows it; every view keeps the settings you leave it with.")
 #: Embedded (?embed=1, web/theme.py), a 700 px frame holds the step's card and its view side by side, so the
@@ -28,6 +28,10 @@ END = ("  \n**That was the last step.** Under the figure: what you found, with y
 EMBED_TOUR = {"tour": {"flex-direction": "var(--sdpa-embed-direction, column)", "flex-wrap": "var(--sdpa-embed-wrap, nowrap)"},
               "card": {"flex": "var(--sdpa-embed-card-flex, 0 1 auto)"},
               "slot": {"flex": "var(--sdpa-embed-slot-flex, 0 1 auto)", "min-width": "0"}}
+#: Before the reader has picked, the step's view keeps its place but is not shown (its figure would give the answer
+#: away: a bar at 87%, a dot at p = 0.91, an overflow mark); ``COVER_NOTE`` says where it will be.
+UNPICKED, PICKED = {"visibility": "hidden"}, {"visibility": "visible"}    # BokehJS keeps a style a new dict leaves out
+COVER_NOTE = "Pick an answer first: the figure below, which measures it, appears once you have."
 CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "var(--sdpa-card-bg)", "padding": "4px 4px 8px 4px", "color": "var(--sdpa-text)"}
 
 
@@ -59,7 +63,7 @@ class Tour(pn.viewable.Viewer):
         # on a 320 px phone the three choices and the long "Leave the tour here: ..." label are wider than the
         # step card: the choices wrap to a second line, the label to two
         self.choices = pn.widgets.RadioBoxGroup(name="Your prediction", options={}, value=None, inline=True,
-                                                margin=(0, 10, 0, 20),
+                                                margin=(0, 10, 0, 20), css_classes=[STEP_CHOICES],
                                                 stylesheets=[":host .bk-input-group.bk-inline { flex-wrap: wrap; }"])
         # the first pick is final: it is what the recap scores; the view is free to explore after it
         self.choices.param.watch(self._lock, ["value"])
@@ -67,18 +71,19 @@ class Tour(pn.viewable.Viewer):
         self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                      visible=False, stylesheets=[CSS])
         self.now_try = caption("", visible=False)
+        self.cover_note = caption(COVER_NOTE, visible=True)
         self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", sizing_mode="stretch_width",
                                        max_width=330, styles={"flex": "1 1 240px"},
                                        stylesheets=[":host .bk-btn { white-space: normal; }"])
         self.leave.on_click(lambda e: setattr(self.lab, "view", STEPS[self.lab.step - 1].view))
-        self.slot = pn.Column(sizing_mode="stretch_width", styles=EMBED_TOUR["slot"])
+        self.slot = pn.Column(sizing_mode="stretch_width", styles={**EMBED_TOUR["slot"], **UNPICKED})
         self.picks: dict[int, int] = {}     # step -> the first prediction made there, for the recap (and lab.picks)
         self._switching = False
         self._veiled = None                  # the step's view, shown inside the tour (its heading hidden)
         self.recap = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
         self.checks = [self._check_card(c) for c in SELF_CHECK]
         # drawn on the last step only (a hidden layout still puts its labels in the page)
-        self._end = [heading("What you found"), self.recap, heading("Self-check", level=3),
+        self._end = [heading("What you found"), caption(END), self.recap, heading("Self-check", level=3),
                      *(card for card, _, _ in self.checks)]
         self.end = pn.Column(sizing_mode="stretch_width")
         self._shown_step = None
@@ -137,6 +142,7 @@ class Tour(pn.viewable.Viewer):
                 self._switching = False
             if self._veiled is not None:
                 show_parts(self._veiled, heading=False, answers=True)
+            self._cover(False)
             self._update_feedback()
             self._update_recap()
 
@@ -166,7 +172,7 @@ class Tour(pn.viewable.Viewer):
                 self.choices.param.update(options=dict(shown_choices(step)), value=picked, disabled=picked is not None)
             finally:
                 self._switching = False
-            self.now_try.object = step.now_try + (END if i == len(STEPS) else "")
+            self.now_try.object = step.now_try
             self.leave.name = self.leave.label = f"Leave the tour here: the {VIEW_LABELS[step.view]} view →"
             self.prev.disabled = i == 1
             self.next.disabled = i == len(STEPS)
@@ -174,6 +180,7 @@ class Tour(pn.viewable.Viewer):
                 self.jump.value = i
             old, layout = self._veiled, self.view_for(step.view)
             show_parts(layout, heading=False, answers=i in self.picks)   # before it is shown: nothing flashes up
+            self._cover(i not in self.picks)
             lay_out_later(layout)           # what lies below the step's figures follows in a patch of its own
             self.slot.objects = [layout]
             if old is not None and old is not layout:
@@ -217,17 +224,29 @@ class Tour(pn.viewable.Viewer):
             return
         self.picks.setdefault(self.lab.step, event.new)   # the first pick is the one the recap scores
         self.choices.disabled = True
+        self._cover(False)
         self.lab.picks = encode_picks(self.picks)          # in the address: a reload keeps it
         if self._veiled is not None:
             show_parts(self._veiled, heading=False, answers=True)
         self._update_recap()
+
+    def _cover(self, covered: bool) -> None:
+        """The step's view hidden in its place until the pick (``UNPICKED``), with the note that says so."""
+        styles = {**EMBED_TOUR["slot"], **(UNPICKED if covered else PICKED)}
+        if self.slot.styles != styles:
+            self.slot.styles = styles
+        if self.cover_note.visible != covered:
+            self.cover_note.visible = covered
 
     def _update_recap(self, *_):
         if self.lab.view != "tour" or self.lab.step != len(STEPS):
             return
         items = "".join("<li><b>{}</b>: {}</li>".format(*(html.escape(part, quote=False) for part in line.split(": ", 1)))
                         for line in recap(self.picks, self.lab, self.train))
-        set_html(self.recap, f"<ul style='list-style:none;padding-left:0;margin:4px 0;font-size:15px;line-height:1.45'>{items}</ul>")
+        answer = why()
+        said = f"<p style='margin:4px 0 8px;font-size:15px;line-height:1.45'>{html.escape(answer, quote=False)}</p>" if answer else ""
+        set_html(self.recap, f"{said}<ul style='list-style:none;padding-left:0;margin:4px 0;font-size:15px;"
+                             f"line-height:1.45'>{items}</ul>")
 
     def _update_feedback(self, *_):
         if self.lab.view != "tour":
@@ -252,7 +271,8 @@ class Tour(pn.viewable.Viewer):
         # with the question: Previous/Next on one row under the choices; the feedback and "Now try" once the
         # reader has picked; the step list and "Leave the tour" after the step's view
         nav = pn.FlexBox(self.prev, self.next, sizing_mode="stretch_width", align_items="center")
-        self.card.objects = [self.title, self.question, self.predict, self.choices, self.feedback, self.now_try, nav]
+        self.card.objects = [self.title, self.question, self.predict, self.choices, self.cover_note, self.feedback,
+                             self.now_try, nav]
         more = pn.FlexBox(self.jump, self.leave, sizing_mode="stretch_width", align_items="end",
                           margin=(0, 10, 8, 10))
         return pn.Column(self.card, self.slot, more, self.end, sizing_mode="stretch_width", styles=EMBED_TOUR["tour"])
@@ -280,6 +300,9 @@ def show_parts(layout, *, heading: bool, answers: bool) -> None:
 #: the step's.
 #: The CSS classes of the tour's card and of the controls that open another step (web/views/tour.py).
 STEP_CARD, STEP_MOVER = "sdpa-step-card", "sdpa-step-mover"
+#: The CSS class of the step's choices: on a phone a pick scrolls them to the top of the screen, so that the feedback
+#: under them, the step's figure and the control "Now try" names share the screen the reader sees next.
+STEP_CHOICES = "sdpa-step-choices"
 
 #: A new step opens at its top, in the browser at the click or the pick (no round trip): a phone kept the
 #: old scroll position and opened the next step in its middle. One listener on the document, not Panel's
@@ -288,7 +311,7 @@ STEP_CARD, STEP_MOVER = "sdpa-step-card", "sdpa-step-mover"
 STEP_SCROLL_JS = """
 if (!window.__sdpaStepScroll) {
   window.__sdpaStepScroll = true;
-  const CARD = %(card)s, MOVER = %(mover)s;
+  const CARD = %(card)s, MOVER = %(mover)s, CHOICES = %(choices)s, PHONE = %(phone)s;
   const has = (el, cls) => el != null && el.classList != null && el.classList.contains(cls);
   function card() {                 // the card's view, through Bokeh's views (the page is in shadow roots)
     const stack = [...((window.Bokeh && Bokeh.index && Bokeh.index.roots) || [])];
@@ -300,6 +323,11 @@ if (!window.__sdpaStepScroll) {
     return null;
   }
   const follow = (event) => {      // a click on a step button, or a pick in the step list (both composed)
+    const picked = event.type === 'input' && event.composedPath().find((el) => has(el, CHOICES));
+    if (picked) {                    // a prediction, on a phone: its choices to the top, the feedback and figure below
+      if (window.matchMedia(PHONE).matches) picked.scrollIntoView({block: 'start', behavior: 'instant'});
+      return;
+    }
     if (!event.composedPath().some((el) => has(el, MOVER))) return;
     const el = card();
     if (el != null) el.scrollIntoView({block: 'start', behavior: 'instant'});
@@ -314,7 +342,8 @@ def install_step_scroll(doc) -> None:
     """Attach STEP_SCROLL_JS to a Bokeh document (no-op when there is none)."""
     if doc is not None:
         doc.js_on_event("document_ready", CustomJS(code=STEP_SCROLL_JS % {
-            "card": json.dumps(STEP_CARD), "mover": json.dumps(STEP_MOVER)}))
+            "card": json.dumps(STEP_CARD), "mover": json.dumps(STEP_MOVER), "choices": json.dumps(STEP_CHOICES),
+            "phone": json.dumps(PHONE)}))
 
 
 #: How long after a step is shown the next step's view is laid out (the tour's ``_lay_out_next``): after the step's
