@@ -20,6 +20,11 @@ KIND_MARK = {"naive": "triangle", "stable": "circle"}
 DTYPE_DASH = {"float16": "solid", "float32": "dashed", "float64": "dotted"}
 
 
+#: What the left plot draws for each order: what the matmul itself outputs. Scaled after it, that is the unscaled
+#: product (the number that overflows float16), not the logit once divided; scaled before it, the scaled logits.
+MATMUL_OUTPUT = {"none": "none", "after": "none", "before": "before"}
+
+
 class Precision(pn.viewable.Viewer):
     """Largest |logit| per dtype against the float16 limit, and the share of rows that end up NaN/inf."""
 
@@ -34,9 +39,9 @@ class Precision(pn.viewable.Viewer):
         lab = self.lab
         self.logit_sources = {t: ColumnDataSource({"d_k": [], "y": [], "over_d_k": [], "over_y": []}) for t in DTYPE_NAMES}
         self.over_sources = {t: ColumnDataSource({"d_k": [], "y": []}) for t in DTYPE_NAMES}
-        p = make_figure(title="Largest |logit| of the matmul", x_label="d_k", y_label="max |logit|", height=400,
+        p = make_figure(title="Largest |value| the matmul outputs", x_label="d_k", y_label="max |matmul output|", height=400,
                         x_axis_type="log", y_axis_type="log", y_range=Range1d(0.3, 1e6),
-                        hover=[("dtype", "@dtype"), ("d_k", "@d_k"), ("max |logit|", "@y{0.00}")])
+                        hover=[("dtype", "@dtype"), ("d_k", "@d_k"), ("max |matmul output|", "@y{0.00}")])
         dtype_items, over_renderers = [], []
         for t in DTYPE_NAMES:
             line = p.line("d_k", "y", source=self.logit_sources[t], color=DTYPE_COLORS[t], line_width=2.5,
@@ -100,7 +105,7 @@ class Precision(pn.viewable.Viewer):
         order = lab.order
         first_bad = {}
         for t in DTYPE_NAMES:
-            y = np.asarray(ps.max_abs_logit[t][order], dtype=float)
+            y = np.asarray(ps.max_abs_logit[t][MATMUL_OUTPUT[order]], dtype=float)
             over = ~np.isfinite(y)
             self.logit_sources[t].data = {"d_k": d[~over], "y": y[~over], "dtype": [t] * int((~over).sum())}
             self.over_sources[t].data = {"d_k": d[over], "y": np.full(int(over.sum()), sc.FLOAT16_MAX * 1.6),
@@ -142,7 +147,8 @@ class Precision(pn.viewable.Viewer):
                     "random q and k are rounded to each dtype; the logits are computed unscaled, scaled after the "
                     "matmul ((q·kᵀ)/√d_k: the product itself can overflow) or before it ((q/√d_k)·kᵀ), then softmaxed "
                     "the naive way exp(x)/Σexp(x) or the stable way (subtract the row maximum first)."),
-            caption("Left: the largest logit magnitude (× at the top: the value overflowed to inf), with float16's limit "
-                    "dashed. Right: share of query rows whose weights contain NaN or inf; dashed = naive softmax, "
+            caption("Left: the largest magnitude the matmul outputs (scaled after it, that is the product q·kᵀ before "
+                    "the division: the number that overflows; × at the top: it overflowed to inf), with float16's limit "
+                    "dashed on the same axis. Right: share of query rows whose weights contain NaN or inf; dashed = naive softmax, "
                     f"solid = stable. Uses σ, ρ and the seed from the settings, n capped at {PRECISION_N}."),
             sizing_mode="stretch_width")
