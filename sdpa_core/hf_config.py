@@ -403,7 +403,7 @@ def read_config(cfg) -> ConfigHead:
         cfg = {**cfg, **{k: v for k, v in LLAMA4_DEFAULTS.items() if not given[k]}}
         tuning = _flag(cfg, "attn_temperature_tuning")
         if tuning:
-            floor_scale = _number(cfg, "floor_scale", 0.0, 1e9)
+            floor_scale = _number(cfg, "floor_scale", scaling.LLAMA4_MIN_FLOOR_SCALE, 1e9, open_low=False)
             attn_scale = _number(cfg, "attn_scale", 0.0, 10.0, open_low=False)
             temperature = (floor_scale, attn_scale)
             record(
@@ -623,8 +623,10 @@ def _refuse_rope_attention_factor(rs) -> None:
 def temperature_at(head: ConfigHead, position) -> float:
     """Llama 4's factor on q at 0-based ``position`` (1 where the config sets no temperature):
     ``1 + attn_scale ln(1 + floor((position + 1) / floor_scale))``."""
-    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
-        raise ValueError(f"position must be a whole number >= 0, got {position!r}")
+    if not isinstance(head, ConfigHead):
+        raise TypeError(f"head must be a ConfigHead from read_config, got {type(head).__name__}")
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < scaling.MAX_N:
+        raise ValueError(f"position must be a whole number from 0 to {scaling.MAX_N - 1}, got {position!r}")
     if head.temperature is None:
         return 1.0
     floor_scale, attn_scale = head.temperature

@@ -409,16 +409,21 @@ def logit_scale(d_k, rule: str, *, alpha=0.5, temperature=0.1, n=None) -> float:
     return float(spec._scales(np.array([float(d_k)]), alpha, temperature, spec.check_n(n))[0])
 
 
+#: The smallest ``floor_scale`` :func:`llama4_temperature` takes: n / floor_scale then stays finite for every n up to
+#: ``MAX_N`` (a subnormal floor_scale overflowed it to inf, and floor(inf) raised: a link stopped the app's start).
+LLAMA4_MIN_FLOOR_SCALE = 1e-6
+
+
 def llama4_temperature(n, *, floor_scale=LLAMA4_FLOOR_SCALE, attn_scale=LLAMA4_ATTN_SCALE) -> float:
     """Llama 4's factor on the query that sees ``n`` keys (n >= 1; the query at 0-based position n - 1 under the
-    causal mask): ``1 + attn_scale ln(1 + floor(n / floor_scale))``, exactly 1 for n < floor_scale (a real > 0,
-    as a config may give it; ``hf_config.temperature_at`` reads a config's through this).
+    causal mask): ``1 + attn_scale ln(1 + floor(n / floor_scale))``, exactly 1 for n < floor_scale (a real ≥
+    ``LLAMA4_MIN_FLOOR_SCALE``, as a config may give it; ``hf_config.temperature_at`` reads a config's through this).
 
     >>> llama4_temperature(8191), round(llama4_temperature(65536), 4)
     (1.0, 1.2197)
     """
     n = integer(n, "n", low=1, high=MAX_N)
-    floor_scale = real(floor_scale, "floor_scale", low=0.0, low_open=True, high=1e9)
+    floor_scale = real(floor_scale, "floor_scale", low=LLAMA4_MIN_FLOOR_SCALE, high=1e9)
     attn_scale = real(attn_scale, "attn_scale", low=0.0, high=1e3)
     return 1.0 + attn_scale * math.log1p(math.floor(n / floor_scale))
 

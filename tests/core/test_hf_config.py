@@ -319,3 +319,32 @@ def test_only_config_errors_escape_for_any_json():
             read_config(parse_config(json.dumps(cfg)))
         except ConfigError:
             pass
+
+
+def test_every_numeric_field_of_every_published_config_at_floats_extremes_is_read_or_refused_plainly():
+    """Issue 57: a link with Llama 4's floor_scale at 5e-324 stopped the app's start (floor(inf) raised
+    OverflowError). Every numeric field of every published config, set to a subnormal, the largest float, ±0 and
+    -1, is either read, and then its head's temperature and scale computed at the largest position, or refused with
+    a ConfigError naming it: never another exception."""
+    import math
+
+    from sdpa_core import scaling
+    from sdpa_core.hf_published import PUBLISHED
+
+    extremes = (5e-324, 1.7976931348623157e308, 0.0, -0.0, -1.0, 2.2250738585072014e-308)
+    tried = 0
+    for published in PUBLISHED.values():
+        for field, value in published.config.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            for x in extremes:
+                cfg = {**published.config, field: x}
+                tried += 1
+                try:
+                    head = hf_config.read_config(cfg)
+                except hf_config.ConfigError as e:
+                    assert str(e).strip(), (field, x)      # said (GPT-2's n_embd is named as hidden_size, its alias)
+                    continue
+                for position in (0, scaling.MAX_N - 1):
+                    assert math.isfinite(hf_config.temperature_at(head, position))
+    assert tried > 100
