@@ -358,3 +358,26 @@ def test_valid_arguments_pass(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fn.call(**fn.valid)
+
+
+def test_a_rules_cap_takes_scalars_and_checks_out():
+    """Issue 57: ``RULES['softcap'].capped(3.0)`` failed with numpy's "return arrays must be of ArrayType", and an
+    ``out=`` of the wrong shape or dtype gave numpy's errors or truncated to int. Scalars and arrays both work, for
+    every rule; a wrong ``out`` is refused naming itself."""
+    import math
+
+    import numpy as np
+    import pytest
+
+    import sdpa_core as sc
+
+    for name, rule in sc.RULES.items():
+        for z in (3.0, 3, np.float32(3.0), np.array(3.0)):
+            got = float(rule.capped(z))
+            want = 3.0 if rule.cap is None else rule.cap * math.tanh(3.0 / rule.cap)
+            assert math.isclose(got, want, rel_tol=1e-6), (name, z, got)
+        for bad in (np.zeros(2), np.zeros(3, dtype=np.int64), [0.0, 0.0, 0.0]):
+            with pytest.raises(ValueError, match="out must be"):
+                rule.capped(np.ones(3), out=bad)
+        out = np.empty(3)
+        assert rule.capped(np.ones(3), out=out) is out
