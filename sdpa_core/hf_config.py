@@ -308,7 +308,8 @@ def read_config(cfg) -> ConfigHead:
             given=False,
         )
 
-    _refuse_rope_attention_factor(cfg.get("rope_scaling"))
+    for part in _rope_parts(cfg)[1]:
+        _refuse_rope_attention_factor(part, _rope_parts(cfg)[0])
     common = dict(
         model_type=model_type,
         architecture=architecture,
@@ -515,14 +516,13 @@ def _read_mla(cfg, d_model, init_std, source, fields, need, record) -> dict:
         q_rank = _whole(cfg, "q_lora_rank", 1, real_models.MAX_D_MODEL)
         record("q_lora_rank", q_rank, "queries come from a normalised latent of this width (q_a_layernorm)")
     factor, formula = d_k**-0.5, f"1/√(qk_nope_head_dim + qk_rope_head_dim) = 1/√{d_k}"
-    rs = cfg.get("rope_scaling")
+    spelling, parts = _rope_parts(cfg)
+    rs = parts[0] if parts else None
     if rs is not None:
-        if not isinstance(rs, dict):
-            raise ConfigError(f"rope_scaling must be an object or null, got {_kind(rs)}.")
         mscale_all = rs.get("mscale_all_dim", 0)
         if mscale_all:
             if "factor" not in rs:
-                raise ConfigError("rope_scaling.factor is missing: with mscale_all_dim the scale depends on it.")
+                raise ConfigError(f"{spelling}.factor is missing: with mscale_all_dim the scale depends on it.")
             ext = _number(rs, "factor", 0.0, 1e6)
             m_all = _number(rs, "mscale_all_dim", 0.0, 100.0)
             mscale = 1.0 if ext <= 1 else 0.1 * m_all * math.log(ext) + 1.0
@@ -532,10 +532,10 @@ def _read_mla(cfg, d_model, init_std, source, fields, need, record) -> dict:
                 if ext > 1
                 else " × mscale² = × 1 (YaRN's factor ≤ 1: mscale 1)"
             )
-            fields.append(Field("rope_scaling.factor", ext, "how many times the context was extended (YaRN)", source))
+            fields.append(Field(f"{spelling}.factor", ext, "how many times the context was extended (YaRN)", source))
             fields.append(
                 Field(
-                    "rope_scaling.mscale_all_dim",
+                    f"{spelling}.mscale_all_dim",
                     m_all,
                     "the scale gains mscale² = (0.1 · mscale_all_dim · ln factor + 1)²",
                     source,
@@ -590,6 +590,7 @@ SCALE_FIELDS = (
     "q_lora_rank",
     "kv_lora_rank",
     "rope_scaling",
+    "rope_parameters",
     "initializer_range",
     "n_embd",
     "n_head",
@@ -597,7 +598,28 @@ SCALE_FIELDS = (
 )
 
 
-def _refuse_rope_attention_factor(rs) -> None:
+#: The two spellings of RoPE's scaling in a config.json: transformers < 5 writes ``rope_scaling``, transformers >= 5
+#: ``rope_parameters`` (the same keys, with ``rope_theta`` beside them; per layer type, {"full_attention": {...},
+#: "sliding_attention": {...}}, where a model has two).
+ROPE_SPELLINGS = ("rope_scaling", "rope_parameters")
+
+
+def _rope_parts(cfg: dict) -> tuple[str, list[dict]]:
+    """``(the spelling the config uses, its RoPE parameter objects)``: one object, or one per layer type."""
+    for spelling in ROPE_SPELLINGS:
+        rs = cfg.get(spelling)
+        if rs is None:
+            continue
+        if not isinstance(rs, dict):
+            raise ConfigError(f"{spelling} must be an object or null, got {_kind(rs)}.")
+        per_layer = [v for v in rs.values() if isinstance(v, dict)]
+        if per_layer and not ({"rope_type", "type", "factor"} & set(rs)):
+            return spelling, per_layer
+        return spelling, [rs]
+    return ROPE_SPELLINGS[0], []
+
+
+def _refuse_rope_attention_factor(rs, spelling: str = "rope_scaling") -> None:
     """YaRN and LongRoPE (transformers' modeling_rope_utils) multiply RoPE's cos and sin by an attention factor,
     which scales the logits of the rotated coordinates: the page does not model that, so it refuses such a config
     rather than show a head without it. YaRN's factor is 1 when its scale is <= 1, or when mscale and
@@ -614,8 +636,8 @@ def _refuse_rope_attention_factor(rs) -> None:
     if explicit == 1 or (explicit is None and kind == "yarn" and (plain or (m and m_all and m == m_all))):
         return
     raise ConfigError(
-        f"rope_scaling ({kind}) multiplies RoPE's rotated coordinates of q and k by an attention "
-        f"factor, which the page does not model; without rope_scaling it shows the head as trained "
+        f"{spelling} ({kind}) multiplies RoPE's rotated coordinates of q and k by an attention "
+        f"factor, which the page does not model; without {spelling} it shows the head as trained "
         f"before the context was extended."
     )
 

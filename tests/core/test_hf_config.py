@@ -348,3 +348,41 @@ def test_every_numeric_field_of_every_published_config_at_floats_extremes_is_rea
                 for position in (0, scaling.MAX_N - 1):
                     assert math.isfinite(hf_config.temperature_at(head, position))
     assert tried > 100
+
+
+def test_both_spellings_of_rope_scaling_read_alike():
+    """Issue 56: configs saved by transformers >= 5 put RoPE's scaling under ``rope_parameters``, not
+    ``rope_scaling``: DeepSeek-V3 re-saved so read as 1/√192 (0.0722) where its code gives 0.1352, and Qwen3 with
+    YaRN ×4 was read with no refusal. Every published config reads to the same head in both spellings (its factor
+    checked against the modelling file's re-implementation above), and a YaRN that scales the rotated coordinates
+    is refused in both, naming the spelling given."""
+    import math
+
+    from sdpa_core.hf_published import PUBLISHED
+
+    renamed = 0
+    for key, published in PUBLISHED.items():
+        cfg = published.config
+        text = cfg.get("text_config", cfg)
+        if "rope_scaling" not in text:
+            continue
+        moved = {k: v for k, v in text.items() if k != "rope_scaling"}
+        moved["rope_parameters"] = {**(text["rope_scaling"] or {}), "rope_theta": 10000.0}
+        moved = {**cfg, "text_config": moved} if "text_config" in cfg else moved
+        old, new = hf_config.read_config(cfg), hf_config.read_config(moved)
+        assert math.isclose(old.factor, new.factor, rel_tol=1e-12), (key, old.factor, new.factor)
+        renamed += 1
+    assert renamed >= 1
+    deepseek = {k: v for k, v in PUBLISHED["deepseek-v3"].config.items() if k != "rope_scaling"}
+    deepseek["rope_parameters"] = PUBLISHED["deepseek-v3"].config["rope_scaling"]
+    assert math.isclose(hf_config.read_config(deepseek).factor, 0.1352, abs_tol=5e-5)
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    qwen = {"model_type": "qwen3", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128}
+    for spelling in ("rope_scaling", "rope_parameters"):
+        with pytest.raises(hf_config.ConfigError, match=spelling):
+            hf_config.read_config({**qwen, spelling: yarn})
+    layered = {**qwen, "rope_parameters": {"full_attention": yarn, "sliding_attention": {"rope_type": "default"}}}
+    with pytest.raises(hf_config.ConfigError, match="rope_parameters"):
+        hf_config.read_config(layered)
+    plain = {**qwen, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}
+    assert math.isclose(hf_config.read_config(plain).factor, 128 ** -0.5)
