@@ -142,7 +142,7 @@ class Rule:
         2.9964
         """
         z = np.asarray(z)
-        kind = z.dtype if z.dtype.kind == "f" else np.dtype(np.float64)     # whole numbers are capped in float64
+        kind = z.dtype if z.dtype.kind == "f" else np.dtype(np.float64)  # whole numbers are capped in float64
         if out is not None and (not isinstance(out, np.ndarray) or out.shape != z.shape or out.dtype != kind):
             got = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
             raise ValueError(f"capped: out must be a {kind} array of z's shape {z.shape}, got {got}")
@@ -152,7 +152,7 @@ class Rule:
             out[...] = z
             return out
         if z.dtype == np.float64 or z.dtype.kind != "f":
-            if out is None:      # a 0-d z too: numpy's ufuncs return a scalar there, which out= cannot take
+            if out is None:  # a 0-d z too: numpy's ufuncs return a scalar there, which out= cannot take
                 out = np.empty(z.shape, dtype=np.float64)
             out = np.divide(z, self.cap, out=out)
             np.tanh(out, out=out)
