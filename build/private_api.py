@@ -52,6 +52,8 @@ PYTHON = [
     Name("panel.io.pyodide", "_convert_json_patch", browser_only=True, used="templates/sdpa_worker.py link: the page's patch"),
     Name("panel.reactive", "Syncable._server_change",
          "templates/sdpa_worker.py ignore_own_held_changes: skipped for Python's own held changes"),
+    Name("panel.reactive", "Syncable._changing", "templates/sdpa_worker.py ignore_own_held_changes: why (named in its doc)",
+         instance=True),
     Name("bokeh.document.callbacks", "DocumentCallbackManager.unhold", "templates/sdpa_worker.py ignore_own_held_changes"),
     Name("bokeh.document.callbacks", "DocumentCallbackManager._held_events", "templates/sdpa_worker.py ignore_own_held_changes",
          instance=True),

@@ -12,6 +12,7 @@ import sdpa_core as sc
 #: Every view of the page, in menu order, declared here once: its link key (`?view=`), its menu label and the
 #: name of its class in web/views/<key>.py (the page imports it when the view is first shown).
 VIEW_REGISTRY = {
+    "answer": ("The answer", "Answer"),
     "tour": ("Guided tour", "Tour"),
     "playground": ("Playground", "Playground"),
     "dial": ("Logit dial", "Dial"),
@@ -27,6 +28,7 @@ VIEW_REGISTRY = {
 VIEWS = tuple(VIEW_REGISTRY)
 #: Each view's question, its <h2> (a tour step shows its own title above the view's).
 VIEW_HEADINGS = {
+    "answer": "The answer, in one screen",
     "playground": "Playground: what happens to one head's attention as d_k grows?",
     "dial": "The logit dial: how does the logits' spread decide how peaked attention is?",
     "variance": "Why does the spread of q·k grow with d_k?",
@@ -40,7 +42,10 @@ VIEW_HEADINGS = {
 }
 VIEW_LABELS = {view: label for view, (label, _) in VIEW_REGISTRY.items()}
 #: The views a tour step can show (every view but the tour itself and the questions).
-TOUR_VIEWS = tuple(v for v in VIEWS if v not in ("tour", "questions"))
+TOUR_VIEWS = tuple(v for v in VIEWS if v not in ("tour", "questions", "answer"))
+#: The answer view's fixed draw (web/results.py "answer"): only d_k moves there, so the sentence it states is one
+#: reader's control away from the figure. Its top weights are means over this many draws.
+ANSWER_N, ANSWER_SAMPLES = 16, 64
 #: d_k choices: every power of two and the 1.5x step between, so 2**k is one arrow-key press away.
 D_K_OPTIONS = sorted({2 ** k for k in range(13)} | {3 * 2 ** k for k in range(11)})
 TRAIN_D_K_OPTIONS = [2 ** k for k in range(2, 13)]

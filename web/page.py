@@ -77,6 +77,8 @@ class Page(param.Parameterized):
         self.lab.param.watch(self._show_view, ["view"])
         if search:
             self.apply_search(search)
+        else:    # the bare address opens the answer (urlstate.HOME_VIEW); nothing to correct, so the address is left
+            apply_query("", self.lab, self.train)
         self._show_view()
         self.lab.param.watch(self._push_url, [name for o, name, _ in KEYS.values() if o == "lab"])
         self.train.param.watch(self._push_url, [name for o, name, _ in KEYS.values() if o == "train"])

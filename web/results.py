@@ -17,7 +17,7 @@ import sdpa_core as sc
 from sdpa_core import hf_config, real_models
 
 from . import claims
-from .options import (ALIGN_MAP_RULES, ALIGN_SAMPLES, GRADIENT_ROWS, HIST_SAMPLES, LENGTH_RULES, LENGTH_SAMPLES,
+from .options import (ANSWER_N, ANSWER_SAMPLES, ALIGN_MAP_RULES, ALIGN_SAMPLES, GRADIENT_ROWS, HIST_SAMPLES, LENGTH_RULES, LENGTH_SAMPLES,
                       MAX_PLAYGROUND_WORK, MODEL_N, MODEL_SAMPLES, PRECISION_N, RHO_STEPS, SWEEP_BUDGET)
 
 #: The real-models calculator's own fields (besides ``preset``).
@@ -89,6 +89,15 @@ def _sweep(s) -> dict:
                               alpha=s.alpha, temperature=s.temperature, seed=s.seed)}
 
 
+def _answer(s) -> dict:
+    """The answer view at d_k: the mean top weight and saturated share over ANSWER_SAMPLES draws of ANSWER_N x
+    ANSWER_N logits, without scaling and with 1/√d_k, and the weights of one draw for its two heatmaps."""
+    q, k, v = sc.draw_qkv(ANSWER_N, s.d_k, seed=0)
+    maps = {"none": sc.attention(q, k, v, scale=1.0)[1], "sqrt": sc.attention(q, k, v)[1]}
+    sweep = sc.sweep((s.d_k,), ("none", "sqrt"), n=ANSWER_N, samples=ANSWER_SAMPLES, seed=0)
+    return {"answer": {"sweep": sweep, "maps": maps, "n": ANSWER_N, "samples": ANSWER_SAMPLES}}
+
+
 def _length_rules(s) -> tuple[str, ...]:
     return tuple(dict.fromkeys(LENGTH_RULES + (s.rule,)))
 
@@ -150,6 +159,7 @@ RESULTS: dict[str, Result] = {
         ("variance",), lambda s: (s.d_k, s.sigma, s.rho, s.seed, s.rule, *_knobs(s), s.n),
         lambda s: {"dots": sc.dot_histograms(s.d_k, sigma=s.sigma, rho=s.rho, seed=s.seed, rule=s.rule, alpha=s.alpha,
                                              temperature=s.temperature, m=HIST_SAMPLES, n=s.n)}),
+    "answer": Result(("answer",), lambda s: (s.d_k,), _answer),
     "sweep": Result(
         ("variance", "saturation"), lambda s: (s.n, s.sigma, s.rho, s.seed, *_knobs(s), effective_samples(s)), _sweep),
     "gradients": Result(

@@ -44,7 +44,7 @@ SETTINGS = (
     # a link writes every setting in this table's order
     Setting("d_k", "d_k", steps=tuple(D_K_OPTIONS), widget="choices", label="d_k (key/query dimension)",
             caption="Width of each q and k. Arrow keys step through powers of two and the 1.5× steps between.",
-            views=DRAWS),
+            views=(*DRAWS, "answer")),
     Setting("n", "n", widget="int slider", label="n (sequence length)", caption="How many queries and keys the head sees.",
             views=DRAWS),
     Setting("sigma", "sigma", widget="slider", label="σ (std of q, k entries)", step=0.1, views=DRAWS,

@@ -88,6 +88,8 @@ class LabState(param.Parameterized):
                                               "(computed while the playground is shown: web/results.py).")
     verdict = param.String(default="", doc="Plain sentences comparing no scaling with the chosen rule "
                                            "(published together with ``playground``).")
+    answer = param.Dict(default=None, doc="The answer view at d_k: a sweep over its draws without scaling and with "
+                                          "1/√d_k, and one draw's weights for its heatmaps (web/results.py).")
     dial = param.Dict(default=None, doc="The logit dial at s: weights, entropy, gradient spread, two-token curve.")
     settings_moments = param.Dict(default=None, doc="Where the sidebar's settings put the logits: s and the "
                                                     "matched-pair offset, unscaled and with the rule (dial view).")

@@ -24,6 +24,9 @@ from .state import LabState
 from .tour import STEPS
 from .training_state import TrainingState
 
+#: The view the bare address opens (no query at all), and where a link's unknown view is reset to: the answer in one
+#: screen. A link that gives settings but no view opens the tour (``LabState``'s default), as links always have.
+HOME_VIEW = "answer"
 MAX_QUERY_CHARS = 2000
 MAX_VALUE_CHARS = 40
 #: A text setting (the config.json fields of ``config``) may be longer: DeepSeek-V3's are ~330 characters.
@@ -86,7 +89,7 @@ def parse_value(key: str, raw: str):
     """``(value, notice or None)`` for one key; ``value`` is always valid for the parameter."""
     _, _, options = KEYS[key]
     p, how = _param(key), kind(key)
-    default = p.default
+    default = HOME_VIEW if key == "view" else p.default
     if len(raw) > value_limit(key):
         return default, f"{key}: the value was too long; reset to {default if default != '' else 'none'}."
     if how == "text":
@@ -195,6 +198,8 @@ def parse_query(search: str) -> tuple[dict, dict, list[str]]:
 def apply_query(search: str, lab: LabState, train: TrainingState) -> list[str]:
     """Set ``lab`` and ``train`` from a query string (valid values only); returns the notices."""
     lab_values, train_values, notices = parse_query(search)
+    if not (search or "").lstrip("?").strip():      # the bare address: the answer
+        lab_values = {"view": HOME_VIEW}
     # unspecified keys go back to their defaults (a tour step's own settings on a tour link), so a link
     # reproduces the view exactly
     lab_all, train_all = baseline(lab_values.get("view", LabState.param.view.default),
@@ -239,7 +244,7 @@ def first_paint_links() -> dict[str, str]:
 
 
 #: The key of the page drawn when a link names no view: the default view (its first step, on the tour).
-DEFAULT_FIRST_PAINT = "tour-1" if LabState.param.view.default == "tour" else LabState.param.view.default
+DEFAULT_FIRST_PAINT = HOME_VIEW
 
 
 def to_query(lab: LabState, train: TrainingState) -> str:
@@ -281,11 +286,11 @@ CORRECTION_TAG = "sdpa-correction"
 HISTORY_JS = r"""
 if (!window.__sdpaHistory) {
   window.__sdpaHistory = true;
-  const DEFAULT_VIEW = %(default_view)s;
+  const DEFAULT_VIEW = %(default_view)s, HOME_VIEW = %(home_view)s;
   const TAG = %(tag)s + ' ';
   const viewOf = (url) => {                    // a tour step counts as a view of its own
     const params = new URL(url, window.location.href).searchParams;
-    const view = params.get('view') || DEFAULT_VIEW;
+    const view = params.get('view') || (params.toString() ? DEFAULT_VIEW : HOME_VIEW);   // the bare address: home
     return view === 'tour' ? view + ':' + (params.get('step') || '1') : view;
   };
   function locations() {
@@ -326,7 +331,7 @@ if (!window.__sdpaHistory) {
     }
   });
 }
-""" % {"default_view": repr(str(LabState.param.view.default)), "tag": repr(CORRECTION_TAG)}
+""" % {"default_view": repr(str(LabState.param.view.default)), "home_view": repr(HOME_VIEW), "tag": repr(CORRECTION_TAG)}
 _marks = itertools.count(1)
 
 

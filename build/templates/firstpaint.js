@@ -3,10 +3,11 @@
 // the pre-rendered document beneath it, and that document.
 
 // The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
-// the tour its step. A link the page will correct (an unknown view, step 9) gets the default first
-// paint; the live page then shows where the correction leads.
+// the tour its step. The bare address, and a link the page will correct (an unknown view, step 9), get the
+// default first paint (web/urlstate.py HOME_VIEW: the answer); the live page then shows where a correction leads.
 export function sdpaFirstPaintKey(search, defaultKey) {
   const query = new URLSearchParams(search);
+  if (!query.toString()) return defaultKey;
   const view = query.get("view") === null ? "tour" : query.get("view");
   if (view !== "tour") return view;
   const step = query.get("step") === null ? "1" : query.get("step");

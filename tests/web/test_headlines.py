@@ -277,3 +277,31 @@ def test_a_head_is_said_to_have_no_factor_only_when_it_has_none(d_model, heads, 
     assert said_none == ((scale == "none"),) * 3, said_none
     if scale == "sqrt":
         assert f"√(d_k/d_model) = {math.sqrt(1 / heads):.3g}" in claims.bug_sentence(m)
+
+
+@pytest.mark.parametrize("d_k", [1, 2, 16, 64, 96, 1024, 4096])
+def test_the_answers_sentences_against_fresh_draws(d_k, torch):
+    """The answer view (the bare address): "q·k grows like √d_k: at d_k = 64 its std is 8 and the top key takes 84%;
+    divided by √d_k, std 1 and 25%", and the why paragraph's share of rows saturated. The stds are √d_k σ² and σ²
+    exactly (σ = 1); the top weights and the saturated share (means over the page's draws) against 2 000 fresh numpy
+    draws of 16 x 16 logits through torch's softmax, within 4 standard errors of the page's mean (each draw's
+    spread over its rows, from the fresh draws), at the corners of d_k too."""
+    from web.options import ANSWER_N, ANSWER_SAMPLES
+
+    lab = LabState(view="answer", d_k=d_k)
+    ans = lab.answer
+    h = short(claims.answer_headline(ans["sweep"], samples=ans["samples"]))
+    why = claims.answer_why(ans["sweep"])
+    assert h.facts["d_k"] == d_k == why.facts["d_k"] and ans["samples"] == ANSWER_SAMPLES
+    assert math.isclose(h.facts["std_none"], math.sqrt(d_k)) and math.isclose(h.facts["std_sqrt"], 1.0)
+    rng = np.random.default_rng([d_k, 11])
+    draws = 2000
+    q = rng.standard_normal((draws, ANSWER_N, d_k))
+    k = rng.standard_normal((draws, ANSWER_N, d_k))
+    z = torch.tensor(np.einsum("sid,sjd->sij", q, k))
+    for fact, logits in (("top_none", z), ("top_sqrt", z / math.sqrt(d_k))):
+        top = torch.softmax(logits, dim=-1).max(dim=-1).values.mean(dim=-1).numpy()     # per draw, over its rows
+        err = 4 * top.std() / math.sqrt(ANSWER_SAMPLES) + 0.005                            # + the shown rounding
+        assert abs(h.facts[fact] - top.mean()) <= err, (fact, h.facts[fact], top.mean(), err)
+    sat = (torch.softmax(z, dim=-1).max(dim=-1).values > 0.99).double().mean(dim=-1).numpy()
+    assert abs(why.facts["saturated"] - sat.mean()) <= 4 * sat.std() / math.sqrt(ANSWER_SAMPLES) + 0.005

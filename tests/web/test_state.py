@@ -10,7 +10,7 @@ from web.claims import verdict
 from web.options import D_K_OPTIONS, MAX_D_K, MAX_N, MAX_TRAIN_STEPS, SAMPLES_OPTIONS, SWEEP_BUDGET
 from web.state import LabState
 from web.training_state import TrainingState
-from web.urlstate import KEYS, apply_query, parse_query, to_query
+from web.urlstate import HOME_VIEW, KEYS, apply_query, parse_query, to_query
 
 
 @pytest.fixture
@@ -226,7 +226,7 @@ def test_diverging_run_stops_with_a_message():
     ("?causal=maybe", "causal", False),
     ("?dtype=float128", "dtype", "float64"),
     ("?seed=3.7", "seed", 4),
-    ("?view=../../etc/passwd", "view", "tour"),
+    ("?view=../../etc/passwd", "view", HOME_VIEW),      # reset to where the bare address opens
 ])
 def test_bad_url_values_are_clamped_with_a_notice(search, key, expected):
     """Hostile query values are clamped or reset, and each correction produces a notice."""

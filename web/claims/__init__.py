@@ -56,6 +56,7 @@ from .sweeps import (
 )
 from .montecarlo import Z, as_margin, as_points, log_ratio_margin, mean_margin, share_margin
 from .dial import dial_summary, settings_sentence, dial_headline
+from .answer import answer_conditions, answer_headline, answer_why
 from .alignment import (alignment_endpoints, alignment_summary, alignment_headline, FLAT_MAP, flat_maps,
                         half_saturation_interval, tokens_margin)
 from .precision import ORDER_WORDS, broken_span, first_broken, precision_headline
@@ -152,6 +153,9 @@ __all__ = [
     "dial_summary",
     "settings_sentence",
     "dial_headline",
+    "answer_headline",
+    "answer_why",
+    "answer_conditions",
     "alignment_endpoints",
     "alignment_summary",
     "alignment_headline",

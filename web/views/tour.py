@@ -30,7 +30,9 @@ EMBED_TOUR = {"tour": {"flex-direction": "var(--sdpa-embed-direction, column)", 
               "slot": {"flex": "var(--sdpa-embed-slot-flex, 0 1 auto)", "min-width": "0"}}
 #: Before the reader has picked, the step's view keeps its place but is not shown (its figure would give the answer
 #: away: a bar at 87%, a dot at p = 0.91, an overflow mark); ``COVER_NOTE`` says where it will be.
-UNPICKED, PICKED = {"visibility": "hidden"}, {"visibility": "visible"}    # BokehJS keeps a style a new dict leaves out
+#: Both properties: a caption's pane sets its own visibility, which opacity covers too; BokehJS keeps a style a new
+#: dict leaves out, so the picked state names both.
+UNPICKED, PICKED = {"visibility": "hidden", "opacity": "0"}, {"visibility": "visible", "opacity": "1"}
 COVER_NOTE = "Pick an answer first: the figure below, which measures it, appears once you have."
 CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "var(--sdpa-card-bg)", "padding": "4px 4px 8px 4px", "color": "var(--sdpa-text)"}
 
