@@ -198,3 +198,24 @@ def test_the_tuned_and_necessary_answers_are_the_grids():
     assert str(tuned) in answers["Can the factor be tuned?"]
     assert str(necessary) in answers["Is it always necessary?"]
     assert "Does that hold in a real transformer?" in answers     # the question both sentences name
+
+
+def test_the_toys_caption_names_the_width_the_reader_picked():
+    """Issue 56: with ?view=real&real_d_k=16 the toy's caption still said "Not run yet at d_k = 256" (no run at either
+    width left its losses {}, and the caption followed the losses only). Every width of the grid, from a link and from
+    a move, is named."""
+    import panel as pn
+
+    from web import real_training as rt
+    from web.page import Page
+
+    def caption(page):
+        (text,) = [h.object for h in page.view("real").select(pn.pane.HTML) if "Not run yet at d_k" in (h.object or "")]
+        return text
+
+    for d_k in rt.D_KS:
+        assert f"Not run yet at d_k = {d_k}:" in caption(Page(search=f"?view=real&real_d_k={d_k}"))
+    page = Page(search="?view=real")
+    for d_k in rt.D_KS:
+        page.train.real_d_k = d_k
+        assert f"Not run yet at d_k = {d_k}:" in caption(page)

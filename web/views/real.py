@@ -127,7 +127,7 @@ class Real(pn.viewable.Viewer):
         self.toy_text = pn.pane.HTML("", sizing_mode="stretch_width", margin=(4, 10), stylesheets=[CSS])
         self._callback, self._cleanup_registered = None, False
         tr.param.watch(lambda e: setattr(self.sweep, "d_k", e.new), ["real_d_k"])
-        self.sweep.param.watch(self._on_toy, ["losses"])
+        self.sweep.param.watch(self._on_toy, ["losses", "d_k"])   # d_k too: no runs at either width leaves losses {}
         self.sweep.param.watch(self._on_toy_running, ["running"])
         tr.param.watch(self._update, ["real_d_k", "real_lr", "real_init"])
         self._update()
