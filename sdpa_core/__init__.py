@@ -12,7 +12,7 @@ average: what softmax(.)V hands on), ``alignment`` (rho from 0 to 1).
 
 from .alignment import rho_path
 from .attention import attention, attention_backward
-from .dial import dial_attention, settings_logit_moments, two_token_curve
+from .dial import dial_attention, dial_expectation, settings_logit_moments, two_token_curve
 from .geometry import expected_norm, random_geometry
 from .length import LENGTHS, length_path
 from .draws import POW2_D_K, draw_qkv, sample_gram, upstream_gradient
@@ -91,6 +91,7 @@ __all__ = [
     "train",
     "two_token_curve",
     "dial_attention",
+    "dial_expectation",
     "settings_logit_moments",
     "output_similarity",
     "PRESETS",

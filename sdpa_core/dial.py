@@ -143,6 +143,51 @@ def dial_attention(s, n=16, *, seed=0, causal=False, offset=0.0, diagonal_std=No
     }
 
 
+#: :func:`dial_expectation`: rows of random logits averaged over, and at most this many logits in all (memory and
+#: time stay bounded at every n: 2e6 float64, 16 MB, a few ms of numpy).
+EXPECT_ROWS, EXPECT_WORK = 20_000, 2_000_000
+
+
+def dial_expectation(s, n=16) -> dict:
+    """What a softmax over ``n`` logits ``s g`` does on average, ``g`` i.i.d. standard normal: the expected top
+    weight and the expected share of rows whose top weight exceeds ``SATURATION``, as means over
+    ``rows = min(EXPECT_ROWS, EXPECT_WORK // n)`` independent rows of a fixed stream (the same numbers on every
+    machine and at every seed of the page), with their std over rows (a standard error is ``std / sqrt(rows)``).
+
+    Unlike :func:`dial_attention`, which draws one fixed n x n matrix (its own seed's picture), this is the
+    expectation that matrix is one draw of.
+
+    Returns
+    -------
+    dict
+        ``mean_top``, ``top_std``, ``saturated``, ``saturated_std`` (floats) and ``rows`` (int).
+
+    Examples
+    --------
+    >>> e = dial_expectation(0.0, 8)
+    >>> e["mean_top"], e["top_std"], e["saturated"]
+    (0.125, 0.0, 0.0)
+    >>> round(dial_expectation(30.0, 2)["mean_top"], 2)
+    0.99
+    """
+    s = real(s, "s", low=0.0, high=MAX_S)
+    n = integer(n, "n", low=2, high=MAX_DIAL_N)
+    rows = min(EXPECT_ROWS, EXPECT_WORK // n)
+    z = np.random.default_rng(20_261_207).standard_normal((rows, n))
+    z *= s
+    z -= z.max(axis=1, keepdims=True)
+    np.exp(z, out=z)
+    top = 1.0 / z.sum(axis=1)  # the top logit is 0 after the shift: its weight is 1 / the row's sum
+    sat = above(top, SATURATION).astype(float)
+    return {
+        "mean_top": float(top.mean()),
+        "top_std": float(top.std()),
+        "saturated": float(sat.mean()),
+        "saturated_std": float(sat.std()),
+        "rows": int(rows),
+    }
+
+
 def _dial_logits(g: np.ndarray, s: float, offset: float, diag_std: float, visible: np.ndarray) -> np.ndarray:
     z = s * g
     idx = np.arange(len(g))

@@ -245,6 +245,7 @@ FUNCTIONS.update({
     "dial_attention": Fn(sc.dial_attention, {"s": 1.0, "n": 4},
                          {"s": bad_real(0.0, 1e4), "n": bad_int(2, 1024), "seed": bad_int(0), "causal": bad_bool(),
                           "offset": bad_real(-1e4, 1e4), "diagonal_std": bad_real(0.0, 1e4).filter(lambda x: x is not None)}),
+    "dial_expectation": Fn(sc.dial_expectation, {"s": 1.0, "n": 4}, {"s": bad_real(0.0, 1e4), "n": bad_int(2, 1024)}),
     "settings_logit_moments": Fn(sc.settings_logit_moments, {"d_k": 64},
                                  {"d_k": bad_int(1, 2 ** 53), "sigma": bad_real(0.0, 1e3, low_open=True), "rho": bad_real(0.0, 1.0),
                                   **RULE_BAD, "n": bad_int(1, 2 ** 53)}),

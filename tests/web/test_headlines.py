@@ -26,18 +26,23 @@ def short(text: str) -> str:
 
 
 @pytest.mark.usefixtures("torch")
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(s=st.sampled_from([0.0, 1.0, 4.5, 8.0, 30.0]), n=st.sampled_from([2, 16, 64]), seed=st.integers(0, 500))
-def test_dial_headline_is_torchs_top_weight(s, n, seed):
-    """"At logit spread s = 8, the top key takes N% of a row's weight on average (uniform: 1/n)": N from
-    torch.softmax(s G) on the dial's own fixed matrix G."""
+@pytest.mark.parametrize("s, n", [(0.0, 16), (2.0, 16), (12.0, 16), (12.0, 2), (4.5, 64)])
+def test_dial_headline_is_the_expected_top_weight_within_its_stated_margin(s, n):
+    """"At logit spread s = 2, the top key takes 47% ± 1 points of a row's weight, expected over random logits":
+    issue 56 found the headline read off one drawn matrix (35-56% at s = 2, n = 16 over seeds; 78% at n = 2, s = 12
+    where 96.8% is expected). Now, at 20 seeds, the same sentence, and its top weight within its stated margin (plus
+    the rounding of a percentage) of 400 000 fresh rows through torch's softmax."""
     import torch
-    lab = LabState(view="dial", dial_s=s, n=n, seed=seed)
+    lab = LabState(view="dial", dial_s=s, n=n)
     h = short(claims.dial_headline(lab.dial, s=s, n=n))
-    g = np.random.default_rng(seed).standard_normal((n, n))
-    top = torch.softmax(torch.tensor(s * g), dim=-1).max(dim=-1).values.mean().item()
+    for seed in range(1, 20):
+        assert claims.dial_headline(LabState(view="dial", dial_s=s, n=n, seed=seed).dial, s=s, n=n) == h
+    g = np.random.default_rng([n, 2026]).standard_normal((400_000 // n * 4, n))
+    top = torch.softmax(torch.tensor(s * g), dim=-1).max(dim=-1).values.numpy()
     assert h.facts["s"] == s
-    assert pct_ok(h.shown["top"], top) and pct_ok(h.shown["uniform"], 1 / n), h
+    assert abs(h.facts["top"] - top.mean()) <= h.facts["margin"] + 4 * top.std() / math.sqrt(top.size), h
+    assert pct_ok(h.shown["top"], h.facts["top"]) and pct_ok(h.shown["uniform"], 1 / n), h
+    assert float(h.shown["margin"]) >= 100 * h.facts["margin"] - 1e-9
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -114,15 +114,21 @@ def test_variance_step_against_direct_draws(extra):
 @pytest.mark.usefixtures("torch")
 @pytest.mark.parametrize("extra", ["", "&s=0.5", "&s=3&n=40", "&s=20&seed=4"])
 def test_softmax_step_against_torch(extra):
+    """Step 3 is graded on the top weight expected over random logits (not the dial's one drawn matrix: issue 56), here
+    200 000 fresh rows through torch's softmax; the page's 20 000 rows (at n = 16) and these agree to about half a
+    point at 4 standard errors, so the range is checked where the number is not within that of an edge."""
     lab, train = at(step_index("softmax"), extra)
     import torch
-    g = np.random.default_rng(lab.seed).standard_normal((lab.n, lab.n))
-    w = torch.softmax(torch.tensor(lab.dial_s * g), dim=-1).numpy()
-    top = w.max(axis=-1).mean()
+    g = np.random.default_rng([lab.n, 99]).standard_normal((max(20_000, 3_200_000 // lab.n), lab.n))
+    top = torch.softmax(torch.tensor(lab.dial_s * g), dim=-1).max(dim=-1).values.numpy()
     step = STEPS[lab.step - 1]
     right, sentence = answer(step, lab, train)
-    assert right == claims.bucket(top, step.edges)
-    assert sentence.shown["top"] == claims.pct(top), sentence
+    e = lab.dial["expected"]
+    err = 4 * math.hypot(top.std() / math.sqrt(top.size), e["top_std"] / math.sqrt(e["rows"]))
+    assert abs(sentence.facts["top"] - top.mean()) <= err, (sentence.facts["top"], top.mean(), err)
+    if all(abs(top.mean() - edge) > err for edge in step.edges):
+        assert right == claims.bucket(top.mean(), step.edges)
+    assert sentence.shown["top"] == claims.pct(sentence.facts["top"])
 
 
 @pytest.mark.usefixtures("torch")

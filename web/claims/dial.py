@@ -12,6 +12,7 @@ import sdpa_core as sc
 
 from .claim import Claim, as_fmt, as_g, as_int, as_pct, as_sci, as_tokens
 from .numbers import RULE_LABELS, _ratio, fmt, pct
+from .montecarlo import as_points, mean_margin
 from .playground import STARVED, conditions
 
 
@@ -24,7 +25,7 @@ def dial_summary(dial: dict, *, s: float, n: int) -> Claim:
     n keys the gradient goes through the whole Jacobian diag(p) − ppᵀ, which the measured norm is."""
     ratio = dial["grad_median"] / dial["grad_reference"]
     return Claim(
-        "At logit std s = {s} over n = {n} keys: the top key takes {top} on average, about {tokens} tokens are "
+        "In the one matrix drawn here, at logit std s = {s} over n = {n} keys: the top key takes {top} on average, about {tokens} tokens are "
         "attended (of {n}), {saturated} of rows saturated (top weight > {saturation}). A typical row's top two "
         "logits are {gap} apart: if those were its only two keys, the top one would get {two_p} and the slope "
         "p(1 − p) would be {two_slope} (0.25 at its steepest). Over all {n} keys, the measured median row's "
@@ -83,6 +84,11 @@ def settings_sentence(moments: dict, *, d_k: int, sigma: float, rho: float, rule
 # The views show these first (web/views/common.py headline_html), with the conditions beside them and the
 # longer summaries above behind "details"; tests/web/test_headlines.py recomputes every number.
 def dial_headline(dial: dict, *, s: float, n: int) -> Claim:
-    """The dial's point: how much weight the top key takes at logit std ``s`` over ``n`` keys."""
-    return Claim("At logit spread s = {s}, the top key takes {top} of a row's weight on average (uniform: {uniform}).",
-                 s=as_g(s), top=as_pct(dial["mean_top"]), uniform=as_pct(1 / n))
+    """The dial's point: how much weight the top key takes at logit std ``s`` over ``n`` keys, expected over random
+    logits (``dial["expected"]``, ``sdpa_core.dial_expectation``: ``top``, within ``margin`` percentage points, ``Z``
+    standard errors of its mean), not in the one matrix the heatmap draws."""
+    e = dial["expected"]
+    return Claim("At logit spread s = {s}, the top key takes {top} ± {margin} points of a row's weight, expected over "
+                 "random logits (uniform: {uniform}).",
+                 s=as_g(s), top=as_pct(e["mean_top"]), margin=as_points(mean_margin(e["top_std"], e["rows"])),
+                 uniform=as_pct(1 / n))
