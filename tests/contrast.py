@@ -76,6 +76,7 @@ CONTRAST_JS = """() => {
     if (within(el, (e) => e.tagName === 'DETAILS' && !e.open) && !within(el, (e) => e.tagName === 'SUMMARY')) continue;
     const s = getComputedStyle(el);
     const [bg, opacity] = behind(el);
+    if (opacity === 0) continue;      // drawn fully transparent: not shown (a tour step's view before the pick)
     const fg = rgba(s.color);
     const seen = over([fg[0], fg[1], fg[2], fg[3] * opacity], bg);
     texts.push({kind: kind(el), text: own.trim().slice(0, 50), ratio: ratio(seen, bg), fg: hex(seen), bg: hex(bg)});

@@ -175,7 +175,7 @@ def test_boots_steps_switches_view_and_boots_offline(engine, request):
         assert cold["boot"] == "python", cold          # a fresh profile: no snapshot yet
         assert cold["stalled"] is None, cold
 
-        _, after = step_d_k(driver, headline=False)   # the site opens on the tour's first step
+        _, after = step_d_k(driver)   # the site opens on the answer, whose headline follows d_k
 
         label = VIEW_LABELS["playground"]
         menu = driver.execute_script(DEEP_JS + "return deep(document.querySelector('#main'), 'select');")

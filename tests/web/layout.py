@@ -93,7 +93,8 @@ def layout_problems(page: Page, view: str, size: tuple[int, int]) -> list[str]:
         if wide > width + 2:
             problems.append(f"{view}: the page is {wide} px wide at {width} px")
         tall = page.evaluate("() => document.scrollingElement.scrollHeight")
-        if tall < max(1500, 1.5 * height):
+        # (the answer is one screen by design: on a 412 px phone its page can be shorter than that)
+        if tall < max(1500, 1.5 * height) and view != "answer":
             problems.append(f"{view}: the page does not scroll at {width} px (document {tall} px tall)")
     problems += heatmap_problems(page, view) + title_problems(page, view)
     return problems

@@ -45,6 +45,8 @@ def open_view(page: Page, url: str, view: str, scheme: str, query: str = ""):
     if view == "questions":
         page.wait_for_selector(".katex")
     elif view != "models":
+        if view == "tour":      # the step's view is covered until the reader's pick: pick, then it shows
+            page.get_by_role("radio").first.check()
         page.locator("canvas").first.wait_for(timeout=60_000)
     # the plots have the scheme's colours (web/dark_figures.py), and Bokeh's widgets have their names
     page.wait_for_function("(s) => document.documentElement.dataset.sdpaFigures === s", arg=scheme)

@@ -82,12 +82,12 @@ def test_a_shared_link_shows_the_verdict_readouts_and_plots_of_its_state(page: P
 
 def test_a_slider_move_updates_verdict_readouts_and_plots_together(page: Page, runtime):
     """After an arrow-key step of d_k, the verdict, readouts and heatmaps describe the new d_k."""
-    runtime.open(page, "?d_k=256&rho=0.25")
+    runtime.open(page, "?view=playground&d_k=256&rho=0.25")
     handle = page.locator('#main .noUi-handle[aria-label="d_k (key/query dimension)"]')
     handle.focus()
     handle.press("ArrowRight")
     page.wait_for_function("() => location.search.includes('d_k=384')", timeout=30_000)
-    lab, _ = state_of("?d_k=384&rho=0.25")
+    lab, _ = state_of("?view=playground&d_k=384&rho=0.25")
     assert_page_shows(page, lab)
 
 

@@ -20,7 +20,7 @@ from .common import beside, caption, control, held, heading, set_html, show_head
 from .playground import COLORBAR_ROOM, heatmap_data
 
 #: The two maps' titles: they say which is which and that each is one draw (the sentence's weights are means).
-TITLES = {"none": "unscaled, one draw", "sqrt": "÷ √d_k, same draw"}
+TITLES = {"none": "unscaled", "sqrt": "÷ √d_k"}     # short: a 320 px phone gives each map ~156 px
 
 
 class Answer(pn.viewable.Viewer):
@@ -98,11 +98,15 @@ class Answer(pn.viewable.Viewer):
         return pn.Column(
             heading(VIEW_HEADINGS["answer"]),
             self.why,
-            self.headline,
             beside(pn.Row(*self.maps.values(), sizing_mode="stretch_width"),     # side by side on a phone too
                    [control(self.lab, "d_k"),
-                    caption("Drag d_k: the left map, the softmax of q·k as it is, turns into one bright cell per row "
-                            "as d_k grows; the right one, the same q and k divided by √d_k, stays spread.")],
+                    caption("One random draw of q and k, 16 × 16. Drag d_k: the left map, the softmax of q·k as it "
+                            "is, turns into one bright cell per row as d_k grows; the right one, the same q and k "
+                            "divided by √d_k, stays spread.")],
                    basis=170, min_width=150),    # on a phone the two maps side by side, d_k under them
+            self.headline,
             pn.FlexBox(self.to_tour, self.to_lab, self.to_questions, sizing_mode="stretch_width", margin=(4, 10)),
+            caption("The one line of maths: for q and k with independent entries of mean 0 and variance σ², "
+                    "q·k is a sum of d_k products of variance σ⁴ each, so Var(q·k) = d_k σ⁴ and Var(q·k / √d_k) = σ⁴ "
+                    "at every d_k (Vaswani et al. 2017, footnote 4)."),
             sizing_mode="stretch_width")
