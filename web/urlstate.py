@@ -12,6 +12,7 @@ import math
 import re
 from urllib.parse import parse_qsl, urlencode
 
+import panel as pn
 import param
 from bokeh.models import CustomJS
 
@@ -341,8 +342,9 @@ def mark_correction(location, search: str) -> None:
     one spent in this tab never applies to a later address. No-op before the page has a Location model
     (the browser then gets the corrected address with the document, and pushes nothing)."""
     tag = f"{CORRECTION_TAG} {next(_marks)} {search}"
-    for model in rendered_models(location):
-        model.tags = [tag]
+    with pn.io.unlocked():          # a write straight to a model, as web/views/common.py set_html's
+        for model in rendered_models(location):
+            model.tags = [tag]
 
 
 def install_history(doc) -> None:

@@ -23,7 +23,8 @@ def start_panel_serve(port: int) -> subprocess.Popen:
     Its output goes to a temporary file, not a pipe: a pipe nobody reads fills up and stalls the
     server mid-session."""
     panel = Path(sys.executable).with_name("panel")
-    log = tempfile.TemporaryFile()
+    # SDPA_SERVE_LOG=<file> keeps the server's log there (a race that only load shows: read its traceback)
+    log = open(os.environ["SDPA_SERVE_LOG"], "w+b") if os.environ.get("SDPA_SERVE_LOG") else tempfile.TemporaryFile()
     proc = subprocess.Popen([str(panel), "serve", str(ROOT / "web" / "app.py"), "--port", str(port),
                              "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,

@@ -12,6 +12,7 @@ from web.options import D_K_OPTIONS, MAX_D_K
 from web.state import LabState
 from web.tour import STEPS
 from web.training_state import TrainingState
+from web.urlstate import HOME_VIEW
 from web.views.alignment import TICK_MS as SWEEP_TICK_MS
 from web.views.training import AHEAD, TICK_MS
 
@@ -66,17 +67,22 @@ def assert_never_true(page: Page, condition_js: str, arg, *, ms: int):
 
 
 def test_page_loads_without_console_errors(page: Page, app_url):
-    """The page loads, shows its title, intro and, once the tour's first prediction is made, the verdict, and
-    logs no console error."""
+    """The bare address loads the answer (web/urlstate.py HOME_VIEW) with its headline computed here, then the tour's
+    first step, whose verdict shows once the prediction is made; no console error on the way."""
     errors = []
     open_page(page, app_url, errors)
     expect(page.get_by_text("SDPA Lab: why attention divides by √d_k")).to_be_visible()
-    lab, _ = step_state(STEPS[0])              # the default link is the tour's first step, on the playground
+    home = LabState(view=HOME_VIEW)
+    expect(page.locator("p.sdpa-headline").first).to_have_text(
+        str(claims.answer_headline(home.answer["sweep"], samples=home.answer["samples"])), timeout=30_000)
+    page.get_by_role("button", name=re.compile("^Take the tour")).click()
+    lab, _ = step_state(STEPS[0])              # the tour's first step, on the playground
     # its headline shows once the reader has predicted (tests/web/test_ui_tour_predict.py: not before)
+    expect(page.get_by_text(f"Guided tour · step 1 of {len(STEPS)}")).to_be_visible(timeout=30_000)
     expect(page.locator("p.sdpa-headline").filter(visible=True)).to_have_count(0)
     page.get_by_label(STEPS[0].choices[0], exact=True).check()
-    expect(page.locator("p.sdpa-headline").first).to_have_text(str(claims.headline(lab.playground, n=lab.n,
-                                                                                   dtype=lab.dtype)))
+    expect(page.locator("p.sdpa-headline").filter(visible=True).first).to_have_text(
+        str(claims.headline(lab.playground, n=lab.n, dtype=lab.dtype)))
     expect(page.locator("summary").get_by_text("At d_k = 64, σ = 1, ρ = 0, n = 16 · details")).to_be_visible()
     page.wait_for_function(f"({COLUMN_JS})('w').length >= 2")
     assert errors == []

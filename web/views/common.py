@@ -80,8 +80,12 @@ def set_html(pane: pn.pane.HTML, text: str) -> None:
     with param.discard_events(pane):
         pane.object = text
     escaped = escaped_html(pane, text)
-    for model in models:
-        model.text = escaped
+    # under `panel serve` a write straight to a model must go through unlocked() as Panel's own do: a click handled
+    # after an await (its widget's debounced change still pending, under load) ran outside the session's document
+    # lock, and Bokeh refused the write ("_pending_writes should be non-None"), so "Next step" did nothing
+    with pn.io.unlocked():
+        for model in models:
+            model.text = escaped
 
 
 def choice_slider(obj: param.Parameterized, name: str, options, label: str, **kwargs) -> pn.widgets.IntSlider:
