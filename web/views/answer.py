@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
+from bokeh.models import LinearColorMapper
 
 from ..claims import answer_conditions, answer_headline, answer_why
 from ..options import VIEW_HEADINGS
 from ..state import LabState
 from ..training_state import TrainingState
-from ..theme import CSS, HEATMAP, LEAD_STYLES, NAN_COLOR, make_figure
+from ..theme import CSS, HEATMAP, LEAD_STYLES, NAN_COLOR
 from ..urlstate import apply_query, step_query
 from .common import beside, caption, control, held, heading, set_html, show_headline
-from .playground import COLORBAR_ROOM, heatmap_data
+from .playground import heatmap_data, heatmap_pair
 
 #: The two maps' titles: they say which is which and that each is one draw (the sentence's weights are means).
 TITLES = {"none": "unscaled", "sqrt": "÷ √d_k"}     # short: a 320 px phone gives each map ~156 px
@@ -38,22 +37,7 @@ class Answer(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.mapper = LinearColorMapper(palette=HEATMAP, low=0, high=1, nan_color=NAN_COLOR)
-        self.maps, self.sources = {}, {}
-        for side in ("none", "sqrt"):
-            src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
-            p = make_figure(title=TITLES[side], x_label="key j", y_label="query i", height=230,
-                            hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
-                            x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True, min_width=140)
-            p.rect("x", "y", width=1, height=1, source=src, line_color=None,
-                   fill_color={"field": "w", "transform": self.mapper})
-            p.grid.visible = False
-            p.xaxis.ticker.desired_num_ticks = 4
-            if side == "sqrt":
-                p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="weight", title_text_font_size="11px",
-                                      major_label_text_font_size="11px"), "right")
-            else:
-                p.min_border_right = COLORBAR_ROOM
-            self.maps[side], self.sources[side] = p, src
+        self.maps, self.sources = heatmap_pair(self.mapper, TITLES, height=230)
         self.why = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS])
         self.headline = pn.pane.HTML("", styles=LEAD_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                      stylesheets=[CSS])

@@ -26,6 +26,29 @@ def heatmap_data(weights: np.ndarray) -> dict:
 COLORBAR_ROOM = 58
 
 
+def heatmap_pair(mapper, sides, *, height: int) -> tuple[dict, dict]:
+    """Two weight maps side by side on one colour scale (``mapper``, 0 to 1): ``sides`` maps a side's key to its
+    title; the last side carries the colour bar, the first leaves as much room at its right, so both frames are
+    equally wide. Returns ``(figures, sources)`` by side."""
+    maps, sources = {}, {}
+    keys = list(sides)
+    for side in keys:
+        src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
+        p = make_figure(title=sides[side], x_label="key j", y_label="query i", height=height,
+                        hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
+                        x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True, min_width=140)
+        p.rect("x", "y", width=1, height=1, source=src, line_color=None, fill_color={"field": "w", "transform": mapper})
+        p.grid.visible = False
+        p.xaxis.ticker.desired_num_ticks = 4   # labels that do not collide in a 150 px wide map
+        if side == keys[-1]:   # one shared scale, 0 to 1 at every setting: its colour bar once, at the right
+            p.add_layout(ColorBar(color_mapper=mapper, width=10, title="weight", title_text_font_size="11px",
+                                  major_label_text_font_size="11px"), "right")
+        else:
+            p.min_border_right = COLORBAR_ROOM
+        maps[side], sources[side] = p, src
+    return maps, sources
+
+
 class Playground(pn.viewable.Viewer):
     """Heatmaps, one query's weights and the readouts, for no scaling and the chosen rule."""
 
@@ -38,22 +61,7 @@ class Playground(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.mapper = LinearColorMapper(palette=HEATMAP, low=0, high=1, nan_color=NAN_COLOR)
-        self.maps, self.map_sources = {}, {}
-        for side in ("none", "rule"):
-            src = ColumnDataSource(heatmap_data(np.zeros((2, 2))))
-            p = make_figure(title="", x_label="key j", y_label="query i", height=264,
-                            hover=[("query i", "@i"), ("key j", "@j"), ("weight", "@w{0.0000}")],
-                            x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True, min_width=140)
-            p.rect("x", "y", width=1, height=1, source=src, line_color=None,
-                   fill_color={"field": "w", "transform": self.mapper})
-            p.grid.visible = False
-            p.xaxis.ticker.desired_num_ticks = 4   # labels that do not collide in a 150 px wide map
-            if side == "rule":   # one shared scale, 0 to 1 at every setting: its colour bar once, at the right
-                p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="weight", title_text_font_size="11px",
-                                      major_label_text_font_size="11px"), "right")
-            else:   # as much room at the right as the colour bar takes: both maps' frames equally wide
-                p.min_border_right = COLORBAR_ROOM
-            self.maps[side], self.map_sources[side] = p, src
+        self.maps, self.map_sources = heatmap_pair(self.mapper, {"none": "", "rule": ""}, height=264)
         self.bar_source = ColumnDataSource({"x0": [], "x1": [], "none": [], "rule": []})
         p = make_figure(title="", x_label="key j", y_label="attention weight", height=260,
                         hover=[("key j", "@x0{0}"), ("no scaling", "@none{0.000}"), ("chosen rule", "@rule{0.000}")],

@@ -130,8 +130,7 @@ class Tour(pn.viewable.Viewer):
     def _take_picks(self, *_) -> None:
         """The picks the address holds (a reload, Back, Forward) join the ones made here (the first pick of a
         step stays), and the address then holds them all: a pick is never lost and never offered again."""
-        for i, k in decode_picks(self.lab.picks).items():
-            self.picks.setdefault(i, k)
+        self._join_picks()
         merged = encode_picks(self.picks)
         if self.lab.picks != merged:
             self.lab.picks = merged
@@ -148,6 +147,11 @@ class Tour(pn.viewable.Viewer):
             self._update_feedback()
             self._update_recap()
 
+    def _join_picks(self) -> None:
+        """The address's picks (``lab.picks``) into this session's; where both have one, the first made stays."""
+        for i, k in decode_picks(self.lab.picks).items():
+            self.picks.setdefault(i, k)
+
     @held
     def _show_step(self, *_):
         lab = self.lab
@@ -158,8 +162,7 @@ class Tour(pn.viewable.Viewer):
             return
         i = lab.step
         step = STEPS[i - 1]
-        for k, pick in decode_picks(lab.picks).items():    # a link's picks (a reload) before the step is drawn
-            self.picks.setdefault(k, pick)
+        self._join_picks()          # a link's picks (a reload) before the step is drawn
         if self._shown_step != i:
             self._shown_step = i
             self.title.object = (f"<div style='font-size:14px;color:var(--sdpa-muted)'>Guided tour · step {i} of {len(STEPS)}</div>"
