@@ -47,10 +47,12 @@ ARCHITECTURES = {
     "gpt2": ("GPT-2", "gpt2", "plain"),
     "llama": ("Llama", "llama", "plain"),
     "mistral": ("Mistral", "mistral", "plain"),
+    "mixtral": ("Mixtral", "mixtral", "plain"),  # MixtralAttention: Mistral's, head_dim ** -0.5
     "qwen2": ("Qwen2", "qwen2", "plain"),
     "qwen3": ("Qwen3", "qwen3", "qk_norm"),
     "olmo2": ("OLMo 2", "olmo2", "qk_norm_all"),
     "granite": ("Granite", "granite", "multiplier"),
+    "granitemoe": ("Granite MoE", "granitemoe", "multiplier"),  # GraniteMoeAttention: config.attention_multiplier
     "gemma2": ("Gemma 2", "gemma2", "pre_attn"),
     "gemma3_text": ("Gemma 3", "gemma3", "pre_attn"),
     "llama4_text": ("Llama 4", "llama4", "temperature"),
@@ -249,6 +251,7 @@ def read_config(cfg) -> ConfigHead:
             f"model_type {json.dumps(model_type)[:40]} is not one the page models; it models "
             f"{', '.join(sorted(ARCHITECTURES))}. Nothing was read"
             + (f": its fields {', '.join(found)} were ignored." if found else ".")
+            + _caps_named(cfg)
         )
     architecture, module, how = ARCHITECTURES[model_type]
     source = f"transformers/models/{module}/modeling_{module}.py"
@@ -454,6 +457,9 @@ def read_config(cfg) -> ConfigHead:
             notes.append(
                 "The temperature tuning is off: every position has factor 1/√head_dim. This is a layer with RoPE."
             )
+    elif how != "plain":
+        # a kind added to ARCHITECTURES without its branch here: never read it as 1/√head_dim in silence
+        raise NotImplementedError(f"read_config has no branch for {model_type!r}'s kind of scaling {how!r}")
     return _head(
         top,
         fields,
@@ -573,6 +579,26 @@ HEAD_DIM_DEFAULTS = {"qwen3": 128}
 LLAMA4_DEFAULTS = {"attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1, "use_qk_norm": True}
 
 #: Every field any architecture above reads (named when an unknown architecture's are ignored).
+#: Fields that cap the attention logits in model code the page does not model, and how that code uses them
+#: (Grok-1's remote code: attn_output_multiplier times q.k, then max_attn_value * tanh(. / max_attn_value)).
+CAP_FIELDS = {
+    "attn_output_multiplier": "q·k is multiplied by {v:g}",
+    "max_attn_value": "the logits are capped at ±{v:g} (c·tanh(z / c), c = {v:g})",
+    "attn_logit_softcapping": "the logits are capped at ±{v:g} (c·tanh(z / c), c = {v:g})",
+}
+
+
+def _caps_named(cfg: dict) -> str:
+    """A refused config's logit cap (and the factor before it), said: the reader should know the model has one."""
+    said = []
+    for name, text in CAP_FIELDS.items():
+        v = cfg.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            said.append(f"{name} = {v:g}: " + text.format(v=v))
+    caps = any(name != "attn_output_multiplier" for name in CAP_FIELDS if name in cfg)
+    return (f" Its attention{' caps its logits' if caps else ''}: " + "; then ".join(said) + ".") if said else ""
+
+
 SCALE_FIELDS = (
     "hidden_size",
     "num_attention_heads",

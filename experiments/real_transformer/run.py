@@ -233,7 +233,63 @@ def git_head() -> str | None:
         return None
 
 
-def run_grid(size_name: str, jobs: int | None = None, command: str | None = None) -> dict:
+RUN_KEYS = ("rule", "d_k", "lr", "init", "seed")
+
+
+def _key(run: dict) -> tuple:
+    return tuple(run[k] for k in RUN_KEYS)
+
+
+def progress_path(out: Path) -> Path:
+    """Where a grid writing to `out` keeps its finished runs until the whole grid is done."""
+    return out.with_name(out.name + ".progress.jsonl")
+
+
+def _recipe(size: Size) -> str:
+    """What a run's numbers depend on: the size without its worker count."""
+    return json.dumps({k: v for k, v in dataclasses.asdict(size).items() if k != "jobs"}, sort_keys=True)
+
+
+def read_progress(path: Path, size: Size) -> dict:
+    """The finished runs a stopped grid left in `path`: {run key: (record, cpu seconds)}.
+
+    The first line is the size's spec; a file written for another spec is refused rather than mixed in. A last
+    line cut short by a stop is dropped (that run is trained again)."""
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()
+    if not lines or lines[0] != _recipe(size):
+        raise SystemExit(f"{path} was written for another grid; delete it to start afresh")
+    out = {}
+    for line in lines[1:]:
+        try:
+            item = json.loads(line)
+            out[_key(item["record"])] = (item["record"], item["cpu"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+class _ProgressLog:
+    """Appends each finished run to the progress file, flushed, so that a stop loses at most the runs under way."""
+
+    def __init__(self, path: Path, size: Size):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or not path.read_text().strip():
+            path.write_text(_recipe(size) + "\n")
+        self.path = path
+
+    def add(self, out: tuple[dict, float]) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps({"record": out[0], "cpu": out[1]}, separators=(",", ":")) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def run_grid(size_name: str, jobs: int | None = None, command: str | None = None,
+             progress: Path | None = None) -> dict:
+    """The grid of `size_name`. With `progress`, each finished run is appended there as it ends, and runs already
+    there are not trained again: a grid stopped half-way continues from its finished runs."""
     size = SIZES[size_name]
     if jobs is not None:
         size = dataclasses.replace(size, jobs=jobs)
@@ -246,23 +302,34 @@ def run_grid(size_name: str, jobs: int | None = None, command: str | None = None
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     load_before = os.getloadavg()
     runs = grid(size)
-    if size.jobs > 1:
+    finished = read_progress(progress, size) if progress is not None else {}
+    todo = [r for r in runs if _key(r) not in finished]
+    if finished:
+        print(f"resuming: {len(runs) - len(todo)} of {len(runs)} runs read from {progress}", file=sys.stderr)
+    log = _ProgressLog(progress, size) if progress is not None else None
+    if size.jobs > 1 and todo:
         import multiprocessing as mp
-        done = []
         with mp.get_context("spawn").Pool(size.jobs, _init_worker, (size,)) as pool:
-            for i, out in enumerate(pool.imap(_work, runs, chunksize=1), 1):
-                done.append(out)
-                if i % 20 == 0 or i == len(runs):
-                    print(f"{i}/{len(runs)} runs, {time.time() - started:.0f} s", file=sys.stderr, flush=True)
-    else:
+            for i, out in enumerate(pool.imap(_work, todo, chunksize=1), 1):
+                finished[_key(out[0])] = out
+                if log:
+                    log.add(out)
+                if i % 20 == 0 or i == len(todo):
+                    print(f"{i}/{len(todo)} runs, {time.time() - started:.0f} s", file=sys.stderr, flush=True)
+    elif todo:
         # in this process: leave torch's settings as they were (a caller such as pytest goes on using it)
         with settings(size):
             _init_worker(size)
             try:
-                done = [_work(r) for r in runs]
+                for r in todo:
+                    out = _work(r)
+                    finished[_key(r)] = out
+                    if log:
+                        log.add(out)
             finally:
                 _WORKER.clear()
     wall = time.time() - started
+    done = [finished[_key(r)] for r in runs]
     records = [record for record, _ in done]
     spec = dataclasses.asdict(size)
     spec.update(eval_steps=size.eval_steps, warmup=size.warmup, diverged_above=sig(DIVERGED_ABOVE),
@@ -273,7 +340,10 @@ def run_grid(size_name: str, jobs: int | None = None, command: str | None = None
             "command": command or shlex.join(getattr(sys, "orig_argv", sys.argv)),
             "git_head": git_head(),
             "date_utc": date,
+            # this invocation's wall time; runs read back from a stopped grid's progress file count in
+            # cpu_seconds but not here
             "wall_seconds": round(wall, 1),
+            "resumed_runs": len(runs) - len(todo),
             # the runs' own CPU time (summed over the workers) and the machine's load average (1 min) before
             # and after: a wall time well above cpu_seconds / jobs means other work shared the cores
             "cpu_seconds": round(sum(cpu for _, cpu in done), 1),
@@ -299,9 +369,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     # from the command line: the command as typed; called with argv (a test): the equivalent command
     command = None if argv is None else shlex.join([sys.executable, "-m", __spec__.name, *argv])
-    result = run_grid(args.size, args.jobs, command)
+    progress = progress_path(args.out)
+    result = run_grid(args.size, args.jobs, command, progress)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, separators=(",", ":")) + "\n")
+    progress.unlink(missing_ok=True)
     n_div = sum(r["diverged"] for r in result["runs"])
     print(f"{len(result['runs'])} runs, {n_div} diverged, {result['provenance']['wall_seconds']} s -> {args.out}")
     return 0

@@ -38,7 +38,7 @@ def granite_scaling(cfg):      # modeling_granite.py: self.scaling = config.atte
 
 def deepseek_scaling(cfg):     # modeling_deepseek_v3.py: qk_head_dim ** -0.5, times yarn mscale squared
     s = (cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"]) ** (-0.5)
-    rs = cfg.get("rope_scaling")
+    rs = cfg.get("rope_scaling") or cfg.get("rope_parameters")   # transformers 4 reads the one, 5 the other
     if rs is not None:
         mscale_all_dim = rs.get("mscale_all_dim", 0)
         factor = rs["factor"]
@@ -64,8 +64,10 @@ def qwen3_scaling(cfg):        # Qwen3Config has head_dim = 128 by default: geta
 
 
 ORACLES = {"gpt2": gpt2_scaling, "llama": llama_scaling, "mistral": llama_scaling, "qwen2": llama_scaling,
+           "mixtral": llama_scaling, "granitemoe": granite_scaling,
            "qwen3": qwen3_scaling, "gemma3_text": gemma_scaling, "olmo2": llama_scaling, "gemma2": gemma_scaling, "gemma3": gemma_scaling,
-           "granite": granite_scaling, "deepseek_v3": deepseek_scaling, "llama4": llama4_scaling}
+           "granite": granite_scaling, "deepseek_v3": deepseek_scaling, "llama4": llama4_scaling,
+           "llama4_text": llama4_scaling}
 
 
 @pytest.mark.parametrize("key", list(hf_published.PUBLISHED))
@@ -386,3 +388,55 @@ def test_both_spellings_of_rope_scaling_read_alike():
         hf_config.read_config(layered)
     plain = {**qwen, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}
     assert math.isclose(hf_config.read_config(plain).factor, 128 ** -0.5)
+
+
+def _minimal(model_type: str, rope_spelling: str | None) -> dict:
+    """A small config of `model_type` with the fields its kind of scaling needs, RoPE scaling under `rope_spelling`."""
+    how = hf_config.ARCHITECTURES[model_type][2]
+    cfg = {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8}
+    if model_type == "gpt2":
+        cfg = {"model_type": "gpt2", "n_embd": 768, "n_head": 12}
+    if how == "multiplier":
+        cfg["attention_multiplier"] = 0.0078125
+    if how in ("pre_attn", "temperature"):
+        cfg["head_dim"] = 128
+    if how == "pre_attn":
+        cfg["query_pre_attn_scalar"] = 144
+    rope = {"rope_type": "linear", "factor": 2.0}
+    if how == "mla":
+        cfg |= {"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "kv_lora_rank": 512}
+        rope = {"rope_type": "yarn", "factor": 40.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                "original_max_position_embeddings": 4096}
+    if rope_spelling and model_type != "gpt2":       # GPT-2 has learned positions, no RoPE
+        cfg[rope_spelling] = rope
+    return cfg
+
+
+@pytest.mark.parametrize("spelling", [None, "rope_scaling", "rope_parameters"])
+@pytest.mark.parametrize("model_type", sorted(hf_config.ARCHITECTURES))
+def test_every_supported_type_in_both_rope_spellings_gives_its_codes_factor(model_type, spelling):
+    """Issue 56: every model type the reader takes (read from ARCHITECTURES), with RoPE scaling under either
+    spelling or none, gives the factor its modelling file computes (the oracles above)."""
+    assert model_type in ORACLES, f"{model_type}: add its modelling file's factor to ORACLES"
+    cfg = _minimal(model_type, spelling)
+    assert read_config(cfg).factor == pytest.approx(ORACLES[model_type](cfg), rel=1e-12)
+
+
+def test_a_kind_of_scaling_without_its_branch_raises(monkeypatch):
+    """A model type added to ARCHITECTURES with a kind read_config has no branch for is never read as 1/√head_dim."""
+    monkeypatch.setitem(hf_config.ARCHITECTURES, "newmodel", ("New", "newmodel", "a_new_kind"))
+    with pytest.raises(NotImplementedError, match="a_new_kind"):
+        read_config({"model_type": "newmodel", "hidden_size": 512, "num_attention_heads": 8})
+
+
+def test_a_refused_model_names_its_logit_cap():
+    """Grok-1 (remote code, not transformers'): q·k times attn_output_multiplier, then 30·tanh(z / 30)."""
+    grok = {"model_type": "grok-1", "hidden_size": 6144, "num_attention_heads": 48,
+            "attn_output_multiplier": 0.08838834764831845, "max_attn_value": 30.0}
+    with pytest.raises(ConfigError) as refused:
+        read_config(grok)
+    said = str(refused.value)
+    assert "max_attn_value = 30" in said and "±30" in said and "attn_output_multiplier = 0.0883883" in said
+    with pytest.raises(ConfigError) as plain:
+        read_config({"model_type": "grok-1", "hidden_size": 6144, "num_attention_heads": 48})
+    assert "caps" not in str(plain.value)

@@ -154,6 +154,31 @@ def test_a_run_is_deterministic_for_its_seed(tiny):
     assert other["val_loss"][1:] != recorded["val_loss"][1:]
 
 
+def test_a_stopped_grid_resumes_from_its_finished_runs(tiny, tmp_path):
+    """A grid stopped half-way (its last line cut short by the stop) trains only the runs it has not finished;
+    the finished ones are read back as they were, and a progress file of another recipe is refused."""
+    size = run.SIZES["tiny"]
+    out = tmp_path / "tiny.json"
+    progress = run.progress_path(out)
+    kept = tiny["runs"][:20]
+    # a mark no training writes, to tell a run read back from one trained again
+    lines = [run._recipe(size)] + [json.dumps({"record": {**r, "final_train_loss": -1.0}, "cpu": 1.0}) for r in kept]
+    progress.write_text("\n".join(lines) + "\n" + json.dumps({"record": tiny["runs"][20]})[:40])
+    assert run.main(["--size", "tiny", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert not progress.exists()
+    assert result["provenance"]["resumed_runs"] == 20
+    by_key = {run._key(r): r for r in result["runs"]}
+    assert all(by_key[run._key(r)]["final_train_loss"] == -1.0 for r in kept)
+    trained = [r for r in tiny["runs"][20:]]
+    assert all(by_key[run._key(r)] == r for r in trained)      # deterministic: as in the uninterrupted grid
+    _check_grid(result)
+
+    progress.write_text(run._recipe(run.SIZES["cpu"]) + "\n")
+    with pytest.raises(SystemExit, match="another grid"):
+        run.main(["--size", "tiny", "--out", str(out)])
+
+
 def test_the_text_is_the_recorded_stdlib_list():
     assert list(data.FILES) == sorted(data.FILES) and len(set(data.FILES)) == len(data.FILES)
     train, val = data.split(data.load_text())
