@@ -80,6 +80,10 @@ SIZES = {
     # the full grid (240 runs) within 10 minutes on 2 CPU cores: single-head models with the same d_k
     "cpu": Size(n_layers=2, n_heads=1, d_ks=(16, 64, 256), seq_len=32, batch=8, steps=150, eval_every=25,
                 val_windows=64),
+    # the same single-head models trained 5.3x longer on 4x the characters per step (800 steps of 16 x 64),
+    # toward the regime where the logits grow: 240 runs, about 2 hours on 2 CPU cores, resumable
+    "cpu-long": Size(n_layers=2, n_heads=1, d_ks=(16, 64, 256), seq_len=64, batch=16, steps=800,
+                     eval_every=100, val_windows=64),
     # the outside GPU run's shape: 2 layers, 4 heads, d_model = 4 d_k, 800 steps of 32 x 128, bf16 autocast
     "gpu": Size(n_layers=2, n_heads=4, d_ks=(32, 128, 256), seq_len=128, batch=32, steps=800, eval_every=50,
                 val_windows=128, device="cuda", bf16=True, jobs=1),
@@ -303,7 +307,8 @@ def run_grid(size_name: str, jobs: int | None = None, command: str | None = None
     load_before = os.getloadavg()
     runs = grid(size)
     finished = read_progress(progress, size) if progress is not None else {}
-    todo = [r for r in runs if _key(r) not in finished]
+    # the widest first: two workers then finish together rather than one waiting on a last long run
+    todo = sorted((r for r in runs if _key(r) not in finished), key=lambda r: -r["d_k"])
     if finished:
         print(f"resuming: {len(runs) - len(todo)} of {len(runs)} runs read from {progress}", file=sys.stderr)
     log = _ProgressLog(progress, size) if progress is not None else None
