@@ -33,6 +33,11 @@ class Cell:
     seeds: int
     steps: tuple[int, ...]
     logit_std: tuple[float, ...]
+    #: the same per seed, in the spec's seed order: each seed's final loss (nan where it diverged), its
+    #: saturated share at the end (the most saturated layer) and whether it diverged
+    seed_loss: tuple[float, ...] = ()
+    seed_saturated: tuple[float, ...] = ()
+    seed_diverged: tuple[bool, ...] = ()
 
 
 @functools.cache
@@ -56,14 +61,20 @@ def _cells() -> dict:
         groups.setdefault((run["init"], int(run["d_k"]), run["rule"], float(run["lr"])), []).append(run)
     steps = tuple(int(s) for s in spec()["eval_steps"])
     out = {}
+    seeds = [int(x) for x in spec()["seeds"]]
     for key, runs in groups.items():
+        runs = sorted(runs, key=lambda r: seeds.index(int(r["seed"])))
         finite = [r["final_val_loss"] for r in runs if r["final_val_loss"] is not None
                   and math.isfinite(r["final_val_loss"])]
         stds = [[max(layer["std"][i] for layer in r["layers"]) for i in range(len(steps))] for r in runs]
         out[key] = Cell(loss=sum(finite) / len(finite) if finite else math.nan,
                         saturated=sum(max(layer["sat"][-1] for layer in r["layers"]) for r in runs) / len(runs),
                         diverged=sum(bool(r["diverged"]) for r in runs), seeds=len(runs), steps=steps,
-                        logit_std=tuple(sum(s[i] for s in stds) / len(stds) for i in range(len(steps))))
+                        logit_std=tuple(sum(s[i] for s in stds) / len(stds) for i in range(len(steps))),
+                        seed_loss=tuple(math.nan if r["final_val_loss"] is None else float(r["final_val_loss"])
+                                        for r in runs),
+                        seed_saturated=tuple(max(layer["sat"][-1] for layer in r["layers"]) for r in runs),
+                        seed_diverged=tuple(bool(r["diverged"]) for r in runs))
     return out
 
 
@@ -80,6 +91,19 @@ def rows(init: str, d_k: int) -> dict:
     return {r: [cell(init, d_k, r, lr) for lr in LRS] for r in RULE_LABELS if r in spec()["rules"]}
 
 
+def scope(init: str = "gpt2") -> str:
+    """What the grid is, in the words a sentence about it carries: layers, heads, width, steps, init."""
+    sp = spec()
+    heads = "1 head" if sp["n_heads"] == 1 else f"{sp['n_heads']} heads"
+    width = "d_k" if sp["n_heads"] == 1 else f"{sp['n_heads']}·d_k"
+    return (f"{sp['n_layers']} layers of {heads}, d_model = {width}, {INIT_SHORT[init]}, early training: "
+            f"{sp['steps']} AdamW steps of {sp['batch']} × {sp['seq_len']} characters")
+
+
+#: An init in a sentence's conditions.
+INIT_SHORT = {"gpt2": "GPT-2's init", "fanin": "fan-in init"}
+
+
 def answer(init: str = "gpt2"):
     """The Questions' answer from this grid (claims/real.py real_answer), at ``init``."""
     from .claims import real_answer
@@ -94,7 +118,8 @@ def necessary(init: str = "gpt2", **where):
     names where the reader finds the transformer, for the tour and Train it)."""
     from .claims import necessary_sentence
     small, large = min(D_KS), max(D_KS)
-    return necessary_sentence(rows(init, small), rows(init, large), small=small, large=large, **where)
+    return necessary_sentence(rows(init, small), rows(init, large), small=small, large=large, scope=scope(init),
+                              **where)
 
 
 def toy_against_real():
@@ -109,4 +134,4 @@ def toy_against_real():
 def tuned(init: str = "gpt2"):
     """The sentence "Can the factor be tuned?" takes from this grid (claims/real.py tuned_sentence)."""
     from .claims import tuned_sentence
-    return tuned_sentence({d: rows(init, d) for d in D_KS})
+    return tuned_sentence({d: rows(init, d) for d in D_KS}, scope=scope(init))

@@ -81,8 +81,8 @@ QUESTIONS = [
     Question(
         "Does that hold in a real transformer?",
         "Measured in a small real transformer trained offline on CPython's own source "
-        f"({_REAL['n_layers']} pre-LayerNorm layers, AdamW with warm-up and cosine decay, GPT-2's init, "
-        f"{_REAL['steps']} steps, the mean of {len(_REAL['seeds'])} seeds; experiments/real_transformer). "
+        f"({real_training.scope()}: pre-LayerNorm, AdamW with warm-up and cosine decay, the mean of "
+        f"{len(_REAL['seeds'])} seeds; experiments/real_transformer). "
         f"{real_training.answer()} The toy above has one head, no LayerNorm and an init that gives q and k "
         "entries of variance about 1 at every width, so its unscaled logits start large even at d_k = 16; a real "
         "head's logits start far smaller.",

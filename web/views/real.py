@@ -158,12 +158,10 @@ class Real(pn.viewable.Viewer):
         if "none" in rows and "sqrt" in rows:
             low = self.rows(small)
             details.append(small_width_sentence(low["none"], low["sqrt"], d_k=small))
-        width = "d_k" if spec["n_heads"] == 1 else f"{spec['n_heads']}·d_k"
         details.insert(0, f"Saturate: more than half the rows' top weight > {spec['saturated_above']:g} at the end of "
-                          f"training. The model: {spec['n_layers']} pre-LayerNorm layers, {spec['n_heads']} head(s), "
-                          f"d_model = {width}; {spec['steps']} AdamW steps of {spec['batch']} × {spec['seq_len']} "
-                          f"characters of CPython's standard-library source; the mean of {len(spec['seeds'])} seeds.")
-        where = f"A {spec['n_layers']}-layer transformer, {rt.INIT_LABELS[tr.real_init]}; measured offline"
+                          "training (the seeds' mean; where a single seed's count differs, its range follows). "
+                          "The model is pre-LayerNorm, trained on CPython's standard-library source.")
+        where = f"A real transformer: {rt.scope(tr.real_init)}; measured offline, the mean of {len(spec['seeds'])} seeds"
         show_headline(self.summary, [self.loss_fig, self.std_fig], real_headline(rows, d_k=tr.real_d_k, labels=rt.RULE_LABELS), where,
                                              details)
 
