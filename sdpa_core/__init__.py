@@ -17,7 +17,7 @@ from .geometry import expected_norm, random_geometry
 from .length import LENGTHS, length_path
 from .draws import POW2_D_K, draw_qkv, sample_gram, upstream_gradient
 from .histograms import dot_histograms, dot_samples
-from .precision import FLOAT16_MAX, ORDERS, PrecisionSweep, precision_sweep
+from .precision import BREAK_DRAWS, FLOAT16_MAX, ORDERS, PrecisionSweep, first_breaks, precision_sweep
 from .readouts import METRICS, query_gradient_norms, row_stats, rule_attention, rule_gradients, rule_readouts
 from .sweeps import Sweep, sweep, theory_logit_std
 from .model import TrainConfig, head_sharpness
@@ -83,6 +83,8 @@ __all__ = [
     "dot_histograms",
     "theory_logit_std",
     "precision_sweep",
+    "first_breaks",
+    "BREAK_DRAWS",
     "PrecisionSweep",
     "TrainConfig",
     "head_sharpness",

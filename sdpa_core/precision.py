@@ -22,6 +22,8 @@ __all__ = [
     "DTYPES",
     "ORDERS",
     "precision_sweep",
+    "first_breaks",
+    "BREAK_DRAWS",
     "FLOAT16_MAX",
 ]
 
@@ -81,3 +83,52 @@ def precision_sweep(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, seed=0) -> Preci
                     w = fn(z.copy())  # unchecked: overflowed (inf) logits are what this counts
                 res.nonfinite_rows[name][order][kind] = (~np.isfinite(w)).any(axis=-1).mean(axis=-1)
     return res
+
+
+#: How many draws ``first_breaks`` makes, and the first of their seeds: fixed, so that the spread a sentence
+#: states is a property of the settings (n, sigma, rho, order), the same for every reader and every seed shown.
+BREAK_DRAWS = 20
+BREAK_SEED = 1_000_003
+
+
+def first_breaks(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, order="before", draws=BREAK_DRAWS,
+                 seed=BREAK_SEED) -> dict[str, list]:
+    """Over ``draws`` independent draws (seeds ``seed``, ``seed + 1``, ...): in each, the smallest d_k whose
+    float16 softmax has a row with inf or NaN, for the "naive" and the "stable" softmax, with the scale where
+    ``order`` puts it; None for a draw where no d_k breaks. Draw for draw, these are what ``precision_sweep``
+    at that seed shows for float16 (the same nested vectors and arithmetic), so a sentence made from one draw
+    can state the spread its settings give."""
+    d_ks = d_k_values(d_ks, MAX_D_K)
+    n = integer(n, "n", low=2, high=256)
+    if not isinstance(order, str) or order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    draws = integer(draws, "draws", low=1, high=200)
+    seed = integer(seed, "seed", low=0, high=2**63 - 1 - 200)
+    if 2 * n * n * int(d_ks.sum()) * draws > MAX_FLOPS:
+        raise ValueError(f"too much work: 2 * n * n * sum(d_ks) * draws must be <= {MAX_FLOPS}")
+    sigma, rho, _ = _common(sigma, rho, seed)
+    out: dict[str, list] = {"naive": [], "stable": []}
+    for i in range(draws):
+        q_all, k_all = _draw_qk(np.random.default_rng(seed + i), n, int(d_ks.max()), sigma, rho)
+        found: dict[str, int | None] = {"naive": None, "stable": None}
+        for d in d_ks:
+            q, k = q_all[:, :d].astype(np.float16), k_all[:, :d].astype(np.float16)
+            s = np.asarray(1 / math.sqrt(int(d)), dtype=np.float16)
+            with np.errstate(over="ignore", invalid="ignore"):
+                if order == "before":
+                    z = matmul(q * s, k.T)
+                else:
+                    z = matmul(q, k.T)
+                    if order == "after":
+                        z = np.multiply(z, s)
+            for kind, fn in (("naive", naive_inplace), ("stable", softmax_inplace)):
+                if found[kind] is None:
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        w = fn(z.copy())
+                    if not np.isfinite(w).all():
+                        found[kind] = int(d)
+            if found["naive"] is not None and found["stable"] is not None:
+                break
+        out["naive"].append(found["naive"])
+        out["stable"].append(found["stable"])
+    return out

@@ -177,6 +177,10 @@ RESULTS: dict[str, Result] = {
         ("precision",), lambda s: (min(s.n, PRECISION_N), s.sigma, s.rho, s.seed),
         lambda s: {"precision": sc.precision_sweep(sc.POW2_D_K, n=min(s.n, PRECISION_N), sigma=s.sigma, rho=s.rho,
                                                    seed=s.seed)}),
+    "precision_breaks": Result(      # the headline's spread over draws: a property of the settings, not the seed
+        ("precision",), lambda s: (min(s.n, PRECISION_N), s.sigma, s.rho, s.order),
+        lambda s: {"precision_breaks": sc.first_breaks(sc.POW2_D_K, n=min(s.n, PRECISION_N), sigma=s.sigma,
+                                                       rho=s.rho, order=s.order)}),
     "dial": Result(
         ("dial",), lambda s: (s.dial_s, s.n, s.seed),
         lambda s: {"dial": {**sc.dial_attention(s.dial_s, s.n, seed=s.seed),

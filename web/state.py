@@ -102,6 +102,8 @@ class LabState(param.Parameterized):
     sweep = param.Parameter(default=None, doc="sdpa_core.Sweep over all d_k and rules (variance/saturation views).")
     sweep_samples = param.Integer(default=0, doc="Samples actually used by the sweep (after the work cap).")
     precision = param.Parameter(default=None, doc="sdpa_core.PrecisionSweep (half-precision view).")
+    precision_breaks = param.Dict(default=None, doc="sdpa_core.first_breaks at the half-precision view's settings "
+                                                    "and order: where float16 first breaks in other draws.")
     timings = param.Dict(default={}, doc="Seconds spent on the last computation of each result.")
 
     def __init__(self, **params):

@@ -213,3 +213,20 @@ def test_saturated_share_leaves_out_rows_with_one_visible_key():
     assert row_stats(np.array([[1.0, 0.0], [0.995, 0.005]]), z, causal)["saturated"] == 1.0
     assert row_stats(w, z)["saturated"] == 0.5   # without a mask row 0 chose key 0 itself
     assert math.isnan(row_stats(np.ones((3, 1)), np.zeros((3, 1)))["saturated"])
+
+
+def test_first_breaks_is_precision_sweep_draw_for_draw():
+    """first_breaks' draws are precision_sweep's at seeds seed, seed + 1, ...: the first float16 d_k with a
+    non-finite row, per softmax kind, for each order; and it refuses what it cannot compute."""
+    import sdpa_core as sc
+    for sigma, rho, order in [(1.5, 0.9, "before"), (4.0, 1.0, "after"), (2.0, 0.5, "none")]:
+        got = sc.first_breaks(n=8, sigma=sigma, rho=rho, order=order, draws=4, seed=7)
+        for i in range(4):
+            ps = precision_sweep(n=8, sigma=sigma, rho=rho, seed=7 + i)
+            for kind in ("naive", "stable"):
+                frac = np.asarray(ps.nonfinite_rows["float16"][order][kind])
+                want = int(ps.d_k[np.nonzero(frac > 0)[0][0]]) if (frac > 0).any() else None
+                assert got[kind][i] == want, (sigma, rho, order, kind, i)
+    for bad in ({"order": "sideways"}, {"draws": 0}, {"n": 1}, {"sigma": float("nan")}, {"draws": 10**6}):
+        with pytest.raises(ValueError):
+            sc.first_breaks(**bad)

@@ -218,6 +218,13 @@ FUNCTIONS = {
                           {"d_ks": st.one_of(st.lists(bad_int(1, 65536), min_size=1, max_size=3),
                                              st.sampled_from([[], None, "abc", [4.5]])),
                            "n": bad_int(2, 256), **SAMPLING_BAD}),
+    "first_breaks": Fn(sc.first_breaks, {"d_ks": [4, 16], "n": 4, "draws": 2},
+                       {"d_ks": st.one_of(st.lists(bad_int(1, 65536), min_size=1, max_size=3),
+                                          st.sampled_from([[], None, "abc", [4.5]])),
+                        "n": bad_int(2, 256), "draws": bad_int(1, 200),
+                        "order": st.one_of(st.text(max_size=8).filter(lambda s: s not in sc.ORDERS), st.integers(),
+                                           st.sampled_from([None, True, ["after"], "AFTER"])),
+                        **SAMPLING_BAD}),
     "TrainConfig": Fn(sc.TrainConfig, {}, {
         "d_k": bad_int(1, 4096), "rule": bad_rule(), "alpha": bad_real(0.0, 4.0), "temperature": bad_real(1e-6, 1e6),
         "n_keys": bad_int(2, 256), "n_classes": bad_int(2, 256), "d_in": bad_int(1, 1024), "d_v": bad_int(1, 1024),

@@ -15,6 +15,7 @@ import sdpa_core as sc
 from web import claims
 from web.options import D_K_OPTIONS
 from web.state import LabState
+from web.views.precision import Precision
 from shown import pct_ok
 
 MAX_WORDS = 25
@@ -194,6 +195,32 @@ def test_precision_headline_names_the_first_d_k_with_inf_or_nan(sigma, rho, orde
         assert first == d_k or (first or d_k) >= ps.d_k[-1] // 2, (first, d_k)
     else:
         assert max(first, d_k) / min(first, d_k) <= 2, (first, d_k)
+
+
+@pytest.mark.parametrize("sigma, rho, order", [(1.0, 0.0, "after"), (4.0, 1.0, "after"), (1.5, 0.9, "before"),
+                                               (2.0, 0.5, "none"), (1.2, 0.5, "before"), (3.0, 0.0, "after")])
+def test_the_precision_headline_is_said_with_its_spread_over_draws(sigma, rho, order):
+    """Issue 56: the headline's d_k is one draw's. Beside it, where the same softmax first breaks over 20 other
+    draws at the same settings: recomputed here from precision_sweep at each of first_breaks' seeds."""
+    lab = LabState(view="precision", sigma=sigma, rho=rho, order=order, seed=19715)
+    ps = lab.precision
+    spread = claims.precision_spread(ps, lab.precision_breaks, order=order)
+    kind = spread.facts["kind"]
+    stable, naive = claims.first_broken(ps, "float16", order), claims.first_broken(ps, "float16", order, "naive")
+    assert kind == ("naive" if stable is None and naive is not None else "stable")
+    others = [sc.precision_sweep(n=min(lab.n, 16), sigma=sigma, rho=rho, seed=sc.precision.BREAK_SEED + i)
+              for i in range(sc.BREAK_DRAWS)]
+    firsts = [claims.first_broken(o, "float16", order, kind) for o in others]
+    broke = [f for f in firsts if f is not None]
+    assert spread.facts["draws"] == len(firsts) == sc.BREAK_DRAWS
+    if not broke:
+        assert "never breaks" in spread and "lo" not in spread.facts
+    else:
+        assert (spread.facts["lo"], spread.facts.get("hi", spread.facts["lo"])) == (min(broke), max(broke)), firsts
+        assert spread.facts.get("broke", len(firsts)) == len(broke)
+    view = Precision(lab=lab)
+    summary = view.summary.object.split("<summary>")[1]
+    assert f"seed {lab.seed}: one draw" in summary and str(spread) in summary
 
 
 @pytest.mark.parametrize("preset", ["gpt2", "t5-base", "llama-2-7b", "bert-base"])

@@ -59,7 +59,7 @@ from .dial import dial_summary, settings_sentence, dial_headline
 from .answer import answer_conditions, answer_headline, answer_why
 from .alignment import (alignment_endpoints, alignment_summary, alignment_headline, FLAT_MAP, flat_maps,
                         half_saturation_interval, tokens_margin)
-from .precision import ORDER_WORDS, broken_span, first_broken, precision_headline
+from .precision import ORDER_WORDS, broken_span, first_broken, headline_kind, precision_headline, precision_spread
 from .real import (ABOVE, SATURATED_SHARE, best_sentence, failed, growth_sentence, real_answer, real_headline,
                    small_width_sentence, toy_sentence, working_rates, necessary_sentence, tuned_sentence)
 from .models import VARIANT_LABELS, head_words, bug_sentence, model_summary, model_headline
@@ -164,6 +164,8 @@ __all__ = [
     "ORDER_WORDS",
     "first_broken",
     "precision_headline",
+    "precision_spread",
+    "headline_kind",
     "VARIANT_LABELS",
     "head_words",
     "bug_sentence",

@@ -50,3 +50,31 @@ def precision_headline(ps, *, order: str) -> Claim:
                      where=as_word(order, where), largest=as_int(ps.d_k[-1]))
     return Claim("In float16, {where}, rows of the stable softmax hold inf or NaN " + span.template + ".",
                  where=as_word(order, where), **span.given())
+
+
+def headline_kind(ps, order: str) -> str:
+    """The softmax the headline's number is about: the stable one where it breaks or nothing breaks, else the
+    naive one."""
+    if first_broken(ps, "float16", order) is None and first_broken(ps, "float16", order, "naive") is not None:
+        return "naive"
+    return "stable"
+
+
+def precision_spread(ps, breaks: dict, *, order: str) -> Claim:
+    """The headline's number is one draw's: where the same float16 softmax first breaks over other draws at the
+    same settings and order (``breaks``: ``sdpa_core.first_breaks``), said with the headline, so that one draw is
+    not read as the settings' own: "Over 20 other draws at these settings, the naive softmax first breaks at
+    d_k = 1 to 32" (or "in 12 of them, at …", or "never up to d_k = 4096")."""
+    kind = headline_kind(ps, order)
+    values = list(breaks[kind])
+    broke = sorted(b for b in values if b is not None)
+    lead = "Over {draws} other draws at these settings, the {kind} softmax"
+    facts = {"draws": as_int(len(values)), "kind": as_word(kind, kind)}
+    if not broke:
+        return Claim(lead + " never breaks up to d_k = {largest}.", **facts, largest=as_int(ps.d_k[-1]))
+    at = "d_k = {lo}" if broke[0] == broke[-1] else "d_k = {lo} to {hi}"
+    facts |= {"lo": as_int(broke[0]), **({} if broke[0] == broke[-1] else {"hi": as_int(broke[-1])})}
+    if len(broke) == len(values):
+        return Claim(lead + " first breaks at " + at + ".", **facts)
+    return Claim(lead + " first breaks at " + at + " in {broke} of them; the rest hold up to d_k = {largest}.",
+                 **facts, broke=as_int(len(broke)), largest=as_int(ps.d_k[-1]))

@@ -8,7 +8,7 @@ from bokeh.models import ColumnDataSource, Label, Range1d, Span
 
 import sdpa_core as sc
 
-from ..claims import broken_span, first_broken, precision_headline
+from ..claims import broken_span, first_broken, precision_headline, precision_spread
 from ..options import ORDER_LABELS, PRECISION_N, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, control_mark, WRAP_BUTTONS, LEAD_STYLES, DTYPE_COLORS, MARK_COLOR, WARN_TEXT, legend_key, legends_below, make_figure
@@ -92,7 +92,7 @@ class Precision(pn.viewable.Viewer):
         self.preset.on_click(lambda e: lab.param.update(sigma=4.0, rho=1.0, order="after"))
         self.summary = pn.pane.HTML("", css_classes=ANSWER, styles=LEAD_STYLES, sizing_mode="stretch_width", margin=(4, 10),
                                     stylesheets=[CSS])
-        lab.param.watch(self._update, ["precision", "order"])
+        lab.param.watch(self._update, ["precision", "precision_breaks", "order"])
         lab.param.watch(self._update_mark, ["d_k"])
         self._update()
 
@@ -125,7 +125,8 @@ class Precision(pn.viewable.Viewer):
                 msgs.append(part)
         show_headline(self.summary, [self.logit_fig, self.row_fig],
             precision_headline(ps, order=order),
-            f"At σ = {lab.sigma:g}, ρ = {lab.rho:g}, n = {min(lab.n, PRECISION_N)}",
+            f"At σ = {lab.sigma:g}, ρ = {lab.rho:g}, n = {min(lab.n, PRECISION_N)}, seed {lab.seed}: one draw. "
+            + (str(precision_spread(ps, lab.precision_breaks, order=order)) if lab.precision_breaks else ""),
             [f"With {ORDER_LABELS[order]}: " + "; ".join(msgs) + "."])
 
     @held
