@@ -91,8 +91,9 @@ BREAK_DRAWS = 20
 BREAK_SEED = 1_000_003
 
 
-def first_breaks(d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, order="before", draws=BREAK_DRAWS,
-                 seed=BREAK_SEED) -> dict[str, list]:
+def first_breaks(
+    d_ks=POW2_D_K, *, n=16, sigma=1.0, rho=0.0, order="before", draws=BREAK_DRAWS, seed=BREAK_SEED
+) -> dict[str, list]:
     """Over ``draws`` independent draws (seeds ``seed``, ``seed + 1``, ...): in each, the smallest d_k whose
     float16 softmax has a row with inf or NaN, for the "naive" and the "stable" softmax, with the scale where
     ``order`` puts it; None for a draw where no d_k breaks. Draw for draw, these are what ``precision_sweep``
