@@ -2,6 +2,7 @@
 logits' spread over training, drawn from a grid measured offline (web/real_training.py), not in the tab."""
 from __future__ import annotations
 
+import html
 import math
 
 import panel as pn
@@ -11,6 +12,7 @@ from bokeh.models import ColumnDataSource, FixedTicker, Range1d
 import sdpa_core as sc
 
 from .. import real_training as rt
+from ..literature import FINDINGS
 from ..claims import best_sentence, failed, growth_sentence, real_headline, small_width_sentence, toy_sentence
 from ..theme import CSS, RULE_COLORS, RULE_DASH, LEAD_STYLES, WRAP_BUTTONS, make_figure, style_legend
 from ..toy_sweep import STEPS, ToySweep
@@ -25,6 +27,16 @@ RULES = tuple(r for r in rt.RULE_LABELS if r in rt.spec()["rules"])
 TICK_MS = 100
 #: The toy plot's loss axis ends at this multiple of its chance loss (a run that ends above it is drawn at the top).
 TOY_TOP = 1.6
+
+
+def literature_html() -> str:
+    """The published results beside the grid (web/literature.py): each with where it is and under what."""
+    items = "".join(
+        f"<li><b>{html.escape(f.source)}</b> ({html.escape(f.where)}; {html.escape(f.conditions)}): "
+        f"{html.escape(f.said)} <a href='{html.escape(f.url)}' target='_blank' rel='noopener noreferrer'>{html.escape(f.url.split('//')[1])}</a>"
+        f" <span class='sdpa-caption'>Here: {html.escape(f.grid)}.</span></li>" for f in FINDINGS)
+    return ("<p class='sdpa-caption'>The grid above is a small demonstration, on 2 CPU cores, of what these runs "
+            f"measured at scale:</p><ul class='sdpa-literature'>{items}</ul>")
 
 
 def _span(values, pad: float, log: bool = False) -> tuple[float, float]:
@@ -231,6 +243,8 @@ class Real(pn.viewable.Viewer):
             heading(VIEW_HEADINGS["real"]),
             self.summary,
             beside([self.loss_fig, self.std_fig], controls, basis=300),
+            heading("What large runs measured", level=3),
+            pn.pane.HTML(literature_html(), sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS]),
             heading("The same sweep on the toy, live in this tab", level=3),
             beside([self.toy_fig], [self.toy_button, self.toy_text], basis=420),
             caption("Measured offline, not in this tab: a small decoder-only transformer in PyTorch (pre-LayerNorm, "
