@@ -484,7 +484,12 @@ def capped_std(std: float, cap: float) -> float:
     """The std of ``cap tanh(z / cap)`` for z ~ N(0, std^2) (soft-capped Gaussian logits), about 0 (their rms):
     :func:`sdpa_core.scaling.gauss_moments`, the trapezoid rule on the normal density. ``std`` itself when the
     cap is far above it, and at most ``cap``."""
-    mean, var = gauss_moments(np.array([0.0]), np.array([float(std)]), float(cap))
+    std = real(std, "std", low=0.0)
+    cap = real(cap, "cap", low=0.0, low_open=True)
+    if std == 0.0:
+        return 0.0
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        mean, var = gauss_moments(np.array([0.0]), np.array([std]), cap)
     return float(np.sqrt(var[0] + mean[0] ** 2))
 
 

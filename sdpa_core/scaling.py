@@ -251,14 +251,19 @@ class Rule:
         out = {"off_std": off0, "matched_mean": f * m0, "matched_std": np.abs(f) * np.sqrt(v0), "pooled_std": pooled0}
         if small.all():
             return out
-        r, w = _chi2_grid(d)  # (D, R): |q|^2 / sigma^2 and its weights
-        fa = np.abs(f)[:, None]
-        with np.errstate(over="ignore", invalid="ignore"):
-            off_m, off_v = gauss_moments(np.zeros_like(r), fa * np.sqrt(r), cap)
-            mat_m, mat_v = gauss_moments(f[:, None] * rho * r, fa * np.sqrt((1 - rho * rho) * r), cap)
-        off_second = (w * (off_v + off_m * off_m)).sum(axis=-1)  # E over r of E[logit^2 | r]
-        mat_first = (w * mat_m).sum(axis=-1)
-        mat_second = (w * (mat_v + mat_m * mat_m)).sum(axis=-1)
+        off_second, mat_first, mat_second = (np.empty(d.shape) for _ in range(3))
+        # CAPPED_CHUNK d_k at a time: each holds a (R, grid) quadrature, about 0.37 MB, so memory stays bounded
+        # (about 24 MB) however many d_k are asked for
+        for lo in range(0, d.size, CAPPED_CHUNK):
+            part = slice(lo, lo + CAPPED_CHUNK)
+            r, w = _chi2_grid(d[part])  # (D, R): |q|^2 / sigma^2 and its weights
+            fa, fp = np.abs(f[part])[:, None], f[part][:, None]
+            with np.errstate(over="ignore", invalid="ignore"):
+                off_m, off_v = gauss_moments(np.zeros_like(r), fa * np.sqrt(r), cap)
+                mat_m, mat_v = gauss_moments(fp * rho * r, fa * np.sqrt((1 - rho * rho) * r), cap)
+            off_second[part] = (w * (off_v + off_m * off_m)).sum(axis=-1)  # E over r of E[logit^2 | r]
+            mat_first[part] = (w * mat_m).sum(axis=-1)
+            mat_second[part] = (w * (mat_v + mat_m * mat_m)).sum(axis=-1)
         first = mat_first / n  # the unmatched logits' mean is 0
         second = ((n - 1) * off_second + mat_second) / n
         exact = {
@@ -458,6 +463,10 @@ def _chi2_grid(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     logw = -(d / 2) * (np.expm1(t) - t)
     w = np.exp(logw - logw.max(axis=-1, keepdims=True))
     return d * np.exp(t), w / w.sum(axis=-1, keepdims=True)
+
+
+#: How many d_k a capped rule's moments integrate at once (Rule.capped_moments): bounds its memory.
+CAPPED_CHUNK = 64
 
 
 def gauss_moments(mean, std, cap: float) -> tuple[np.ndarray, np.ndarray]:

@@ -230,3 +230,32 @@ def test_first_breaks_is_precision_sweep_draw_for_draw():
     for bad in ({"order": "sideways"}, {"draws": 0}, {"n": 1}, {"sigma": float("nan")}, {"draws": 10**6}):
         with pytest.raises(ValueError):
             sc.first_breaks(**bad)
+
+
+def test_the_capped_corners_are_checked_and_bounded():
+    """Issue 57: capped_std(0, 0) returned NaN with warnings, cap_shrink had no checks, and a capped rule's theory
+    held about 0.37 MB per d_k at once (4,000 d_k took 1.5 GB)."""
+    import tracemalloc
+    import warnings
+
+    import sdpa_core as sc
+    from sdpa_core.real_models import capped_std
+    from web.claims import cap_shrink
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert capped_std(0.0, 50.0) == 0.0
+        assert capped_std(1e300, 50.0) == pytest.approx(50.0, rel=1e-3)
+    for bad in ((0, 0), (-1, 2), (float("nan"), 1), (1, float("inf")), ("1", 2)):
+        with pytest.raises((ValueError, TypeError)):
+            capped_std(*bad)
+    for bad in ((0.0, 0.5), (50.0, 1.0), (50.0, 0.0), (float("inf"), 0.5), (True, 0.5), (50.0, float("nan"))):
+        with pytest.raises(ValueError):
+            cap_shrink(*bad)
+    capped = next(r for r in sc.RULES.values() if r.cap is not None)
+    tracemalloc.start()
+    try:
+        capped.theory_logit_std(np.arange(1, 2001), sigma=2.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64e6, peak

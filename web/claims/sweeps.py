@@ -70,6 +70,10 @@ def saturation_summary(sweep: sc.Sweep, *, n: int, sigma: float, rho: float, lo:
 def cap_shrink(cap: float, ratio: float) -> float:
     """The spread s of Gaussian logits at which ``cap tanh(z / cap)`` has ``ratio`` times their spread (0 < ratio
     < 1): bisection on s over [1e-3 cap, 1e3 cap], the capped spread's ratio falling monotonically in s."""
+    if not (isinstance(cap, (int, float)) and not isinstance(cap, bool) and 0 < cap < 1e300 and math.isfinite(cap)):
+        raise ValueError(f"cap must be a finite number > 0, got {cap!r}")
+    if not (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and 0 < ratio < 1):
+        raise ValueError(f"ratio must be a number strictly between 0 and 1, got {ratio!r}")
     lo, hi = 1e-3 * cap, 1e3 * cap
     for _ in range(60):
         mid = math.sqrt(lo * hi)
