@@ -1,6 +1,8 @@
 """Shared test set-up: browser tests run in Debian's Chromium through pytest-playwright; the built
 site (`site`, `served`) is built once per run, shared by the workers, for tests/build and the two-runtime
 UI tests."""
+import inspect
+import re
 import os
 import shutil
 
@@ -46,11 +48,29 @@ def served(site):
     server.shutdown()
 
 
+#: `request.getfixturevalue("site")` (or "served"): a test or one of its module's fixtures that fetches the site
+#: only once it knows it needs it
+_FETCHES_THE_SITE = re.compile(r"""getfixturevalue\(\s*["'](site|served)["']""")
+
+
+def _fetches_the_site(func) -> bool:
+    try:
+        return bool(_FETCHES_THE_SITE.search(inspect.getsource(func)))
+    except (OSError, TypeError):
+        return False
+
+
 def _needs_the_site(item) -> bool:
-    """A test that opens the built site: it asks for `site` or `served`, or runs on the site's runtime."""
+    """A test that opens the built site: it asks for `site` or `served`, runs on the site's runtime, or it (or a
+    fixture of its own module) fetches `site` or `served` through request.getfixturevalue. Shared fixtures that
+    fetch it for one parameter only (web/conftest.py `runtime`) are read through that parameter instead."""
     callspec = getattr(item, "callspec", None)
-    return bool({"site", "served"} & set(item.fixturenames)) or (
-        callspec is not None and callspec.params.get("runtime") == "site")
+    if {"site", "served"} & set(item.fixturenames) or (callspec is not None and callspec.params.get("runtime") == "site"):
+        return True
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    own = [d.func for defs in getattr(item, "_fixtureinfo").name2fixturedefs.values() for d in defs
+           if getattr(d.func, "__module__", None) == module]
+    return any(_fetches_the_site(f) for f in [getattr(item, "function", None), *own] if f is not None)
 
 
 # first: pytest-xdist reads the groups in its own pytest_collection_modifyitems, which would otherwise run before this
