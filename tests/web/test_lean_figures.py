@@ -70,8 +70,9 @@ def test_a_controls_mark_moves_on_the_overlay_canvas():
             for span in fig.select(type=Span):
                 if span.line_color == MARK_COLOR and span.dimension == "height":
                     marks[(name, fig.title.text)] = span.level
-    # variance (its geometry section too), saturation (three sweeps, two length plots), alignment, precision, models
-    assert {name for name, _ in marks} == {"variance", "saturation", "alignment", "precision", "models"}, marks
+    # variance (its geometry section too), saturation (three sweeps, two length plots), alignment, precision, models,
+    # the real transformer's saturating rates per width
+    assert {name for name, _ in marks} == {"variance", "saturation", "alignment", "precision", "models", "real"}, marks
     assert all(level == "overlay" for level in marks.values()), marks
 
 

@@ -129,6 +129,11 @@ def test_the_plots_are_the_grids(view, init, d_k):
         assert data["loss"] == pytest.approx([loss(init, d_k, rule, lr) for lr in lrs], rel=1e-12)
         ringed = view.sat_sources[rule].data["lr"]
         assert ringed == [lr for lr in lrs if fails(init, d_k, rule, lr)]
+        # the headline at a glance: at every width, at how many rates the rule's rows saturate
+        counts = view.range_sources[rule].data
+        assert counts["d_k"] == RAW["spec"]["d_ks"]
+        assert counts["count"] == [sum(fails(init, d, rule, lr) for lr in lrs) for d in RAW["spec"]["d_ks"]]
+    assert view.range_mark.location == d_k
 
 
 def test_the_controls_move_the_state_and_back(view):

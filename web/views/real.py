@@ -14,7 +14,7 @@ import sdpa_core as sc
 from .. import real_training as rt
 from ..literature import FINDINGS
 from ..claims import best_sentence, failed, growth_sentence, real_headline, small_width_sentence, toy_sentence
-from ..theme import CSS, RULE_COLORS, RULE_DASH, LEAD_STYLES, WRAP_BUTTONS, make_figure, style_legend
+from ..theme import CSS, RULE_COLORS, RULE_DASH, LEAD_STYLES, WRAP_BUTTONS, control_mark, make_figure, style_legend
 from ..toy_sweep import STEPS, ToySweep
 from ..toy_sweep import RULES as TOY_RULES
 from ..training_state import OVER_SEEDS, SEEDS, TrainingState
@@ -71,8 +71,9 @@ class Real(pn.viewable.Viewer):
 
     #: Its figures' main control and their claim (web/views/common.py: FIGURE_CLAIMS_DOC).
     MAIN_CONTROL = ("train", "real_d_k", (min(rt.D_KS), max(rt.D_KS)))
-    CLAIM = ("Pick a wider d_k: on fixed axes the unscaled runs' losses rise and their points are ringed as saturated "
-             "at more learning rates, while QK-norm's stay low.")
+    CLAIM = ("Pick a wider d_k: the mark moves to where no scaling saturates at more learning rates than 1/√d_k and "
+             "QK-norm's count stays low; on fixed axes the unscaled runs' losses rise and more of their points are "
+             "ringed as saturated.")
 
     train = param.ClassSelector(class_=TrainingState, doc="Holds which cells of the grid are shown.")
 
@@ -100,6 +101,20 @@ class Real(pn.viewable.Viewer):
             self.loss_sources[rule], self.sat_sources[rule] = src, sat
         style_legend(p, below=True, ncols=2)
         self.loss_fig = p
+        # the headline at a glance: per rule, at how many rates its rows end saturated, at each width
+        n_lrs = len(rt.LRS)
+        w = make_figure(title="Learning rates where rows saturate", x_label="d_k (the width of each head)",
+                        y_label=f"rates of {n_lrs} that saturate", height=280, x_axis_type="log",
+                        x_range=Range1d(min(rt.D_KS) / 1.8, max(rt.D_KS) * 1.8), y_range=Range1d(-0.4, n_lrs + 0.4),
+                        hover=[("rule", "@rule"), ("d_k", "@d_k"), ("rates that saturate", "@count")])
+        w.xaxis.ticker = FixedTicker(ticks=list(rt.D_KS))
+        w.xaxis.major_label_overrides = {d: str(d) for d in rt.D_KS}
+        w.yaxis.ticker = FixedTicker(ticks=list(range(n_lrs + 1)))
+        self.range_sources = _rule_lines(w, "x", "count", RULES, ("x", "d_k", "count", "rule"), 8)
+        style_legend(w, below=True, ncols=2)
+        self.range_mark = control_mark(tr.real_d_k)
+        w.add_layout(self.range_mark)
+        self.range_fig = w
         stds = [s for c in cells for s in c.logit_std]
         steps = rt.spec()["eval_steps"]
         q = make_figure(title="Logits' std over training", x_label="training step",
@@ -163,6 +178,13 @@ class Real(pn.viewable.Viewer):
             self.sat_sources[rule].data = {k: [v[i] for i in keep] for k, v in data.items()}
             c = rt.cell(tr.real_init, tr.real_d_k, rule, tr.real_lr)
             self.std_sources[rule].data = {"step": list(c.steps), "std": list(c.logit_std), "rule": [label] * len(c.steps)}
+        # the counts at every width, each rule's points nudged sideways so that equal counts do not hide each other
+        for i, rule in enumerate(RULES):
+            counts = [sum(failed(c) for c in self.rows(d)[rule]) for d in rt.D_KS]
+            nudge = 1 + 0.07 * (i - (len(RULES) - 1) / 2)
+            self.range_sources[rule].data = {"x": [d * nudge for d in rt.D_KS], "d_k": list(rt.D_KS),
+                                             "count": counts, "rule": [rt.RULE_LABELS[rule]] * len(counts)}
+        self.range_mark.location = tr.real_d_k
         spec, small = rt.spec(), min(rt.D_KS)
         at_lr = {r: rt.cell(tr.real_init, tr.real_d_k, r, tr.real_lr).logit_std for r in RULES}
         details = [best_sentence(rows, list(rt.LRS), labels=rt.RULE_LABELS),
@@ -174,7 +196,7 @@ class Real(pn.viewable.Viewer):
                           "training (the seeds' mean; where a single seed's count differs, its range follows). "
                           "The model is pre-LayerNorm, trained on CPython's standard-library source.")
         where = f"A real transformer: {rt.scope(tr.real_init)}; measured offline, the mean of {len(spec['seeds'])} seeds"
-        show_headline(self.summary, [self.loss_fig, self.std_fig], real_headline(rows, d_k=tr.real_d_k, labels=rt.RULE_LABELS), where,
+        show_headline(self.summary, [self.range_fig, self.loss_fig, self.std_fig], real_headline(rows, d_k=tr.real_d_k, labels=rt.RULE_LABELS), where,
                                              details)
 
     # ---- the toy's live sweep ---------------------------------------------------------------------------
@@ -242,7 +264,7 @@ class Real(pn.viewable.Viewer):
         return pn.Column(
             heading(VIEW_HEADINGS["real"]),
             self.summary,
-            beside([self.loss_fig, self.std_fig], controls, basis=300),
+            beside([self.range_fig, self.loss_fig, self.std_fig], controls, basis=300),
             heading("What large runs measured", level=3),
             pn.pane.HTML(literature_html(), sizing_mode="stretch_width", margin=(0, 10), stylesheets=[CSS]),
             heading("The same sweep on the toy, live in this tab", level=3),
