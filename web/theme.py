@@ -202,13 +202,41 @@ def _style(legend, *, inside: bool):
         legend.margin = 2
 
 
-def style_legend(p, location="top_left", *, below: bool = False, ncols: int = 2):
+#: The width a legend under a plot may take at the narrowest screen the page is laid out for (320 px: the figure
+#: is about 300 px and its legend starts past the y-axis), and what a legend item takes: the glyph, its standoff
+#: and padding, and about 5.6 px a character at the legend's 12.5 px type (measured on the 320 px screenshots).
+LEGEND_BUDGET_PX, LEGEND_ITEM_PX, LEGEND_CHAR_PX = 250, 30, 5.6
+
+
+def _label_text(item) -> str:
+    label = item.label
+    if isinstance(label, dict):
+        return str(label.get("value", ""))
+    return str(getattr(label, "value", label) or "")
+
+
+def legend_width(labels: list[str], ncols: int) -> float:
+    """The width of a legend of ``labels`` in ``ncols`` columns, filled row by row: each column as wide as its
+    longest label."""
+    cols = [labels[i::ncols] for i in range(ncols)]
+    return sum(LEGEND_ITEM_PX + LEGEND_CHAR_PX * max((len(t) for t in col), default=0) for col in cols if col)
+
+
+def fit_ncols(labels: list[str], ncols: int) -> int:
+    """At most ``ncols`` columns, as many as fit the narrowest screen (LEGEND_BUDGET_PX): never a cut label."""
+    while ncols > 1 and legend_width(labels, ncols) > LEGEND_BUDGET_PX:
+        ncols -= 1
+    return ncols
+
+
+def style_legend(p, location="top_left", *, below: bool = False, ncols: int = 2, widest: list[str] | None = None):
     """Legend inside the plot at ``location``, or under it in ``ncols`` columns when ``below``
-    (plots with many entries: the legend never hides data then)."""
+    (plots with many entries: the legend never hides data then), fewer where they would not fit a phone;
+    ``widest``: the longest labels its entries can later take (a rule's name that follows the reader's pick)."""
     if p.legend and below:
         legend = p.legend[0]
         legend.location = "top_left"
-        legend.ncols = ncols
+        legend.ncols = fit_ncols(widest or [_label_text(i) for i in legend.items], ncols)
         p.center.remove(legend)
         p.add_layout(legend, "below")
         _style(legend, inside=False)
@@ -225,13 +253,15 @@ def legend_key(p, kind: str = "line", **visuals):
     return getattr(p, kind)([float("nan")], [float("nan")], **visuals)
 
 
-def legends_below(p, *groups, ncols=None):
+def legends_below(p, *groups, ncols=None, widest: list[str] | None = None):
     """One legend row per group under the plot: ``groups`` are lists of ``(label, [renderers])``.
-    A row per kind of key (e.g. colour = dtype, dash = softmax) keeps each row short on a phone."""
+    A row per kind of key (e.g. colour = dtype, dash = softmax) keeps each row short on a phone; ``widest`` as
+    for :func:`style_legend`."""
     out = []
     for group in groups:
         legend = Legend(items=[LegendItem(label=label, renderers=list(r)) for label, r in group],
-                        ncols=ncols or len(group), location="top_left")
+                        ncols=fit_ncols(widest or [label for label, _ in group], ncols or len(group)),
+                        location="top_left")
         _style(legend, inside=False)
         p.add_layout(legend, "below")
         out.append(legend)

@@ -17,7 +17,7 @@ from ..state import LabState
 from ..theme import CSS, control_mark, HEATMAP, NAN_COLOR, LEAD_STYLES, make_figure, style_legend
 from .common import (ANSWER, beside, caption, control, figure_row, heading, held, rule_color, rule_dash,
                      set_html, show_headline)
-from .playground import heatmap_data
+from .playground import heatmap_data, key_ticker, size_map
 
 TICK_MS = 400
 RHO_STEP = 0.05
@@ -60,7 +60,7 @@ class Alignment(pn.viewable.Viewer):
             m.rect("x", "y", width=1, height=1, source=src, line_color=None,
                    fill_color={"field": "w", "transform": self.mapper})
             m.grid.visible = False
-            m.xaxis.ticker.desired_num_ticks = 4   # labels that do not collide in a 100 px wide map
+            key_ticker(m)
             self.map_sources[rule], self.maps[rule] = src, m
         self.play = pn.widgets.Toggle(name="▶ Play: sweep ρ from 0 to 1", button_type="primary", width=260)
         self.play.param.watch(self._toggle, ["value"])
@@ -135,8 +135,7 @@ class Alignment(pn.viewable.Viewer):
                     src.data.update(w=w.ravel())
                 else:
                     src.data = heatmap_data(w)
-                self.maps[rule].x_range.end = n
-                self.maps[rule].y_range.start = n
+                size_map(self.maps[rule], n)
             set_html(self.flat, html.escape(flat_maps(maps, n=n), quote=False))
         if lab.alignment is not None:
             show_headline(self.summary, [*self.figs.values(), *self.maps.values()],

@@ -16,7 +16,7 @@ from ..training_state import TrainingState
 from ..theme import CSS, HEATMAP, LEAD_STYLES, NAN_COLOR
 from ..urlstate import apply_query, step_query
 from .common import beside, caption, control, held, heading, set_html, show_headline
-from .playground import heatmap_data, heatmap_pair
+from .playground import heatmap_data, heatmap_pair, size_map
 
 #: The two maps' titles: they say which is which and that each is one draw (the sentence's weights are means).
 TITLES = {"none": "unscaled", "sqrt": "÷ √d_k"}     # short: a 320 px phone gives each map ~156 px
@@ -71,8 +71,7 @@ class Answer(pn.viewable.Viewer):
                 src.data.update(w=w.ravel())
             else:
                 src.data = heatmap_data(w)
-            p.x_range.end = n
-            p.y_range.start = n
+            size_map(p, n)
         set_html(self.why, f"<p style='margin:4px 0;font-size:16px;line-height:1.45'>"
                            f"{html.escape(answer_why(ans['sweep']), quote=False)}</p>")
         show_headline(self.headline, list(self.maps.values()), answer_headline(ans["sweep"], samples=ans["samples"]),

@@ -6,7 +6,7 @@ import html
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper, Range1d
+from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMapper, Range1d
 
 from ..claims import conditions, fmt, fmt_sci, headline, pct, readout_rows, split_verdict
 from ..options import MAP_TITLES, RULE_LABELS, VIEW_HEADINGS
@@ -20,6 +20,23 @@ def heatmap_data(weights: np.ndarray) -> dict:
     n = weights.shape[0]
     i, j = np.divmod(np.arange(n * n), n)
     return {"i": i, "j": j, "x": j + 0.5, "y": i + 0.5, "w": weights.ravel()}
+
+
+def size_map(p, n: int) -> None:
+    """A weight map's axes for n x n weights: the ranges, and its key axis labelled at the first, the middle and
+    the last key only (cell centres), so that no labels collide in an 80 px wide map ("0 5 1015" at 320 px)."""
+    p.x_range.end = n  # Bokeh sends nothing when a property is set to the value it has
+    p.y_range.start = n
+    keys = sorted({0, n // 2, n - 1})
+    ticks = [j + 0.5 for j in keys]
+    if p.xaxis.ticker.ticks != ticks:
+        p.xaxis.ticker.ticks = ticks
+        p.xaxis.major_label_overrides = {j + 0.5: str(j) for j in keys}
+
+
+def key_ticker(p) -> None:
+    """The key axis of a weight map on a fixed ticker that :func:`size_map` fills."""
+    p.xaxis.ticker = FixedTicker(ticks=[])
 
 
 #: The room the right map's colour bar and its labels take (px), left free beside the left map too.
@@ -39,7 +56,7 @@ def heatmap_pair(mapper, sides, *, height: int) -> tuple[dict, dict]:
                         x_range=Range1d(0, 2), y_range=Range1d(2, 0), match_aspect=True, min_width=140)
         p.rect("x", "y", width=1, height=1, source=src, line_color=None, fill_color={"field": "w", "transform": mapper})
         p.grid.visible = False
-        p.xaxis.ticker.desired_num_ticks = 4   # labels that do not collide in a 150 px wide map
+        key_ticker(p)
         if side == keys[-1]:   # one shared scale, 0 to 1 at every setting: its colour bar once, at the right
             p.add_layout(ColorBar(color_mapper=mapper, width=10, title="weight", title_text_font_size="11px",
                                   major_label_text_font_size="11px"), "right")
@@ -70,7 +87,7 @@ class Playground(pn.viewable.Viewer):
                                legend_label="no scaling")
         self.bar_rule = p.vbar(x="x1", top="rule", width=0.4, source=self.bar_source, color=rule_color("sqrt"),
                                legend_label="chosen rule")
-        style_legend(p, below=True, ncols=2)
+        style_legend(p, below=True, ncols=2, widest=["no scaling", max(RULE_LABELS.values(), key=len)])
         p.xgrid.visible = False
         self.bars = p
         self.query_slider = pn.widgets.IntSlider.from_param(self.lab.param.query, name="Query row i shown in the bar chart",
@@ -101,8 +118,7 @@ class Playground(pn.viewable.Viewer):
                 src.data.update(w=r["weights"].ravel())
             else:
                 src.data = heatmap_data(r["weights"])
-            p.x_range.end = n  # Bokeh sends nothing when a property is set to the value it has
-            p.y_range.start = n
+            size_map(p, n)
             # a title that changes re-lays out its figure on the page's main thread (~15-25 ms a step in
             # the built site): the scale, which follows d_k, is shown in the readouts' column heads instead.
             # The rule's name alone: "no scaling: weights" was cut to "no scaling: weig" at 320 px

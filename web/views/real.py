@@ -97,7 +97,7 @@ class Real(pn.viewable.Viewer):
             p.line("lr", "loss", source=src, color=color, line_dash=RULE_DASH[rule], line_width=2.5, legend_label=label)
             p.scatter("lr", "loss", source=src, color=color, size=7, legend_label=label)
             p.scatter("lr", "loss", source=sat, color=color, size=17, fill_alpha=0, line_width=2.5,
-                      legend_label="ringed: > half the rows saturated")
+                      legend_label="ringed: saturated")
             self.loss_sources[rule], self.sat_sources[rule] = src, sat
         style_legend(p, below=True, ncols=2)
         self.loss_fig = p

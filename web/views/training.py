@@ -22,6 +22,9 @@ TICK_MS = 120
 #: Steps of both runs computed ahead when the view is first built outside the tour.
 AHEAD = 50
 
+#: The longest name a run's legend entry can take: its legends are laid out for it (theme.fit_ncols).
+LONGEST_RULE_LABEL = max(TRAIN_RULE_LABELS.values(), key=len)
+
 
 class Training(pn.viewable.Viewer):
     """Play / pause / step / reset, streaming loss and accuracy curves, and one example's attention."""
@@ -53,7 +56,8 @@ class Training(pn.viewable.Viewer):
             # the curves start empty; these keys keep each legend entry's line visible before Play
             self.keys[k] = [legend_key(f, line_width=2.5, line_dash=RUN_DASH[k]) for f in (self.loss_fig, self.acc_fig)]
         for fig, lines, keys in ((self.loss_fig, self.loss_lines, 0), (self.acc_fig, self.acc_lines, 1)):
-            legends_below(fig, [(f"run {k.upper()}", [lines[k], self.keys[k][keys]]) for k in ("a", "b")])
+            legends_below(fig, [(f"run {k.upper()}", [lines[k], self.keys[k][keys]]) for k in ("a", "b")],
+                          widest=[f"run {k}: {LONGEST_RULE_LABEL}" for k in "AB"])
         self.chance = Span(location=math.log(8), dimension="width", line_color=THEORY_COLOR, line_dash="dotted",
                            line_width=1.5)
         self.loss_fig.add_layout(self.chance)
@@ -72,7 +76,8 @@ class Training(pn.viewable.Viewer):
         p.scatter("x", "y", source=self.target_source, marker="inverted_triangle", size=14, color=OKABE_ITO["black"],
                   legend_label="the key to find")
         p.xgrid.visible = False
-        style_legend(p, below=True, ncols=2)  # three entries do not fit in one row on a phone
+        style_legend(p, below=True, ncols=2,   # three entries do not fit in one row on a phone
+                     widest=[f"run {k}: {LONGEST_RULE_LABEL}" for k in "AB"] + ["the key to find"])
         self.example_fig = p
 
         runs = {TRAIN_RULE_LABELS[r]: r for r in TRAIN_RULES}

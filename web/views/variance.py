@@ -48,7 +48,7 @@ class Variance(pn.viewable.Viewer):
             # white one washed a narrow histogram out, on the dark background too
             p.line("x", "pdf", source=curve, line_width=2.5, color=THEORY_COLOR, line_dash="dashed",
                    legend_label="normal (theory)")
-            style_legend(p, below=True, ncols=2)
+            style_legend(p, below=True, ncols=2, widest=["samples", "normal through the cap (theory)"])
             self.hists[side] = (p, hist, curve, bars)
         self.std_sources = {r: ColumnDataSource({"d_k": [], "std": [], "lo": [], "hi": []}) for r in ("none", "rule")}
         self.theory_sources = {k: ColumnDataSource({"d_k": [], "std": []}) for k in ("none", "rule", "rho0", "rho1")}
@@ -75,7 +75,9 @@ class Variance(pn.viewable.Viewer):
         # one row for the grey reference lines, one for the two rules (line: theory, marker: Monte-Carlo)
         _, rules = legends_below(p, [("unscaled theory, ρ = 0", [rho0]), ("unscaled theory, ρ = 1", [rho1])],
                       [(name, [self.theory_lines[r], self.points[r]]) for r, name in (("none", "no scaling"),
-                                                                                    ("rule", "chosen rule"))])
+                                                                                    ("rule", "chosen rule"))],
+                      widest=["unscaled theory, ρ = 0", "unscaled theory, ρ = 1", "no scaling",
+                              max(RULE_LABELS.values(), key=len)])
         self.rule_item = rules.items[1]
         self.loglog = p
         self.geometry = Geometry(lab=self.lab)
