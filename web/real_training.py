@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The shipped file (tests/web/test_real_training.py: byte-equal to the experiment's results/cpu.json).
+#: The shipped file (tests/web/test_real_training.py: byte-equal to the experiment's results/<its size>.json).
 DATA = Path(__file__).resolve().parent / "data" / "real_training.json"
 #: The experiment's rules, as this view names them (its QK-norm is LayerNorm on q and k, then 1/√d_k,
 #: unlike the toy views' unit-vector QK-norm with a temperature).

@@ -15,13 +15,15 @@ import torch
 from experiments.real_transformer import data, findings, model, run
 
 EXP = Path(__file__).resolve().parents[2] / "experiments" / "real_transformer"
-CPU_JSON = EXP / "results" / "cpu.json"
 README = EXP / "README.md"
+#: Every shipped grid: results/<size>.json for a size of run.SIZES (the 150-step cpu grid, the 800-step cpu-long)
+SHIPPED = sorted(p.stem for p in (EXP / "results").glob("*.json") if p.stem in run.SIZES)
 
 
-@pytest.fixture(scope="module")
-def cpu() -> dict:
-    return json.loads(CPU_JSON.read_text())
+@pytest.fixture(scope="module", params=SHIPPED)
+def cpu(request) -> dict:
+    """Each shipped grid's JSON in turn."""
+    return json.loads((EXP / "results" / f"{request.param}.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -188,10 +190,11 @@ def test_the_text_is_the_recorded_stdlib_list():
 # --- the shipped CPU results ------------------------------------------------------------------------------
 
 def test_shipped_cpu_results(cpu):
-    assert CPU_JSON.stat().st_size <= 300_000
-    _check_provenance(cpu, "cpu")
+    name = cpu["size"]
+    assert (EXP / "results" / f"{name}.json").stat().st_size <= 300_000
+    _check_provenance(cpu, name)
     _check_grid(cpu)
-    spec, size = cpu["spec"], run.SIZES["cpu"]
+    spec, size = cpu["spec"], run.SIZES[name]
     assert len(cpu["runs"]) == 240
     assert (spec["d_ks"], spec["steps"], spec["seq_len"], spec["batch"], spec["n_layers"], spec["n_heads"]) == \
         (list(size.d_ks), size.steps, size.seq_len, size.batch, size.n_layers, size.n_heads)
@@ -249,9 +252,9 @@ def test_findings_reads_no_torch():
     assert imported <= {"__future__", "json", "math", "sys", "pathlib"}
 
 
-def _readme_table(text):
-    """The README's CPU table: {(d_k, rule, lr): (value or None, saturated, diverged)}."""
-    block = text.split("<!-- cpu-table -->")[1].split("<!-- /cpu-table -->")[0]
+def _readme_table(text, size="cpu"):
+    """The README's table of the grid `size`: {(d_k, rule, lr): (value or None, saturated, diverged)}."""
+    block = text.split(f"<!-- {size}-table -->")[1].split(f"<!-- /{size}-table -->")[0]
     rows = [line for line in block.splitlines() if line.startswith("|")]
     header = [c.strip() for c in rows[0].strip("|").split("|")]
     lrs = [float(c) for c in header[2:]]
@@ -266,7 +269,7 @@ def _readme_table(text):
 
 
 def test_readme_table_is_the_json(cpu):
-    table = _readme_table(README.read_text())
+    table = _readme_table(README.read_text(), cpu["size"])
     means = _seed_means(cpu)
     assert set(table) == set(means)
     for key, (loss, sat, div) in means.items():
@@ -276,7 +279,8 @@ def test_readme_table_is_the_json(cpu):
 
 
 def test_readme_quotes_the_findings(cpu):
-    text = README.read_text()
+    size = cpu["size"]
+    text = README.read_text().split(f"<!-- {size}-findings -->")[1].split(f"<!-- /{size}-findings -->")[0]
     for name, f in findings.findings(cpu).items():
         verdict = "holds" if f["holds"] else "does not hold"
         assert f"({name}) {verdict}" in text, name
