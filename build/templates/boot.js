@@ -39,7 +39,7 @@ const LIMITS = Object.assign({download: 20, runtime: 60, packages: 60, import: 9
                               render: 60}, window.sdpaLabLimits || {});
 // Timings in ms since navigation start (performance.now()), read by tests and benchmarks/measure_site.py.
 const SNAPSHOT_SECONDS = 180;       // making one takes 3-5 s here; a stuck one is stopped
-const lab = window.sdpaLab = {steps: {}, latencies: [], ready: false, offlineReady: false,
+const lab = window.sdpaLab = {steps: {}, latencies: [], applyErrors: [], ready: false, offlineReady: false,
                               error: null, errorFile: null, stalled: null, offline: null, adopted: null,
                               boot: null, snapshotStore: null, snapshot: null, snapshotFailure: null,
                               snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null,
@@ -130,6 +130,29 @@ const setup = sdpaSetup({lab, worker: WORKER, serviceWorker: SERVICE_WORKER, new
 // A restored Python that fails before the page is live: the worker has dropped its snapshot (or the
 // next one drops it); boot again the usual way. A damaged snapshot is made anew after this boot;
 // any other failure would repeat, so no new snapshot is made for this version for a while.
+// A change Python could not apply, once live: said on the page (the figures may no longer match the controls),
+// with a reload that starts over from the address; each is kept in lab.applyErrors.
+function applyError(msg, detail) {
+  lab.applyErrors.push(msg);
+  console.error(`SDPA Lab: Python could not apply a change\n${detail || msg}`);
+  let box = document.getElementById("sdpa-apply-error");
+  if (!box) {
+    box = document.createElement("div");
+    box.id = "sdpa-apply-error";
+    box.className = "sdpa-apply-error";
+    box.setAttribute("role", "alert");
+    const text = document.createElement("span");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = "Reload";
+    button.addEventListener("click", () => window.location.reload());
+    box.append(text, " ", button);
+    document.body.append(box);
+  }
+  box.firstChild.textContent = `Python could not apply your last change (${msg}). The figures may no longer ` +
+    "match the controls: reload to start again from this address.";
+}
+
 function withoutSnapshot(msg, detail, damaged) {
   lab.snapshotFailure = msg;
   lab.boot = null;
@@ -218,6 +241,8 @@ async function onWorkerMessage(event) {
     document.documentElement.dataset.sdpaReady = "true";
     progress.done();
     worker.postMessage({type: "keep-offline"});   // then "kept", then the service worker
+  } else if (msg.type === "apply-error") {
+    applyError(msg.msg, msg.detail);
   } else if (msg.type === "kept") {
     // the worker's downloads are in the offline cache: precaching will not download them again
     setup.afterBoot(msg);

@@ -215,8 +215,14 @@ self.onmessage = async (event) => {
       await fail(err);
     }
   } else if (msg.type === "patch") {
-    // the answer (one patch, or "idle" when nothing changed) is sent by applyPatch, even on error
-    applyPatch(msg.patch);
+    // the answer (one patch, or "idle" when nothing changed) is sent by applyPatch, even on error; an error is
+    // said on the page (boot.js), not left in this worker's console: its last line, the exception itself
+    try {
+      applyPatch(msg.patch);
+    } catch (err) {
+      const {msg: text, detail} = describe(err);
+      post({type: "apply-error", msg: text.slice(0, 300), detail});
+    }
   } else if (msg.type === "location") {
     callPython("set_location", msg.location);
   }

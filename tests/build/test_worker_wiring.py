@@ -52,7 +52,7 @@ CONFIG = {
 RUN = r"""
 const fs = require("node:fs");
 const vm = require("node:vm");
-const {files, damaged, base} = JSON.parse(fs.readFileSync(0, "utf8"));
+const {files, damaged, base, badPatch} = JSON.parse(fs.readFileSync(0, "utf8"));
 const posts = [], written = [], calls = [];
 globalThis.self = globalThis;
 self.location = {href: base};
@@ -70,7 +70,10 @@ self.fetch = async (input) => {
 const module = {
   start: (root) => calls.push(["start", root]),
   build_app: (search, firstId) => calls.push(["build_app", search, firstId]),
-  link: (send) => { calls.push(["link"]); return () => {}; },
+  link: (send) => {
+    calls.push(["link"]);
+    return (patch) => { if (patch === "bad") throw new Error("Traceback (most recent call last):\n  ...\nValueError: d_k must be at most 4096"); };
+  },
   destroy: () => {},
 };
 globalThis.fakePyodide = {
@@ -86,6 +89,7 @@ const settled = () => posts.some((m) => m.type === "render" || m.type === "error
   for (let i = 0; i < 500 && !settled(); i++) await new Promise((r) => setTimeout(r, 10));
   if (posts.some((m) => m.type === "render")) {
     await self.onmessage({data: {type: "rendered"}});
+    if (badPatch) await self.onmessage({data: {type: "patch", patch: "bad"}});
   }
   const {loaded} = globalThis;
   process.stdout.write(JSON.stringify({
@@ -97,12 +101,12 @@ const settled = () => posts.some((m) => m.type === "render" || m.type === "error
 """
 
 
-def run(tmp_path, damaged: str | None = None) -> dict:
+def run(tmp_path, damaged: str | None = None, bad_patch: bool = False) -> dict:
     worker = tmp_path / "worker.js"
     worker.write_text(runtime.worker_js(CONFIG))
     done = subprocess.run([node(), "-e", RUN, str(worker)], capture_output=True, text=True, timeout=60,
                           input=json.dumps({"files": {p: b.hex() for p, b in FILES.items()}, "damaged": damaged,
-                                            "base": BASE}))
+                                            "base": BASE, "badPatch": bad_patch}))
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -137,3 +141,11 @@ def test_a_damaged_file_fails_the_boot_naming_it(tmp_path, path):
     assert len(errors) == 1 and errors[0]["file"] == path, out["posts"]
     assert errors[0]["msg"].startswith(f"{path} is damaged: its content differs"), errors[0]
     assert not any(m["type"] == "render" for m in out["posts"])
+
+
+def test_a_change_python_cannot_apply_is_sent_to_the_page(tmp_path):
+    """Issue 57: an exception while applying the page's patch was left in the worker's console; now the page is
+    told, with the exception's own line (boot.js says it and offers a reload)."""
+    out = run(tmp_path, bad_patch=True)
+    errors = [m for m in out["posts"] if m["type"] == "apply-error"]
+    assert [m["msg"] for m in errors] == ["ValueError: d_k must be at most 4096"], out["posts"]
