@@ -153,11 +153,13 @@ function applyError(msg, detail) {
     "match the controls: reload to start again from this address.";
 }
 
-function withoutSnapshot(msg, detail, damaged) {
+// proves: the failure shows this browser cannot restore this version's snapshot (worker.js: not a damaged
+// snapshot, not a file that did not arrive); only then is no new one made for a while (setup.blockSnapshots).
+function withoutSnapshot(msg, detail, proves = true) {
   lab.snapshotFailure = msg;
   lab.boot = null;
   console.warn(`SDPA Lab: the saved snapshot did not restore (${msg}); starting Python afresh\n${detail || ""}`);
-  if (!damaged) setup.blockSnapshots();
+  if (proves) setup.blockSnapshots(msg);
   worker.terminate();
   worker = null;
   startWorker({snapshot: false});
@@ -219,7 +221,7 @@ async function onWorkerMessage(event) {
     lab.snapshotDamaged = msg.msg;         // dropped, not tried: booted the usual way; a new one follows
     console.warn(`SDPA Lab: the saved snapshot was damaged (${msg.msg}); starting Python afresh`);
   } else if (msg.type === "snapshot-failed") {
-    withoutSnapshot(msg.msg, msg.detail, msg.damaged);
+    withoutSnapshot(msg.msg, msg.detail, msg.proves);
   } else if (msg.type === "render") {
     try {
       await render(msg);

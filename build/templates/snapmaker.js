@@ -14,9 +14,11 @@ export function sdpaSnapshotMaker({lab, worker: WORKER, newWorker, snapshotKey, 
   // the block). A damaged snapshot blocks nothing: the next one is made at once.
   const BLOCK = "sdpa-snapshot-failed";
   const BLOCK_DAYS = 7;
-  function block() {
+  // cause: what failed (kept with the block, for the page's note and for a reader who asks)
+  function block(cause) {
     try {
-      localStorage.setItem(BLOCK, JSON.stringify({version: WORKER.sha256, until: Date.now() + BLOCK_DAYS * 864e5}));
+      localStorage.setItem(BLOCK, JSON.stringify({version: WORKER.sha256, cause: `${cause || ""}`.slice(0, 200),
+                                                  until: Date.now() + BLOCK_DAYS * 864e5}));
     } catch (_) { /* storage disabled */ }
   }
   function clearBlock() {

@@ -16,7 +16,7 @@
 // writing it). The .json file's first line is the sha256 of the rest: the document and the side data
 // are checked before anything of them is used, the heap while Pyodide starts.
 import {sdpaInvalidateImportCaches} from "./archive.js";
-import {sha256hex} from "./download.js";
+import {BootError, sha256hex} from "./download.js";
 import {forgetSnapshotHeap, snapshotOptions} from "./pyodide_internals.js";
 import {sdpaSnapshotPrepareRestore, sdpaSnapshotRecord, sdpaSnapshotSerializer} from "./snapshot.js";
 
@@ -166,10 +166,16 @@ export function sdpaWarmBoot({stores, key, fresh = false, restore: allowed = tru
   // A restore that failed (or a restored Python that failed before the page is live): dropped so it is
   // not tried again; the page starts a new worker without it (and, unless the snapshot was damaged,
   // makes no new one for a while: the same failure would repeat).
+  // `proves`: whether the failure shows that this browser cannot restore this version's snapshot. A damaged
+  // snapshot does not (the next one is made at once), nor does a file that did not arrive (a network error, a
+  // download cut off, the page offline, a damaged runtime file): that is the connection's or the copy's doing.
   async function abandon(err) {
     const {msg, detail} = describe(err);
     await drop().catch(() => {});
-    post({type: "snapshot-failed", msg, detail, damaged: err instanceof SnapshotDamaged});
+    const damaged = err instanceof SnapshotDamaged;
+    const files = err instanceof BootError || err instanceof TypeError
+      || (typeof navigator !== "undefined" && navigator.onLine === false);
+    post({type: "snapshot-failed", msg, detail, damaged, proves: !damaged && !files});
   }
 
   // restored: Python came from the snapshot (until the page is live, any failure is the snapshot's)

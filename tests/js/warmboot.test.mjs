@@ -8,8 +8,8 @@ import {test} from "node:test";
 
 import {runTemplates} from "./template.mjs";
 
-await runTemplates("warmboot.js");
-const {sdpaWarmBoot, SnapshotDamaged} = globalThis;
+await runTemplates("warmboot.js", "download.js");
+const {sdpaWarmBoot, SnapshotDamaged, BootError} = globalThis;
 
 const KEY = "v1";
 const HEAP = new Uint8Array(4096).map((_, i) => (i * 7) % 251);
@@ -192,14 +192,19 @@ test("a browser without a store makes none and says why", async () => {
   assert.equal(nowhere.calls.boot.length, 0);            // Python is not booted for nothing
 });
 
-test("an abandoned snapshot is dropped, saying whether it was damaged", async () => {
+test("an abandoned snapshot is dropped, saying whether it was damaged and whether the failure proves anything", async () => {
   const {saved} = await madeOne();
-  for (const [err, damaged] of [[new SnapshotDamaged("snapshot is 1 bytes, 2 were saved"), true],
-                                [new Error("Pyodide did not start"), false]]) {
+  // issue 57: a network error while restoring (offline, the wasm missing from the offline copy) was taken for a
+  // browser that cannot restore, and blocked new snapshots for 7 days
+  for (const [err, damaged, proves] of [[new SnapshotDamaged("snapshot is 1 bytes, 2 were saved"), true, false],
+                                        [new Error("Pyodide did not start"), false, true],
+                                        [new TypeError("Failed to fetch"), false, false],
+                                        [new BootError("pyodide/pyodide.asm.wasm did not download", "pyodide/pyodide.asm.wasm"), false, false]]) {
     const store = saved();
     const w = warm({stores: storesOf(store)});
     await w.boot.abandon(err);
     assert.deepEqual(names(store), []);
-    assert.deepEqual(w.posts.map((p) => [p.type, p.msg, p.damaged]), [["snapshot-failed", err.message, damaged]]);
+    assert.deepEqual(w.posts.map((p) => [p.type, p.msg, p.damaged, p.proves]),
+                     [["snapshot-failed", err.message, damaged, proves]]);
   }
 });
