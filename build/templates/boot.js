@@ -39,7 +39,7 @@ const LIMITS = Object.assign({download: 20, runtime: 60, packages: 60, import: 9
                               render: 60}, window.sdpaLabLimits || {});
 // Timings in ms since navigation start (performance.now()), read by tests and benchmarks/measure_site.py.
 const SNAPSHOT_SECONDS = 180;       // making one takes 3-5 s here; a stuck one is stopped
-const lab = window.sdpaLab = {steps: {}, latencies: [], applyErrors: [], ready: false, offlineReady: false,
+const lab = window.sdpaLab = {steps: {}, latencies: [], applyErrors: [], healed: [], ready: false, offlineReady: false,
                               error: null, errorFile: null, stalled: null, offline: null, adopted: null,
                               boot: null, snapshotStore: null, snapshot: null, snapshotFailure: null,
                               snapshotUnreadable: null, snapshotDamaged: null, firstPaint: null,
@@ -205,6 +205,8 @@ async function onWorkerMessage(event) {
     worker.patches.idle();
   } else if (msg.type === "status") {
     mark(msg.step, msg.msg);
+  } else if (msg.type === "healing") {
+    lab.healed.push(msg.path);          // a damaged file of the offline copy, fetched again (prefetch.js)
   } else if (msg.type === "progress") {
     progress.waitingFor(msg.waiting);
     progress.downloaded(msg.received, msg.expected);

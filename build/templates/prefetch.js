@@ -8,7 +8,7 @@
 // keepOffline stored each file there under its sha256, which is this version's): a second worker, such
 // as the one that makes the snapshot, then downloads nothing, even before the service worker controls
 // the page.
-import {BootError, sdpaDownload} from "./download.js";
+import {BootError, PRECHECKED, sdpaDownload, sha256hex} from "./download.js";
 
 // gzip bytes -> bytes, by the browser's own DecompressionStream.
 export async function sdpaInflate(buffer, path) {
@@ -37,10 +37,12 @@ export function sdpaPrefetch({files, scripts, stdlib, here, network, offlineCach
   for (const [path, sha256, size] of files) {
     progress.expected += size;
     progress.waiting.add(path);
+    const key = here(`${path}?sha256=${sha256}`);
     const kept = !fresh && offlineCache && self.caches
-      ? caches.open(offlineCache).then((c) => c.match(here(`${path}?sha256=${sha256}`))).catch(() => undefined)
+      ? caches.open(offlineCache).then((c) => c.match(key)).catch(() => undefined)
       : Promise.resolve(undefined);
-    const fetched = kept.then((hit) => hit || network(here(path), fresh ? {cache: "reload"} : {}));
+    const fetched = kept.then((hit) => (hit ? healed(hit, path, sha256, size, key)
+      : network(here(path), fresh ? {cache: "reload"} : {})));
     downloads.set(here(path), sdpaDownload({path, sha256, size, script: scripts.includes(path), fetched,
       onBytes: (n) => {
         progress.received += n;
@@ -50,6 +52,30 @@ export function sdpaPrefetch({files, scripts, stdlib, here, network, offlineCach
         progress.waiting.delete(path);
         sendProgress(true);
       }}));
+  }
+
+  // A file from the offline copy, checked before anything reads it: whole, it is handed on as checked (no second
+  // hash); damaged, it is deleted from the copy and fetched again from the network, checked as any download and
+  // kept again (keepOffline), so that the next plain reload heals the copy with no button. Offline, that is said.
+  async function healed(hit, path, sha256, size, key) {
+    const body = await hit.arrayBuffer().catch(() => null);
+    if (body && body.byteLength === size) {
+      const digest = await sha256hex(body);
+      if (digest === null || digest === sha256) {
+        const whole = new Response(body, {status: 200, headers: hit.headers});
+        if (digest !== null) PRECHECKED.add(whole);
+        return whole;
+      }
+    }
+    await caches.open(offlineCache).then((c) => c.delete(key)).catch(() => false);
+    post({type: "healing", path});
+    console.warn(`SDPA Lab: ${path} in the offline copy was damaged; deleted, and fetched again`);
+    try {
+      return await network(here(path), {cache: "reload"});
+    } catch (err) {
+      throw new BootError(`${path} in this browser's offline copy was damaged, and fetching it again failed ` +
+                          `(${err.message || err}): the page seems to be offline; connect and reload`, path);
+    }
   }
 
   // The first failed check, whatever the boot is waiting for at the time: guard(promise) rejects with it.

@@ -30,10 +30,11 @@ const here = (path) => new URL(path, BASE).href;
 
 // The network: each request counted; `altered` serves one file with a byte changed. Cache Storage holds the
 // offline copy of the files in `offline`, under path?sha256=...
-function run({files = FILES, fresh = false, offline = {}, altered = null} = {}) {
-  const asked = [], posts = [], opened = [];
+function run({files = FILES, fresh = false, offline = {}, altered = null, down = false} = {}) {
+  const asked = [], posts = [], opened = [], deleted = [];
   const network = async (input, init) => {
     const url = input instanceof Request ? input.url : new URL(input, BASE).href;
+    if (down) throw new TypeError("Failed to fetch");
     asked.push([new URL(url, BASE).pathname.replace("/site/", ""), (init && init.cache) || null]);
     const path = Object.keys(files).find((p) => here(p) === url);
     if (path === undefined) return new Response("elsewhere", {status: 200});
@@ -45,13 +46,16 @@ function run({files = FILES, fresh = false, offline = {}, altered = null} = {}) 
     opened.push(name);
     return {match: async (url) => {
       const path = Object.keys(offline).find((p) => here(`${p}?sha256=${files[p].sha256}`) === url);
-      return path === undefined ? undefined : new Response(Buffer.from(files[path].body));
-    }};
+      if (path === undefined) return undefined;
+      const body = Buffer.from(files[path].body);
+      if (offline[path] === "damaged") body[7] ^= 1;          // a flipped bit in the offline copy
+      return new Response(body);
+    }, delete: async (url) => { deleted.push(url); return true; }};
   }};
   const prefetched = sdpaPrefetch({
     files: Object.entries(files).map(([p, f]) => [p, f.sha256, f.size]), scripts: ["pyodide/pyodide.asm.js"],
     stdlib: "pyodide/python_stdlib.zip.gz", here, network, offlineCache: "sdpa-offline", fresh, post: (m) => posts.push(m)});
-  return {prefetched, asked, posts, opened};
+  return {prefetched, asked, posts, opened, deleted};
 }
 const bytes = async (r) => Buffer.from(await (await r).arrayBuffer());
 const caught = async (promise) => {
@@ -125,4 +129,25 @@ test("a stdlib that does not inflate is named", async () => {
   assert.equal(error.name, "BootError");
   assert.equal(error.file, "pyodide/python_stdlib.zip.gz");
   assert.ok(error.message.startsWith("pyodide/python_stdlib.zip.gz could not be unpacked ("), error.message);
+});
+
+
+test("a damaged file of the offline copy heals: deleted, fetched again from the network, checked", async () => {
+  // issue 57: a damaged file in the offline copy failed every plain reload; only "Reload from the network" mended it
+  const path = "pyodide/packages.tar.gz";
+  const r = run({offline: {[path]: "damaged", "pyodide/pyodide.asm.js": 1}});
+  assert.ok(Buffer.from(await r.prefetched.bytes(path)).equals(FILES[path].body));
+  assert.deepEqual(r.deleted, [here(`${path}?sha256=${FILES[path].sha256}`)]);
+  assert.deepEqual(r.asked.filter(([p]) => p === path), [[path, "reload"]]);       // past every cache
+  assert.ok(r.posts.some((m) => m.type === "healing" && m.path === path));
+  assert.ok(!r.asked.some(([p]) => p === "pyodide/pyodide.asm.js"));               // a whole one is still used
+});
+
+test("a damaged file of the offline copy with no network says so", async () => {
+  const path = "pyodide/packages.tar.gz";
+  const r = run({offline: {[path]: "damaged", "pyodide/pyodide.asm.js": 1, "pyodide/python_stdlib.zip.gz": 1}, down: true});
+  const err = await caught(r.prefetched.bytes(path));
+  assert.equal(err.name, "BootError");
+  assert.equal(err.file, path);
+  assert.match(err.message, /offline copy was damaged, and fetching it again failed .*offline/);
 });
