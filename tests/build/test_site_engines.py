@@ -217,3 +217,71 @@ def test_boots_steps_switches_view_and_boots_offline(engine, request):
           f"BokehJS drew the first paint (s): " + "; ".join(
               f"{kind} {b['painted']['start'] / 1e3:.2f}-{b['painted']['end'] / 1e3:.2f}, the live document arrived at "
               f"{b['rendering'] / 1e3:.2f}" for kind, b in (("cold", cold), ("warm", warm)) if b["painted"]))
+
+
+# ---- the tour, walked (issue 55: Firefox and WebKit at least once) ------------------------------------
+
+# The step the page shows ("Guided tour · step 3 of 8"), or 0; a step's choice by its label: [checked, disabled];
+# a click on a choice, and on a button by its text (each across Panel's shadow roots)
+STEP_JS = DEEP_JS + r"""
+const el = deepAll(document, 'div,p,span,h2,h3').find((e) => e.getClientRects().length
+  && /^Guided tour · step \d+ of \d+/.test(e.textContent.trim()) && e.childElementCount === 0);
+const shown = el ? +el.textContent.match(/step (\d+) of/)[1] : 0;
+return arguments.length ? shown === arguments[0] : shown;"""
+CHOICE_JS = DEEP_JS + """
+const input = deepAll(document, 'input[type=radio]').find((i) => (i.closest('label') || {}).textContent?.trim()
+  === arguments[0]);
+if (!input) return null;
+if (arguments[1]) input.click();
+return [input.checked, input.disabled];"""
+BUTTON_JS = DEEP_JS + """
+const b = deepAll(document, 'button').find((x) => x.textContent.trim().startsWith(arguments[0]) && x.getClientRects().length);
+if (b) b.click();
+return !!b;"""
+
+
+def test_the_tour_walked_with_next_back_and_reload(engine, request):
+    """The walk of tests/web/test_ui_tour_journey.py, shortened, in Firefox and WebKitGTK: from the bare address
+    "Take the tour", a pick and "Next step" at each of the first four steps, the browser's Back, a reload; the step
+    shown is the address's, and each pick stays checked and locked."""
+    from web.tour import STEPS, encode_picks
+
+    name, driver = engine
+    site = request.getfixturevalue("site")
+    server, url = serve.start(site.root)
+    try:
+        driver.set_window_size(412, 823)
+        driver.get(url)
+        wait_live(driver)
+        assert until(driver, BUTTON_JS, STEP_S, "showing 'Take the tour'", "Take the tour")
+        picked = {}
+
+        def at_step(i):
+            until(driver, STEP_JS, STEP_S, f"showing step {i}", i)
+            until(driver, "return (new URLSearchParams(location.search).get('step') || '1') === arguments[0]", STEP_S,
+                  f"at step {i} in the address", str(i))
+            assert driver.execute_script(STEP_JS) == i
+            for k, choice in enumerate(STEPS[i - 1].choices):
+                state = until(driver, CHOICE_JS, STEP_S, f"showing step {i}'s choices", choice, False)
+                assert state == ([k == picked[i], True] if i in picked else [False, False]), (i, choice, state)
+
+        for i in range(1, 5):
+            at_step(i)
+            k = (i * 2) % len(STEPS[i - 1].choices)
+            driver.execute_script(CHOICE_JS, STEPS[i - 1].choices[k], True)
+            picked[i] = k
+            until(driver, "return new URLSearchParams(location.search).get('picks') === arguments[0]", STEP_S,
+                  "holding the picks in the address", encode_picks(picked))
+            at_step(i)
+            if i < 4:
+                assert until(driver, BUTTON_JS, STEP_S, "showing 'Next step'", "Next step →")
+        driver.back()
+        at_step(3)
+        driver.execute_script("window.__sdpaBefore = true; location.reload();")
+        until(driver, "return window.__sdpaBefore === undefined", BOOT_S, "reloaded")
+        wait_live(driver)
+        at_step(3)
+        assert driver.execute_script("return sdpaLab.error") is None
+    finally:
+        server.shutdown()
+        server.server_close()
