@@ -104,7 +104,7 @@ class Real(pn.viewable.Viewer):
         # the headline at a glance: per rule, at how many rates its rows end saturated, at each width
         n_lrs = len(rt.LRS)
         w = make_figure(title="Learning rates where rows saturate", x_label="d_k (the width of each head)",
-                        y_label=f"rates of {n_lrs} that saturate", height=280, x_axis_type="log",
+                        y_label=f"rates of {n_lrs} that saturate", height=230, x_axis_type="log",
                         x_range=Range1d(min(rt.D_KS) / 1.8, max(rt.D_KS) * 1.8), y_range=Range1d(-0.4, n_lrs + 0.4),
                         hover=[("rule", "@rule"), ("d_k", "@d_k"), ("rates that saturate", "@count")])
         w.xaxis.ticker = FixedTicker(ticks=list(rt.D_KS))
