@@ -130,6 +130,7 @@ def parse_config(text) -> dict:
             raise ConfigError("The file is not UTF-8 text: is it a config.json?") from None
     if not isinstance(text, str):
         raise ConfigError(f"A config must be text, got {type(text).__name__}.")
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors write first: not part of the JSON
     if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
         raise ConfigError(f"The text is over {MAX_CONFIG_BYTES:,} bytes; a config.json is a few kB.")
     if not text.strip():
@@ -189,16 +190,21 @@ def _whole(cfg: dict, name: str, low: int, high: int) -> int:
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ConfigError(f"{name} must be a whole number, got {_kind(v)} {json.dumps(v)[:40]}.")
+        raise ConfigError(f"{name} must be a whole number, got {_kind(v)} {_cut(json.dumps(v))}.")
     if not low <= v <= high:
-        raise ConfigError(f"{name} must be in [{low}, {high:,}], got {v:,}.")
+        raise ConfigError(f"{name} must be in [{low}, {high:,}], got {_cut(f'{v:,}')}.")
     return v
+
+
+def _cut(text: str, most: int = 40) -> str:
+    """A value as an error message echoes it: at most ``most`` characters, and how long it was when cut."""
+    return text if len(text) <= most else f"{text[:most]}… ({len(text):,} characters)"
 
 
 def _number(cfg: dict, name: str, low: float, high: float, *, open_low: bool = True) -> float:
     v = cfg[name]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(f"{name} must be a number, got {_kind(v)} {json.dumps(v)[:40]}.")
+        raise ConfigError(f"{name} must be a number, got {_kind(v)} {_cut(json.dumps(v))}.")
     try:
         v = float(v)
     except OverflowError:  # a whole number beyond float's range
@@ -214,7 +220,7 @@ def _flag(cfg: dict, name: str) -> bool:
         return v
     if isinstance(v, int):  # Llama 4's first configs wrote attn_temperature_tuning as 4: the code tests truth
         return v != 0
-    raise ConfigError(f"{name} must be true or false, got {_kind(v)} {json.dumps(v)[:40]}.")
+    raise ConfigError(f"{name} must be true or false, got {_kind(v)} {_cut(json.dumps(v))}.")
 
 
 # ---- reading one architecture ------------------------------------------------------------------------

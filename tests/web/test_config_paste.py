@@ -193,3 +193,23 @@ def test_mup_is_named_before_the_bug_when_they_coincide():
     h = _custom(hidden_size=16384, num_attention_heads=128, attention_multiplier=1 / 128)
     assert "muP's scale" in factor_sentence(h) and "also 1/√d_model" in factor_sentence(h)
     assert "That is 1/√d_k" in factor_sentence(_custom(hidden_size=2048, attention_multiplier=0.0883883))
+
+
+def test_the_lesser_config_problems_are_said_plainly(box):
+    """Issue 57's lesser problems: a paste cut at the box's limit is said as cut (not as invalid JSON), an empty
+    dropped file is said, a 4,000-digit value is not echoed in full, and a byte-order mark is read past."""
+    _pick(box, "llama-3.1-8b")
+    before = box.lab.hf_config
+    box.text.value = '{"model_type": "llama", "x": "' + "a" * (box.text.max_length - 31) + '"}'[:2]
+    box.text.value = box.text.value[:box.text.max_length]
+    box.read.clicks += 1
+    assert f"at most {box.text.max_length:,} characters" in box.status.object and box.lab.hf_config == before
+    box.file.value = b""
+    assert "empty" in box.status.object and box.lab.hf_config == before
+    huge = '{"model_type": "llama", "hidden_size": ' + "9" * 4000 + ', "num_attention_heads": 32}'
+    box.text.value = huge
+    box.read.clicks += 1
+    assert "4,000" in box.status.object or "characters)" in box.status.object
+    assert len(box.status.object) < 600, box.status.object
+    bom = "\ufeff" + json.dumps(hf_published.PUBLISHED["llama-3.1-8b"].config)
+    assert hf_config.parse_config(bom) == hf_published.PUBLISHED["llama-3.1-8b"].config

@@ -71,7 +71,10 @@ class ConfigPaste(pn.viewable.Viewer):
 
     def _dropped(self, event) -> None:
         data = event.new
-        if not data:
+        if data is None:
+            return
+        if not len(data):
+            self._say("The dropped file is empty: is it the config.json?")
             return
         try:
             config = hf_config.parse_config(data)   # the size and the encoding are checked before anything else
@@ -89,6 +92,11 @@ class ConfigPaste(pn.viewable.Viewer):
         self.status.object = f"<div role='alert'>{html.escape(message)}{kept}</div>"
 
     def _read(self, text: str) -> None:
+        if len(text) >= self.text.max_length:
+            # the box keeps at most max_length characters: a longer paste was cut there, and is not the reader's file
+            self._say(f"The box holds at most {self.text.max_length:,} characters and the paste filled it, so it was "
+                      "cut there. A config.json is a few kB: paste only it, or drop the file.")
+            return
         try:
             head = hf_config.read_config(hf_config.parse_config(text))
         except hf_config.ConfigError as e:
