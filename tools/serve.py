@@ -37,8 +37,37 @@ TYPES = {
 COMPRESSIBLE = {".wasm", ".js", ".mjs", ".json", ".webmanifest", ".svg", ".css", ".html", ".map"}
 
 
+#: The longest request line served (http.server refuses more than 64 KiB with HTTP 414): a link carries a pasted
+#: config.json of up to 100,000 bytes, which percent-encoding can triple.
+MAX_REQUEST_LINE = 1 << 20
+
+
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **TYPES}
+
+    def handle_one_request(self):
+        """http.server's, with MAX_REQUEST_LINE in place of its 64 KiB: a long link is served, a longer one is
+        refused with 414 and a sentence saying the limit."""
+        try:
+            self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
+            if len(self.raw_requestline) > MAX_REQUEST_LINE:
+                self.requestline, self.request_version, self.command = "", "", ""
+                self.send_error(414, f"The link is over {MAX_REQUEST_LINE:,} characters; this server reads at most that")
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            method = getattr(self, "do_" + self.command, None)
+            if method is None:
+                self.send_error(501, f"Unsupported method ({self.command!r})")
+                return
+            method()
+            self.wfile.flush()
+        except TimeoutError as e:
+            self.log_error("Request timed out: %r", e)
+            self.close_connection = True
     _gzip_cache: dict[tuple[str, float], bytes] = {}
     _lock = threading.Lock()
     bytes_sent = 0          # response bodies, for benchmarks/measure_site.py
