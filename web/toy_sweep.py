@@ -36,12 +36,15 @@ class ToySweep(param.Parameterized):
         super().__init__(**params)
         self._current = None      # (rule, lr, Trainer) of the run under way
         self._per_step = 0.002    # seconds per training step, measured as it runs
+        self._kept: dict[int, dict] = {}    # d_k -> the losses finished there: a width left and come back to
 
     @param.depends("d_k", watch=True)
     def reset(self):
+        """A new width: the run under way stops; the runs finished at this width before come back (each run is
+        deterministic for its seed, so they are the same), the rest are pending."""
         self.running = False
         self._current = None
-        self.losses = {}
+        self.losses = dict(self._kept.get(self.d_k, {}))
 
     def pending(self) -> list[tuple[str, float]]:
         """The runs not done yet, rule by rule, each at every rate."""
@@ -72,6 +75,7 @@ class ToySweep(param.Parameterized):
         loss = float(np.mean(tail)) if len(tail) == WINDOW else math.nan
         self._current = None
         self.losses = {**self.losses, (rule, lr): loss}
+        self._kept[self.d_k] = self.losses
         if not self.pending():
             self.running = False
         return rule, lr, loss

@@ -240,6 +240,10 @@ def test_the_toy_sweep_runs_point_by_point_and_says_how_it_compares():
     tr.real_d_k = max(rt.D_KS)
     assert v.sweep.losses == {} and all(len(s.data["lr"]) == 0 for s in v.toy_sources.values())
     assert not v.toy_button.disabled and "Not run yet" in v.toy_text.object
+    # back at the width already swept: its finished runs come back, drawn, and nothing is run again (issue 57)
+    tr.real_d_k = d_k
+    assert v.sweep.losses == toy and not v.sweep.pending() and v.toy_button.disabled
+    assert sum(len(src.data["lr"]) for src in v.toy_sources.values()) == len(seen)
 
 
 def test_the_tuned_and_necessary_answers_are_the_grids():
