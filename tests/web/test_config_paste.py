@@ -213,3 +213,19 @@ def test_the_lesser_config_problems_are_said_plainly(box):
     assert len(box.status.object) < 600, box.status.object
     bom = "\ufeff" + json.dumps(hf_published.PUBLISHED["llama-3.1-8b"].config)
     assert hf_config.parse_config(bom) == hf_published.PUBLISHED["llama-3.1-8b"].config
+
+
+@pytest.mark.parametrize("key", ["gemma-2-27b", "deepseek-v3"])
+def test_a_pasted_configs_head_is_drawn_in_the_width_figure(key):
+    """Issue 55: the head a config sets was in the tables only; the figure kept the preset. It is drawn where the
+    reader compares: at its d_model, its logit std at initialisation with its own scaling; none without a config."""
+    from web.views.models import Models
+    lab = LabState(view="models")
+    view = Models(lab=lab)
+    assert view.config_point.data["d_model"] == []
+    view.config.start.value = key
+    m = lab.config_model
+    head = hf_config.read_config(hf_published.PUBLISHED[key].config)
+    assert view.config_point.data == {"d_model": [head.d_model], "std": [m["theory"]["model"]]}
+    lab.hf_config = ""
+    assert view.config_point.data["d_model"] == []

@@ -77,13 +77,26 @@ class Models(pn.viewable.Viewer):
                    legend_label=VARIANT_LABELS[v])
         p.scatter("d_model", "std", source=self.here, size=11, color=MARK_COLOR, marker="circle",
                   legend_label="this model, its own scaling")
+        # the head a pasted (or linked) config.json sets, with its own scaling: drawn where the reader can compare
+        self.config_point = ColumnDataSource({"d_model": [], "std": []})
+        p.scatter("d_model", "std", source=self.config_point, size=14, color=OKABE_ITO["vermillion"], marker="diamond",
+                  line_color=MARK_COLOR, legend_label="your config.json's head")
         self.width_mark = control_mark(768)
         p.add_layout(self.width_mark)
         style_legend(p, below=True, ncols=2)
         self.width_fig = p
         self.config = ConfigPaste(lab=lab)
         lab.param.watch(self._update, ["real_model"])
+        lab.param.watch(self._update_config, ["config_model"])
         self._update()
+        self._update_config()
+
+    def _update_config(self, *_):
+        """The pasted config's head on the width figure: its d_model and its logit std at init, its own scaling."""
+        m = self.lab.config_model
+        ok = m is not None and "error" not in m
+        self.config_point.data = ({"d_model": [m["head"].d_model], "std": [m["theory"]["model"]]} if ok
+                                  else {"d_model": [], "std": []})
 
     @held
     def _update(self, *_):
