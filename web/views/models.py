@@ -153,7 +153,8 @@ class Models(pn.viewable.Viewer):
             caption("The lines: this model's heads and init std at other widths (closed form). Without QK-norm, at a fixed init std, "
                     "4× the width gives 8× the unscaled logit std (d_k and both q's and k's entries grow) and 4× with "
                     "1/√d_k: the scale alone does not hold the spread fixed across widths. The dot is this model with "
-                    "its own scaling; the dashed line marks its width."),
+                    "its own scaling; the dashed line marks its width. A config.json read further down is the "
+                    "diamond, with its own scaling."),
             self.summary,
             self.table,
             caption("A head's d_k is d_model / heads: 64 in GPT-2 and BERT, 128 in LLaMA-2-7B. Its q = x W_q and "
