@@ -153,7 +153,7 @@ class Models(pn.viewable.Viewer):
             caption("The lines: this model's heads and init std at other widths (closed form). Without QK-norm, at a fixed init std, "
                     "4× the width gives 8× the unscaled logit std (d_k and both q's and k's entries grow) and 4× with "
                     "1/√d_k: the scale alone does not hold the spread fixed across widths. The dot is this model with "
-                    "its own scaling; the dashed line marks its width. A config.json read further down is the "
+                    "its own scaling; the dashed line marks its width. A config.json read in \"Your model's config.json\" is the "
                     "diamond, with its own scaling."),
             self.summary,
             self.table,
