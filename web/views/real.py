@@ -35,7 +35,7 @@ def literature_html() -> str:
         f"<li><b>{html.escape(f.source)}</b> ({html.escape(f.where)}; {html.escape(f.conditions)}): "
         f"{html.escape(f.said)} <a href='{html.escape(f.url)}' target='_blank' rel='noopener noreferrer'>{html.escape(f.url.split('//')[1])}</a>"
         f" <span class='sdpa-caption'>Here: {html.escape(f.grid)}.</span></li>" for f in FINDINGS)
-    return ("<p class='sdpa-caption'>The grid above is a small demonstration, on 2 CPU cores, of what these runs "
+    return ("<p class='sdpa-caption'>This view's grid is a small demonstration, on 2 CPU cores, of what these runs "
             f"measured at scale:</p><ul class='sdpa-literature'>{items}</ul>")
 
 
