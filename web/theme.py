@@ -362,7 +362,8 @@ html.sdpa-embed { --sdpa-h2-size: 1.05rem;   /* the view's heading (web/views/co
                   --sdpa-embed-basis: 380px;    /* its figure and its controls side by side (common.beside) */
                   /* a tour step's card beside its view (web/views/tour.py EMBED_TOUR) */
                   --sdpa-embed-direction: row; --sdpa-embed-wrap: wrap;
-                  --sdpa-embed-card-flex: 1 1 250px; --sdpa-embed-slot-flex: 2 1 400px; }
+                  --sdpa-embed-card-flex: 1 1 250px; --sdpa-embed-slot-flex: 2 1 400px;
+                  --sdpa-embed-after-nav: 1;   /* Previous/Next under the choices, the feedback after them */ }
 @media %(phone)s {
   html, body { height: auto !important; overflow: auto !important; }
   /* the template's #container is .vh-100.overflow-hidden: without this nothing below the fold scrolls */

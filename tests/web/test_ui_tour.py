@@ -165,6 +165,20 @@ def test_an_embed_of_700_by_450_shows_the_link_out_the_figure_and_its_control(pa
     first = min(page.evaluate(RECTS_JS)["canvases"])
     assert first[0] < 120 and first[1] <= 450, first
     assert page.evaluate("() => scrollY") == 0
+    # after the pick, however long the feedback: "Next step" and the control "Now try" names inside the frame
+    # (issue 55: step 4's d_k slider and Next, step 7's order buttons were outside it)
+    for i, control in ((4, page.locator('#main .noUi-handle[aria-label="d_k (key/query dimension)"]').first),
+                       (7, page.get_by_role("button", name="scale q before the matmul"))):
+        if i != 4:
+            runtime.open(page, step_query(i) + "&embed=1")
+        expect(page.get_by_label(STEPS[i - 1].choices[0], exact=True)).to_be_visible(timeout=60_000)
+        page.get_by_label(STEPS[i - 1].choices[0], exact=True).check()
+        expect(page.locator("[role=status]").filter(has_text=re.compile(r"^(✓ Right\.|✗ Not quite)")).first
+               ).to_be_visible(timeout=60_000)
+        for name, target in (("Next step", page.get_by_role("button", name="Next step →")), ("control", control)):
+            expect(target).to_be_visible(timeout=30_000)
+            box = target.bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= 450, (i, name, box)
 
 
 def test_play_sweeps_rho_as_q_and_k_align(page: Page, runtime):

@@ -27,13 +27,16 @@ END = ("**That was the last step.** Here: what you found, with your predictions,
 #: step's figure is on the frame's first screen; elsewhere (no variables) the tour is one column.
 EMBED_TOUR = {"tour": {"flex-direction": "var(--sdpa-embed-direction, column)", "flex-wrap": "var(--sdpa-embed-wrap, nowrap)"},
               "card": {"flex": "var(--sdpa-embed-card-flex, 0 1 auto)"},
-              "slot": {"flex": "var(--sdpa-embed-slot-flex, 0 1 auto)", "min-width": "0"}}
+              "slot": {"flex": "var(--sdpa-embed-slot-flex, 0 1 auto)", "min-width": "0"},
+              # embedded (450 px high), Previous/Next come right under the choices, before the feedback: after a pick
+              # they stay in the frame however long the feedback is
+              "after_nav": {"order": "var(--sdpa-embed-after-nav, 0)"}}
 #: Before the reader has picked, the step's view keeps its place but is not shown (its figure would give the answer
 #: away: a bar at 87%, a dot at p = 0.91, an overflow mark); ``COVER_NOTE`` says where it will be.
 #: Both properties: a caption's pane sets its own visibility, which opacity covers too; BokehJS keeps a style a new
 #: dict leaves out, so the picked state names both.
 UNPICKED, PICKED = {"visibility": "hidden", "opacity": "0"}, {"visibility": "visible", "opacity": "1"}
-COVER_NOTE = "Pick an answer first: the figure below, which measures it, appears once you have."
+COVER_NOTE = "Pick an answer first: the step's figure, which measures it, appears once you have."
 CARD_STYLES = {"border-left": "4px solid #0072B2", "background": "var(--sdpa-card-bg)", "padding": "4px 4px 8px 4px", "color": "var(--sdpa-text)"}
 
 
@@ -70,9 +73,10 @@ class Tour(pn.viewable.Viewer):
         # the first pick is final: it is what the recap scores; the view is free to explore after it
         self.choices.param.watch(self._lock, ["value"])
         self.choices.param.watch(self._update_feedback, ["value"])
-        self.feedback = pn.pane.HTML("", styles=VERDICT_STYLES, sizing_mode="stretch_width", margin=(4, 10),
-                                     visible=False, stylesheets=[CSS])
+        self.feedback = pn.pane.HTML("", styles={**VERDICT_STYLES, **EMBED_TOUR["after_nav"]}, sizing_mode="stretch_width",
+                                     margin=(4, 10), visible=False, stylesheets=[CSS])
         self.now_try = caption("", visible=False)
+        self.now_try.styles = {**self.now_try.styles, **EMBED_TOUR["after_nav"]}
         self.cover_note = caption(COVER_NOTE, visible=True)
         self.leave = pn.widgets.Button(label="Leave the tour here →", color="light", sizing_mode="stretch_width",
                                        max_width=330, styles={"flex": "1 1 240px"},
