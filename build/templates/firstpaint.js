@@ -5,6 +5,9 @@
 // The link's key among the pre-rendered pages (web/urlstate.py first_paint_links): its view, and on
 // the tour its step. The bare address, and a link the page will correct (an unknown view, step 9), get the
 // default first paint (web/urlstate.py HOME_VIEW: the answer); the live page then shows where a correction leads.
+// What a link with settings shows blurred (boot.css html.sdpa-preview): the HTML layer and the drawn roots.
+const PREVIEWED = "#sdpa-html-paint, [data-root-id]";
+
 export function sdpaFirstPaintKey(search, defaultKey) {
   const query = new URLSearchParams(search);
   if (!query.toString()) return defaultKey;
@@ -107,6 +110,8 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
       note.setAttribute("role", "status");
       note.textContent = sdpaPreviewText(settings);
       main.setAttribute("aria-busy", "true");
+      // what is blurred is another state's: not read to a screen reader either, only the notice is
+      for (const el of main.querySelectorAll(PREVIEWED)) el.setAttribute("aria-hidden", "true");
       main.prepend(note);
     });
   }
@@ -135,7 +140,10 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
       const note = document.getElementById("sdpa-preview");
       if (note) note.remove();
       const main = document.getElementById("main");
-      if (main) main.removeAttribute("aria-busy");
+      if (main) {
+        main.removeAttribute("aria-busy");
+        for (const el of main.querySelectorAll(PREVIEWED)) el.removeAttribute("aria-hidden");
+      }
       if (lab.preview) lab.previewEnded = performance.now();
     },
   };

@@ -185,10 +185,15 @@ def test_the_html_layer_goes_once_bokeh_has_drawn(site, served, browser):
     context.close()
 
 
-# Records the preview notice each time one is put on the page (it is gone again once the page is live).
-PREVIEW_SEEN_JS = """window.__previews = []; new MutationObserver(() => { const n = document.getElementById('sdpa-preview');
-  if (n && !window.__previews.includes(n.textContent)) window.__previews.push(n.textContent); })
-  .observe(document, {childList: true, subtree: true});"""
+# Records the preview notice each time one is put on the page (it is gone again once the page is live), and
+# whether what it blurs was hidden from screen readers meanwhile (every HTML layer and drawn root: aria-hidden)
+PREVIEW_SEEN_JS = """window.__previews = []; window.__readable = []; new MutationObserver(() => {
+  const n = document.getElementById('sdpa-preview');
+  if (n && !window.__previews.includes(n.textContent)) window.__previews.push(n.textContent);
+  if (n) for (const el of document.querySelectorAll('#main #sdpa-html-paint, #main [data-root-id]'))
+    if (el.getAttribute('aria-hidden') !== 'true' && !window.__readable.includes(el.id || el.dataset.rootId))
+      window.__readable.push(el.id || el.dataset.rootId); })
+  .observe(document, {childList: true, subtree: true, attributes: true});"""
 
 
 @pytest.mark.parametrize("link, key, shown, preview", [
@@ -223,6 +228,9 @@ def test_ready_means_the_links_state_is_drawn(site, served, browser, link, key, 
     if preview:
         assert state["ended"] == "number" and len(state["seen"]) == 1, state
         assert f"{preview[0]} = " in state["seen"][0] and state["seen"][0].startswith("Preview at"), state
+        # the blurred state was not read to a screen reader (issue 55), and once live nothing stays hidden
+        assert page.evaluate("window.__readable") == []
+        assert page.evaluate("document.querySelectorAll('#main [aria-hidden=true]').length") == 0
     else:
         assert state["ended"] == "undefined" and state["seen"] == [], state
     context.close()
