@@ -306,6 +306,18 @@ def test_webrtc_is_gone_from_the_page_and_the_worker(offline_site, served, brows
       return out; }""")
     assert names == {"RTCPeerConnection": "undefined", "webkitRTCPeerConnection": "undefined",
                      "RTCDataChannel": "undefined", "made": "TypeError"}, names
+    # no second service worker (issue 57): another file of the site is refused, and the guard cannot be undone
+    second = page.evaluate("""async () => {
+      const out = {};
+      try { await navigator.serviceWorker.register('worker.js?x', {scope: './x/'}); out.other = 'registered'; }
+      catch (e) { out.other = e.name; }
+      try { ServiceWorkerContainer.prototype.register = () => null; } catch (e) { /* not writable */ }
+      out.kept = ServiceWorkerContainer.prototype.register.name;
+      out.registrations = (await navigator.serviceWorker.getRegistrations()).map((r) => r.active ? r.active.scriptURL
+        : (r.installing || r.waiting || {}).scriptURL).map((u) => new URL(u).pathname.split('/').pop());
+      return out; }""")
+    assert second["other"] == "SecurityError" and second["kept"] == "registerOnlyThisSite", second
+    assert set(second["registrations"]) <= {"sw.js"}, second
     # nowebrtc.js is the first thing the page's script and the worker's run, as bundled on its own
     alone = bundle(runtime.TEMPLATES / "nowebrtc.js")
     assert alone.startswith('"use strict";\n(() => {\n') and alone.endswith("})();\n"), alone
