@@ -10,6 +10,8 @@ when some file does, which is how the browser learns there is a new version.
 from __future__ import annotations
 
 import hashlib
+import html
+import re
 from pathlib import Path
 
 SW_FILE = "sw.js"
@@ -36,6 +38,18 @@ def precached(site: Path) -> dict[str, str]:
             for p in sorted(site.rglob("*")) if p.is_file() and stored(p.relative_to(site).as_posix())}
 
 
+#: The page's Content-Security-Policy, as index.html carries it (build/render.py writes it into a <meta>)
+CSP_META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
+
+
+def page_csp(site: Path) -> str | None:
+    """The policy index.html's <meta> holds, for sw.js to send as a header with every response it answers (a
+    static host such as GitHub Pages sends none): the page, its worker's script and every later response then
+    carry it, where a <meta> governs only the document it is in."""
+    found = CSP_META.search((site / "index.html").read_text(encoding="utf-8")) if (site / "index.html").is_file() else None
+    return html.unescape(found[1]) if found else None
+
+
 def policy(site: Path) -> dict:
     """What sw.js is built with (runtime.service_worker)."""
-    return {"cache": CACHE, "assets": precached(site)}
+    return {"cache": CACHE, "assets": precached(site), "csp": page_csp(site)}

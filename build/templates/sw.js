@@ -12,6 +12,17 @@ const CACHE = POLICY.cache;
 const SCOPE = new URL(self.registration.scope);
 const BY_PATH = new Map(Object.keys(ASSETS).map((p) => [new URL(p, SCOPE).pathname, p]));
 const keyFor = (path) => new URL(`${path}?sha256=${ASSETS[path]}`, SCOPE).href;
+// The page's Content-Security-Policy (index.html's <meta>, build/offline.py page_csp), sent as a header with every
+// response this worker answers: a static host sends none, and a <meta> governs only its own document, so the
+// worker's script and every later response carry it too.
+const CSP = POLICY.csp || null;
+
+function withPolicy(response) {
+  if (CSP === null || !response || response.type === "opaque" || response.type === "opaqueredirect") return response;
+  const headers = new Headers(response.headers);
+  headers.set("Content-Security-Policy", CSP);
+  return new Response(response.body, {status: response.status, statusText: response.statusText, headers});
+}
 
 async function hex(buffer) {
   const digest = await crypto.subtle.digest("SHA-256", buffer);
@@ -174,10 +185,12 @@ self.addEventListener("fetch", (event) => {
     // the page's "Reload from the network": fresh bytes (stored if they are this version's), the
     // cached copy only when the network fails
     event.respondWith(fetch(request).then((r) => keep(event, path, r),
-      (err) => caches.open(CACHE).then((c) => cached(c, path)).then((hit) => hit || Promise.reject(err))));
+      (err) => caches.open(CACHE).then((c) => cached(c, path)).then((hit) => hit || Promise.reject(err)))
+      .then(withPolicy));
     return;
   }
   event.respondWith(caches.open(CACHE)
     .then((cache) => cached(cache, path))
-    .then((hit) => hit || fetch(request).then((r) => keep(event, path, r))));
+    .then((hit) => hit || fetch(request).then((r) => keep(event, path, r)))
+    .then(withPolicy));
 });

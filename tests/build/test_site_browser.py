@@ -88,6 +88,13 @@ def test_page_boots_reacts_and_works_offline(offline_site, served, browser, tmp_
     wait_ready(page)
     assert page.evaluate("navigator.serviceWorker.controller !== null")
     page.screenshot(path=tmp_path / "offline.png")
+    # the service worker sends the page's policy as a header (issue 57): the page and the worker's script carry it
+    from build import offline
+    policy = offline.page_csp(offline_site.root)
+    assert policy and "default-src" in policy
+    sent = page.evaluate("""async () => Promise.all(['./', './worker.js'].map((u) => fetch(u)
+      .then((r) => r.headers.get('content-security-policy'))))""")
+    assert sent == [policy, policy], sent
 
     assert errors == [], "errors during the offline boot:\n" + "\n".join(errors)
     assert foreign == [], f"requests to other origins: {foreign}"
