@@ -431,9 +431,13 @@ def test_policy_precaches_every_file_the_rule_stores(tmp_path):
     assert [rel for rel in files if offline.stored(rel)] == ["index.html", "pyodide/a.whl"]   # not itself, no dotfile
     policy = offline.policy(tmp_path)
     assert policy == {"cache": offline.CACHE, "assets": {
-        rel: hashlib.sha256(data).hexdigest() for rel, data in files.items() if offline.stored(rel)}}
+        rel: hashlib.sha256(data).hexdigest() for rel, data in files.items() if offline.stored(rel)}, "csp": None}
     sw = runtime.service_worker(policy)
     assert runtime.embedded(sw, "POLICY") == policy
+    # the page's policy, read from index.html's <meta> (entities undone), for sw.js to send as a header
+    (tmp_path / "index.html").write_text('<meta http-equiv="Content-Security-Policy" '
+                                         'content="default-src &#x27;self&#x27;; img-src data:">')
+    assert offline.policy(tmp_path)["csp"] == "default-src 'self'; img-src data:"
     assert html.escape(offline.CACHE) in sw
 
 
