@@ -61,7 +61,7 @@ def fails_in(init, d_k, rule, lr, seed) -> bool:
 def counted(cells, n) -> str:
     """A count made from the seeds' mean, with the single seeds' range where any differs (issue 56)."""
     per = [sum(fails_in(*c, seed) for c in cells) for seed in SEEDS]
-    return str(n) if all(x == n for x in per) else f"{n} ({min(per)}–{max(per)} by seed)"
+    return str(n) if all(x == n for x in per) else f"{n} (seeds {min(per)}–{max(per)})"
 
 
 def gap_text(init, small, lrs) -> str:
@@ -93,7 +93,7 @@ def test_every_sentence_is_the_grids(view, init, d_k):
     first, *rest = RULES
     plain = text.replace("<b>", "").replace("</b>", "")
     n_first, _, spread_first = counts[first].partition(" ")
-    assert (f"d_k = {d_k}: rows saturate at {n_first} of {len(lrs)} learning rates"
+    assert (f"d_k = {d_k}: rows saturate at {n_first} of {len(lrs)} rates"
             f"{' ' + spread_first if spread_first else ''} with {words[first]}") in plain, plain
     for rule in rest:
         assert f"{counts[rule]} with {words[rule]}" in plain, (rule, plain)
@@ -233,7 +233,7 @@ def test_the_toy_sweep_runs_point_by_point_and_says_how_it_compares():
     real_n = sum(loss("gpt2", d_k, "none", lr) > loss("gpt2", d_k, "sqrt", lr) + ABOVE for lr in lrs)
     per = [sum(run_of("gpt2", d_k, "none", lr, s)["final_val_loss"] > run_of("gpt2", d_k, "sqrt", lr, s)["final_val_loss"]
                + ABOVE for lr in lrs) for s in SEEDS]
-    real = str(real_n) if all(x == real_n for x in per) else f"{real_n} ({min(per)}–{max(per)} by seed)"
+    real = str(real_n) if all(x == real_n for x in per) else f"{real_n} (seeds {min(per)}–{max(per)})"
     assert (f"no scaling ends more than {ABOVE:g} nats above 1/√d_k at {toy_n} of {len(lrs)} learning rates in the "
             f"toy, and at {real} in the real transformer") in v.toy_text.object
     assert v.toy_button.disabled

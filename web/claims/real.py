@@ -27,11 +27,11 @@ def _seeds_of(row: list) -> range:
 
 def _count_spread(rows: list, n: int, name: str) -> tuple[str, dict]:
     """A count over cells made against a threshold (``n``, from the seeds' mean), with the range the single seeds
-    give when they differ from it: " (1–2 by seed)". ``rows``: the cells counted; the template piece and facts."""
+    give when they differ from it: " (seeds 1–2)". ``rows``: the cells counted; the template piece and facts."""
     per = [sum(_failed_in(c, i) for c in rows) for i in _seeds_of(rows)]
     if all(x == n for x in per):
         return "", {}
-    return f" ({{{name}_lo}}–{{{name}_hi}} by seed)", {f"{name}_lo": as_int(min(per)), f"{name}_hi": as_int(max(per))}
+    return f" (seeds {{{name}_lo}}–{{{name}_hi}})", {f"{name}_lo": as_int(min(per)), f"{name}_hi": as_int(max(per))}
 
 
 def _best_rates(row: list, lrs: list) -> tuple[float, list[float]]:
@@ -69,8 +69,8 @@ def real_headline(cells: dict, *, d_k: int, labels: dict) -> Claim:
     for i, rule in enumerate(rules):
         n = sum(failed(c) for c in cells[rule])
         spread, facts = _count_spread(cells[rule], n, f"n_{rule}")
-        sep = "" if i == 0 else (" and " if i == len(rules) - 1 else ", ")
-        s.add(sep + "{n_" + rule + "}" + (" of {lrs} learning rates" if i == 0 else "") + spread
+        sep = "" if i == 0 else ", "
+        s.add(sep + "{n_" + rule + "}" + (" of {lrs} rates" if i == 0 else "") + spread
               + " with {rule_" + rule + "}",
               **{f"n_{rule}": as_int(n), f"rule_{rule}": as_word(rule, labels[rule]), **facts,
                  **({"lrs": as_int(len(cells[rule]))} if i == 0 else {})})
@@ -173,7 +173,7 @@ def toy_sentence(toy: dict, real_rows: dict, lrs: list, *, d_k: int) -> Claim:
     per = [sum(a.seed_loss[i] > b.seed_loss[i] + ABOVE for a, b in zip(real_rows["none"], real_rows["sqrt"]))
            for i in _seeds_of(real_rows["none"])]
     spread, facts = ("", {}) if all(x == real_n for x in per) else (
-        " ({real_lo}–{real_hi} by seed)", {"real_lo": as_int(min(per)), "real_hi": as_int(max(per))})
+        " (seeds {real_lo}–{real_hi})", {"real_lo": as_int(min(per)), "real_hi": as_int(max(per))})
     return Claim("At d_k = {d_k}, no scaling ends more than {above} nats above 1/√d_k at {toy_n} of {n} learning "
                  "rates in the toy, and at {real_n}" + spread + " in the real transformer (the mean of its seeds).",
                  d_k=as_int(d_k), above=as_g(ABOVE), toy_n=as_int(toy_n), n=as_int(len(lrs)), real_n=as_int(real_n),
