@@ -131,7 +131,9 @@ BADGE_OVER_TITLE_JS = """() => {
   const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
   const badges = [...document.querySelectorAll('#sdpa-html-paint .sdpa-live-mark')].filter((b) => b.getClientRects().length)
     .map((b) => b.getBoundingClientRect());
-  const texts = [...document.querySelectorAll('#sdpa-html-paint :is(.sdpa-hp-title, .sdpa-hp-label, h2, h3, p)')];
+  // text inside a closed <details> is not shown (Chromium still gives it boxes, where it would be when opened)
+  const texts = [...document.querySelectorAll('#sdpa-html-paint :is(.sdpa-hp-title, .sdpa-hp-label, h2, h3, p)')]
+    .filter((t) => !t.closest('details:not([open])'));
   return texts.filter((t) => { const range = document.createRange(); range.selectNodeContents(t);
     return [...range.getClientRects()].some((r) => r.width > 0 && badges.some((b) => meets(b, r))); })
     .map((t) => t.textContent.trim().slice(0, 60));
