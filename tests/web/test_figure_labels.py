@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from web.figure_labels import label_of, plain
+from web.figure_labels import _CLAIM, label_of, plain
 from web.options import VIEW_REGISTRY
 from web.page import Page
 from web.tour import STEPS
@@ -38,6 +38,7 @@ def test_every_figure_is_named_by_its_title_axes_and_claim_and_follows_the_contr
         assert attrs.get("role") == "figure", f"{key}: {fig.title.text!r} has no role"
         label = attrs.get("aria-label", "")
         assert label == label_of(fig) and label.startswith(plain(fig.title.text).rstrip(".") or "Figure"), (key, label)
+        assert getattr(fig, _CLAIM, ""), f"{key}: {fig.title.text!r} is named by its title and axes only, not its claim"
     said = headlines(layout)
     claimed = [fig for fig in figs if any(h and h in fig.html_attributes["aria-label"] for h in said)]
     if key != "training":   # its runs' status names its figures, not a headline

@@ -81,10 +81,11 @@ from .training import (
     batch_gradient_sentence,
     logit_growth_sentence,
     LOGIT_GROWTH_SOURCES,
+    example_sentence,
 )
 
 __all__ = [
-    "real_head_headline", "twin_sentence",
+    "real_head_headline", "twin_sentence", "example_sentence",
     "FAR_POSITIONS", "TOLERANCE", "config_headline", "factor_sentence", "softcap_sentence", "temperature_sentence",
     "Claim",
     "Sentence",

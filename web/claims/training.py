@@ -265,3 +265,14 @@ LOGIT_GROWTH_SOURCES = (
     "lengths of q and k, which normalising them caps (up to LayerNorm's learned gain): turning q toward k at "
     "fixed lengths can raise q·k at most to |q| |k|. The details above split this model's own growth into the "
     "two.")
+
+
+def example_sentence(weight_a: float, weight_b: float, *, target: int, step: int) -> Claim:
+    """What the fixed example's figure shows: the weight each run puts on the key it should find (facts
+    ``a``, ``b``: shares of the row; ``target``, the key; ``step``, the runs' step)."""
+    for name, w in (("weight_a", weight_a), ("weight_b", weight_b)):
+        if not 0.0 <= w <= 1.0 + 1e-9:
+            raise ValueError(f"example_sentence: {name} must be a weight in [0, 1], got {w!r}")
+    return Claim("On the fixed example at step {step}, run A puts {a} of its weight on the key to find (key "
+                 "{target}), run B {b}.", step=as_int(step), a=as_pct(weight_a), b=as_pct(weight_b),
+                 target=as_int(target))

@@ -13,6 +13,7 @@ import sdpa_core as sc
 
 from .. import real_training as rt
 from ..literature import FINDINGS
+from ..figure_labels import describe
 from ..claims import best_sentence, failed, growth_sentence, real_headline, small_width_sentence, toy_sentence
 from ..theme import CSS, RULE_COLORS, RULE_DASH, LEAD_STYLES, WRAP_BUTTONS, control_mark, make_figure, style_legend
 from ..toy_sweep import STEPS, ToySweep
@@ -219,6 +220,7 @@ class Real(pn.viewable.Viewer):
                     f"each at the real grid's rates, in this tab. The toy's QK-norm is its own: cos(q, k) / "
                     f"{sc.TrainConfig().temperature:g}.")
         set_html(self.toy_text, f"<p class='sdpa-caption'>{text}</p>")
+        describe([self.toy_fig], text)   # the figure's label says where the toy's runs are and what they show
         self._on_toy_running()
 
     def _on_toy_running(self, *_):

@@ -13,6 +13,7 @@ from bokeh.models import ColumnDataSource, Range1d
 import sdpa_core as sc
 
 from ..claims import coincident_rules, gradient_summary, saturation_headline, saturation_summary
+from ..figure_labels import describe
 from ..options import RULE_LABELS, SAMPLES_OPTIONS, VIEW_HEADINGS
 from ..state import LabState
 from ..theme import CSS, control_mark, THEORY_COLOR, LEAD_STYLES, VERDICT_STYLES, make_figure, style_legend
@@ -145,7 +146,9 @@ class Saturation(pn.viewable.Viewer):
             # one log axis at every setting: rows below its floor (exact zeros among them) sit on the floor
             set_data(self.grad_sources[rule], {"rank": (np.arange(len(y)) + 0.5) / len(y),
                                                "norm": np.clip(y, *GRADIENT_AXIS), "rule": [RULE_LABELS[rule]] * len(y)})
-        set_html(self.grad_note, gradient_note(gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho)))
+        said = gradient_summary(g, rule=lab.rule, d_k=lab.d_k, n=lab.n, rho=lab.rho)
+        set_html(self.grad_note, gradient_note(said))
+        describe([self.grad_fig], said)   # the figure's label says what its note says
 
     @held
     def _update_marks(self, *_):

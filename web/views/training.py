@@ -12,6 +12,7 @@ from bokeh.models import ColumnDataSource, Range1d, Span
 from ..options import LR_OPTIONS, OPTIMIZER_LABELS, TRAIN_D_K_OPTIONS, TRAIN_RULE_LABELS, TRAIN_RULES, VIEW_HEADINGS
 from ..training_state import TrainingState
 from ..theme import LEAD_STYLES, OKABE_ITO, THEORY_COLOR, legend_key, legends_below, make_figure, style_legend
+from ..claims import example_sentence
 from ..figure_labels import describe
 from .. import real_training
 from .common import ANSWER, Later, beside, caption, choice_slider, figure_row, heading, held, rule_color
@@ -225,6 +226,8 @@ class Training(pn.viewable.Viewer):
         x = np.arange(len(wa))
         self.example_source.data = {"x0": x - 0.2, "x1": x + 0.2, "a": wa, "b": wb}
         self.target_source.data = {"x": [target], "y": [1.05]}
+        describe([self.example_fig], example_sentence(float(wa[target]), float(wb[target]), target=target,
+                                                      step=self.train.steps_done))
 
     def _on_status(self, *_):
         self.status.object = self.train.status
