@@ -14,7 +14,7 @@ export default [
   js.configs.recommended,
   {rules: {"no-unused-vars": unused}},
   // the page's modules: BokehJS is the page's global once its deferred script has run
-  module(["boot", "adopt", "bokeh_leaks", "bokehjs_internals", "firstpaint", "patches", "progress", "setup", "slices", "snapmaker", "start"],
+  module(["boot", "adopt", "bokeh_leaks", "bokehjs_internals", "early", "firstpaint", "patches", "progress", "setup", "slices", "snapmaker", "start"],
          {...globals.browser, Bokeh: "readonly"}),
   // the Python worker's: Pyodide's loader is evaluated into its global scope (scripts.js)
   module(["worker", "archive", "download", "prefetch", "pyodide_internals", "scripts", "snapshot", "store", "warmboot"],

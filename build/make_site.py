@@ -184,9 +184,13 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     firsts = render.first_paint_files(layers, out)
     log(f"first paints: {len(firsts) + 1} links pre-rendered (index.html and {render.FIRST_PAINT_DIR}/*.json, "
         f"{sum((out / f['path']).stat().st_size for f in firsts.values()) / 1e6:.2f} MB)")
+    # each early view's main control at every position, before Python is live (early_states.py)
+    early = render.early_state_files(pre["early_states"], out)
+    log(f"early states: {sum(len(v['files']) for v in early.values())} states of {len(early)} views' main controls "
+        f"({render.EARLY_DIR}/, {sum((out / f['path']).stat().st_size for v in early.values() for f in v['files']) / 1e6:.2f} MB)")
     (out / "boot.js").write_text(runtime.boot_js(worker, offline.REGISTRATION, snapshot_folder=(config["snapshot"] or {}).get("folder"),
                                                 first_paints=firsts, default_first_paint=pre["default_first_paint"],
-                                                setting_keys=pre["state_keys"]))
+                                                setting_keys=pre["state_keys"], early_states=early))
     (out / "boot.css").write_text(runtime.boot_css(identity))
     (out / "manifest.webmanifest").write_text(render.manifest(identity, manifest_icons))
     html = html_paint.paint_page(render.unveiled(render.deferred_scripts(render.draw_first_paint_through_boot(html))))

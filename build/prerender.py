@@ -178,10 +178,13 @@ def main(app: str, out: str) -> None:
         if path.suffix == ".py" and path.is_relative_to(stdlib) and "site-packages" not in path.parts:
             used.add(path.relative_to(stdlib).as_posix())
     identity = {field: getattr(importlib.import_module(module), name) for field, (module, name) in IDENTITY.items()}
+    from .early_states import all_states       # after the import record: its own imports are the build's
+    early = all_states()
     Path(out).write_text(json.dumps({"html": html, "distributions": dists, "top_level": sorted(top), "modules": modules,
                                      "sibling_modules": first_party, "stdlib_files": sorted(used),
                                      "identity": identity, "first_paints": firsts,
-                                     "default_first_paint": default_key(), "state_keys": state_keys()}))
+                                     "default_first_paint": default_key(), "state_keys": state_keys(),
+                                     "early_states": early}))
 
 
 if __name__ == "__main__":

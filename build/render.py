@@ -87,6 +87,28 @@ def first_paint_files(firsts: dict, out: Path) -> dict:
     return files
 
 
+EARLY_DIR = "early"
+
+
+def early_state_files(early: dict, out: Path) -> dict:
+    """Write each state of each view's main control before Python is live (early_states.py) as
+    ``early/<view>/<position>.html``; returns, per view, what firstpaint.js needs to make the layer's slider
+    move: its label, the address's key and the value it writes at each position (null: the default), the
+    value shown, the position the view opens at, and each file with its hash (checked when fetched)."""
+    table = {}
+    for view, st in early.items():
+        (out / EARLY_DIR / view).mkdir(parents=True, exist_ok=True)
+        files = []
+        for i, markup in enumerate(st["html"]):
+            path = f"{EARLY_DIR}/{view}/{i}.html"
+            body = markup.encode()
+            (out / path).write_bytes(body)
+            files.append({"path": path, "integrity": "sha256-" + base64.b64encode(hashlib.sha256(body).digest()).decode()})
+        table[view] = {"label": st["label"], "key": st["url_key"], "query": st["query"], "shown": st["shown"],
+                       "start": st["positions"].index(st["start"]), "files": files}
+    return table
+
+
 def draw_first_paint_through_boot(page: str) -> str:
     """Panel's page draws its one document as soon as BokehJS has loaded; ours asks boot.js, which
     draws the document of the view the link names instead (templates/firstpaint.js draw, window.sdpaFirstPaint)."""

@@ -64,7 +64,7 @@ def worker_js(config: dict) -> str:
 
 
 def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = None, first_paints: dict | None = None,
-            default_first_paint: str = "tour-1", setting_keys: list[str] | tuple = ()) -> str:
+            default_first_paint: str = "tour-1", setting_keys: list[str] | tuple = (), early_states: dict | None = None) -> str:
     """boot.js knows worker.js's sha256 and size (start.js checks the file before running it), whether the
     worker can save a memory snapshot (a self-hosted, patched Pyodide) and under which name
     (offline.SNAPSHOT_FOLDER: the page holds that cache open while the snapshot is written, see
@@ -75,7 +75,8 @@ def boot_js(worker: bytes, registration: dict, snapshot_folder: str | None = Non
                                    "size": len(worker), "snapshots": snapshot_folder is not None,
                                    "snapshotFolder": snapshot_folder},
                 SERVICE_WORKER=registration, PANEL_DIST=PANEL_DIST, BOKEH_DIR=BOKEH_DIR,
-                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}, "settings": list(setting_keys)})
+                FIRST_PAINT={"default": default_first_paint, "files": first_paints or {}, "settings": list(setting_keys),
+                             "early": early_states or {}})
 
 
 def boot_css(identity: Identity) -> str:

@@ -202,6 +202,7 @@ async function onWorkerMessage(event) {
   const msg = event.data;
   news();
   if (msg.type === "idle") {
+    firstPaint.settled();
     worker.patches.idle();
   } else if (msg.type === "status") {
     mark(msg.step, msg.msg);
@@ -235,6 +236,7 @@ async function onWorkerMessage(event) {
     worker.patches.busy = false;
     const moves = earlyMoves.replay(worker.patches.doc, lab.adopted !== null, worker.patches);
     if (moves) lab.earlyMoves = moves;
+    firstPaint.handoff(worker.patches.doc, moves);    // the layer's control, moved before Python was live (early.js)
     worker.patches.send();
     document.body.classList.remove("pn-loading", "pn-arc");
     lab.steps.interactive = performance.now();
@@ -258,7 +260,10 @@ async function onWorkerMessage(event) {
       lab.latencies.push(performance.now() - patches.sentAt);
       patches.sentAt = null;
     }
-    if (msg.done) patches.idle();       // Python's answer to our patch: it is ready for the next one
+    if (msg.done) {                     // Python's answer to our patch: it is ready for the next one
+      firstPaint.settled();
+      patches.idle();
+    }
   }
 }
 

@@ -8,6 +8,8 @@
 // What a link with settings shows blurred (boot.css html.sdpa-preview): the HTML layer and the drawn roots.
 const PREVIEWED = "#sdpa-html-paint, [data-root-id]";
 
+import {sdpaEarlyControl, sdpaEarlyOf} from "./early.js";
+
 export function sdpaFirstPaintKey(search, defaultKey) {
   const query = new URLSearchParams(search);
   if (!query.toString()) return defaultKey;
@@ -73,12 +75,25 @@ export function sdpaRootElements() {
 // firstPaint: {default: key, files: {key: {path, integrity}}} (build/prerender.py first_paints):
 // index.html carries the default page, first/<key>.json the others. inSlices(Bokeh, draw) runs BokehJS's
 // draw (slices.js in the page; at once here).
+// How long the layer kept over the live page waits for Python's answer to the handoff before it goes anyway.
+const HANDOFF_MS = 5000;
+
+// An early state's markup (early.js), checked by its hash.
+async function fetchState(file) {
+  const r = await fetch(`./${file.path}`, {integrity: file.integrity});
+  if (!r.ok) throw new Error(`HTTP ${r.status}`);
+  return r.text();
+}
+
 export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, draw) => draw()}) {
   const embedded = sdpaEmbedded(search);
   const key = sdpaFirstPaintKey(search, firstPaint.default);
   // own keys only: ?view=constructor must not find Object.prototype's
   const file = firstPaint.files && Object.hasOwn(firstPaint.files, key) ? firstPaint.files[key] : null;
-  const settings = sdpaLinkSettings(search, firstPaint.settings || []);
+  // the view's main control before Python is live (early.js): a link that sets at most that control
+  // shows its own state, not a preview
+  const early = embedded ? null : sdpaEarlyOf(firstPaint.early, key, search, firstPaint.settings || []);
+  const settings = sdpaLinkSettings(search, firstPaint.settings || []).filter(([k]) => !early || k !== early.table.key);
   // fetched while BokehJS downloads; checked by its hash (a damaged file draws the default page)
   const alternative = file ? fetch(`./${file.path}`, {integrity: file.integrity}).then((r) => {
     if (!r.ok) throw new Error(`HTTP ${r.status}`);
@@ -92,10 +107,12 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
   // default one stays hidden meanwhile (boot.css: sdpa-hp-other).
   const root = document.documentElement;
   if (embedded) root.classList.add("sdpa-embed");
-  if (file) root.classList.add("sdpa-hp-other");
+  if (file || (early && early.index !== early.table.start)) root.classList.add("sdpa-hp-other");
+  // the page parsed: readyState "interactive", before the deferred scripts (BokehJS, 1.3 MB) have arrived and
+  // run, which DOMContentLoaded waits for: the link's layer and its live control must not wait for them
   const parsed = new Promise((resolve) => {
     if (document.readyState !== "loading") resolve();
-    else document.addEventListener("DOMContentLoaded", () => resolve(), {once: true});
+    else document.addEventListener("readystatechange", () => resolve(), {once: true});
   });
   // A link with settings: the first paint's figures and numbers are another state's, so they show
   // blurred under a notice that says so (boot.css), until the live page has the link's (paint.live).
@@ -120,11 +137,18 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
     await parsed;
     const el = layer();
     if (el && alt && typeof alt.html === "string") el.innerHTML = alt.html;
+    if (early && el) {
+      paint.control = sdpaEarlyControl({early, layer: el, lab, fetchState});
+      // the link's own value: its state replaces the view's default one before the layer shows
+      if (paint.control && early.index !== early.table.start) await paint.control.move(early.index, {byReader: false});
+    }
     root.classList.remove("sdpa-hp-other");   // a damaged file: the default view, as BokehJS will draw
   });
 
   const paint = {
     embedded,
+    control: null,  // the layer's live control before Python is (early.js), where the view has one
+    kept: false,    // the layer stays over the drawn document: the reader moved the control, or the link set it
     shown,          // the HTML layer shows the link's page
     drawn: null,    // the document BokehJS drew (what adopt.js compares the live one with)
     drawing: null,  // the draw's promise, once it has begun: the live document waits for it
@@ -133,6 +157,26 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
     draw(Bokeh, docsText, renderItems) {
       paint.drawing = drawDocument(Bokeh, docsText, renderItems);
       return paint.drawing;
+    },
+    // Python is live (boot.js, before its first patch goes): where the layer was kept, the live page
+    // takes over at the layer's value, the address carrying it (Panel's Location model, as on Back);
+    // the layer goes once Python has answered (settled) or after HANDOFF_MS
+    handoff(jsdoc, moves = 0) {
+      if (!paint.kept) return false;
+      let sent = moves > 0;
+      for (const m of jsdoc.all_models) {
+        const p = m.properties;
+        if (p && p.search && p.pathname && p.hash && p.reload && m.search !== location.search) {
+          m.search = location.search;
+          sent = true;
+        }
+      }
+      handing = setTimeout(release, sent ? HANDOFF_MS : 0);   // nothing to answer: the live page is at the value
+      return true;
+    },
+    // Python answered: the layer goes once BokehJS has laid the answer out (two frames)
+    settled() {
+      if (handing !== null) requestAnimationFrame(() => requestAnimationFrame(release));
     },
     // the live page shows the link's own settings: the preview ends
     live() {
@@ -173,12 +217,32 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
     lab.painted = {start, end: performance.now()};   // ms since navigation (printed by tests/build/test_site_engines.py)
     // two frames: BokehJS lays its views out in the frame after it has built them
     requestAnimationFrame(() => requestAnimationFrame(() => {
+      root.classList.remove("sdpa-drawing");
+      // the layer's control moved (or the link set it): the drawn document is at the default value, so
+      // the layer stays over it, live, until Python takes over (handoff)
+      if (paint.control && (paint.control.moved || paint.control.index !== early.table.start)) {
+        paint.kept = true;
+        root.classList.add("sdpa-early");
+        lab.htmlPaint = "kept";
+        return;
+      }
       const el = layer();
       if (el) el.remove();
-      root.classList.remove("sdpa-drawing");
       lab.htmlPaint = "replaced";
     }));
     return views;
+  }
+
+  let handing = null;
+  function release() {
+    if (handing === null) return;
+    clearTimeout(handing);
+    handing = null;
+    const el = layer();
+    if (el) el.remove();
+    root.classList.remove("sdpa-early");
+    lab.htmlPaint = "replaced";
+    lab.earlyHandoff = performance.now();
   }
   return paint;
 }
