@@ -28,6 +28,8 @@ page's stdlib modules ship as bytecode for Pyodide (see bytecode.py); without on
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.metadata as md
 import json
 import os
 import re
@@ -63,7 +65,49 @@ def warn_loud(lines: list[str]) -> None:
     print("\n".join([bar, *(f"!! {line}" for line in lines), bar]), file=sys.stderr, flush=True)
 
 
+#: The pre-render's inputs: the app's folder, the core, the build's own code, and (below) the installed packages,
+#: Python and the environment's page settings. Its output is deterministic (test_reproducible.py), so one made
+#: from the same inputs is reused exactly: from the cache_root's "prerender" folder, the newest KEEP_PRERENDERS kept.
+KEEP_PRERENDERS = 3
+
+
+def prerender_key(app: Path) -> str:
+    h = hashlib.sha256()
+    for folder in (app.parent, ROOT / "sdpa_core", ROOT / "build"):
+        for p in sorted(folder.rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                h.update(p.relative_to(folder.parent).as_posix().encode() + b"\0" + p.read_bytes())
+    h.update("\n".join(sorted(f"{d.metadata['Name']}=={d.version}" for d in md.distributions())).encode())
+    h.update(sys.version.encode())
+    settings = sorted((k, v) for k, v in os.environ.items()
+                      if k.startswith(("SDPA_", "BOKEH_", "PANEL_")) and k != "SDPA_LAB_CACHE")
+    h.update(json.dumps(settings).encode())
+    return h.hexdigest()[:40]
+
+
 def prerender(app: Path) -> dict:
+    cache = pyodide_files.cache_root() / "prerender"
+    hit = cache / f"{prerender_key(app)}.json"
+    if hit.is_file():
+        # an entry is its body's sha256, a newline, its body: a damaged one is made again, never used
+        digest, _, body = hit.read_bytes().partition(b"\n")
+        if hashlib.sha256(body).hexdigest().encode() == digest:
+            log(f"prerender: from the cache ({hit.name})")
+            return json.loads(body)
+        log(f"prerender: the cached {hit.name} is damaged; running the app again")
+        hit.unlink(missing_ok=True)
+    out = run_prerender(app)
+    cache.mkdir(parents=True, exist_ok=True)
+    body = json.dumps(out).encode()
+    part = hit.with_suffix(".part")
+    part.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    part.replace(hit)               # whole or absent: a stopped build leaves no half entry
+    for old in sorted(cache.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-KEEP_PRERENDERS]:
+        old.unlink(missing_ok=True)
+    return out
+
+
+def run_prerender(app: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "prerender.json"
         # a fixed hash seed: set and dict orders that depend on string hashes are the same every build
@@ -214,7 +258,7 @@ def build(out: Path, app: Path, site_url: str | None = None) -> dict:
     summary = {"pyodide": pyo.kind, "self_hosted": pyo.self_hosted, "files": len(policy["assets"]), "bytes": total,
                "packages": config["packages"], "seconds": round(time.time() - started, 1)}
     log(f"{out}: {len(policy['assets'])} files, {total / 1e6:.1f} MB, all precached by {offline.SW_FILE} "
-        f"({summary['seconds']} s)")
+        f"(left out: {', '.join(offline.NOT_STORED)}; {summary['seconds']} s)")
     if not pyo.self_hosted:
         print(f"make site: WARNING: Pyodide is referenced from {pyo.cdn} at run time; {WAYS_OUT}.",
               file=sys.stderr)

@@ -105,6 +105,7 @@ def early_state_files(early: dict, out: Path) -> dict:
             (out / path).write_bytes(body)
             files.append({"path": path, "integrity": "sha256-" + base64.b64encode(hashlib.sha256(body).digest()).decode()})
         table[view] = {"label": st["label"], "key": st["url_key"], "query": st["query"], "shown": st["shown"],
+                       "positions": st["positions"],
                        "start": st["positions"].index(st["start"]), "files": files}
     return table
 

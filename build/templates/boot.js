@@ -53,6 +53,8 @@ const inSlices = (Bokeh, draw) => {
   bokehLeaks.patch(Bokeh);
   return slicer(Bokeh, draw);
 };
+// a test that is not about the warm boot turns its making off (a second Python per boot, in the background)
+lab.snapshotsOff = LIMITS.snapshots === false;
 const firstPaint = sdpaFirstPaintOf({lab, firstPaint: FIRST_PAINT, search: location.search, inSlices});
 window.sdpaFirstPaint = firstPaint.draw;
 

@@ -85,6 +85,13 @@ export function sdpaEarlyControl({early, layer, lab, fetchState, history = windo
     }));
     return cache.get(i);
   };
+  const label = (i) => {
+    const bold = text.querySelector("b");
+    if (bold) bold.textContent = table.shown[i];
+    input.value = String(i);
+    input.setAttribute("aria-valuetext", table.shown[i]);
+  };
+  let applied = early.index === table.start ? table.start : null;   // the position the view's parts show
   const control = {
     index: early.index,
     moved: false,         // the reader moved it (the live page must take over at its value)
@@ -95,18 +102,22 @@ export function sdpaEarlyControl({early, layer, lab, fetchState, history = windo
         control.moved = true;
         history.replaceState(history.state, "", `${location.pathname}${sdpaEarlySearch(location.search, table, i)}${location.hash}`);
       }
-      const bold = text.querySelector("b");
-      if (bold) bold.textContent = table.shown[i];
-      input.value = String(i);
-      input.setAttribute("aria-valuetext", table.shown[i]);
+      label(i);
       try {
         const markup = await state(i);
         if (control.index !== i) return;            // the reader moved on meanwhile
         sdpaApplyState(view, markup, doc);
-        lab.early = {view: early.view, index: i, value: table.shown[i], at: performance.now(), moves: (lab.early?.moves || 0) + (byReader ? 1 : 0)};
+        applied = i;
+        lab.early = {...lab.early, view: early.view, index: i, value: table.shown[i], at: performance.now(),
+                     moves: (lab.early?.moves || 0) + (byReader ? 1 : 0)};
       } catch (err) {
         lab.earlyError = `${table.files[i].path}: ${err.message || err}`;
         console.warn(`SDPA Lab: ${lab.earlyError}; the figure follows once Python is running`);
+        // the control goes back to what the view shows (the start, for a link whose state did not arrive)
+        if (control.index === i) {
+          control.index = applied === null ? table.start : applied;
+          label(control.index);
+        }
       }
     },
   };
@@ -118,6 +129,8 @@ export function sdpaEarlyControl({early, layer, lab, fetchState, history = windo
   input.setAttribute("aria-valuetext", table.shown[early.index]);
   input.addEventListener("input", () => control.move(Number(input.value)));
   found.label.classList.add("sdpa-hp-early");
-  lab.early = {view: early.view, index: early.index, value: table.shown[early.index], at: null, moves: 0};
+  // attached: when the control became live (ms since navigation; benchmarks/measure_early.py)
+  lab.early = {view: early.view, index: early.index, value: table.shown[early.index], at: null, moves: 0,
+               attached: performance.now()};
   return control;
 }

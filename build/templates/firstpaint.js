@@ -92,7 +92,9 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
   const file = firstPaint.files && Object.hasOwn(firstPaint.files, key) ? firstPaint.files[key] : null;
   // the view's main control before Python is live (early.js): a link that sets at most that control
   // shows its own state, not a preview
-  const early = embedded ? null : sdpaEarlyOf(firstPaint.early, key, search, firstPaint.settings || []);
+  // (not offline: the states are not in the offline copy, and from it Python is live in about a second)
+  const early = embedded || navigator.onLine === false ? null
+    : sdpaEarlyOf(firstPaint.early, key, search, firstPaint.settings || []);
   const settings = sdpaLinkSettings(search, firstPaint.settings || []).filter(([k]) => !early || k !== early.table.key);
   // fetched while BokehJS downloads; checked by its hash (a damaged file draws the default page)
   const alternative = file ? fetch(`./${file.path}`, {integrity: file.integrity}).then((r) => {
@@ -162,17 +164,20 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
     // takes over at the layer's value, the address carrying it (Panel's Location model, as on Back);
     // the layer goes once Python has answered (settled) or after HANDOFF_MS
     handoff(jsdoc, moves = 0) {
-      if (!paint.kept) return false;
+      if (!paint.control) return false;
       let sent = moves > 0;
-      for (const m of jsdoc.all_models) {
-        const p = m.properties;
-        if (p && p.search && p.pathname && p.hash && p.reload && m.search !== location.search) {
-          m.search = location.search;
-          sent = true;
+      if (paint.control.moved) {
+        for (const m of jsdoc.all_models) {
+          const p = m.properties;
+          if (p && p.search && p.pathname && p.hash && p.reload && m.search !== location.search) {
+            m.search = location.search;
+            sent = true;
+          }
         }
       }
-      handing = setTimeout(release, sent ? HANDOFF_MS : 0);   // nothing to answer: the live page is at the value
-      return true;
+      // nothing to answer: the live page is at the value already
+      if (paint.kept) handing = setTimeout(release, sent ? HANDOFF_MS : 0);
+      return sent;
     },
     // Python answered: the layer goes once BokehJS has laid the answer out (two frames)
     settled() {
@@ -220,7 +225,8 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
       root.classList.remove("sdpa-drawing");
       // the layer's control moved (or the link set it): the drawn document is at the default value, so
       // the layer stays over it, live, until Python takes over (handoff)
-      if (paint.control && (paint.control.moved || paint.control.index !== early.table.start)) {
+      // (Python may be live already, a warm boot: then the live page is the one to show)
+      if (!lab.ready && paint.control && (paint.control.moved || paint.control.index !== early.table.start)) {
         paint.kept = true;
         root.classList.add("sdpa-early");
         lab.htmlPaint = "kept";
@@ -229,8 +235,34 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
       const el = layer();
       if (el) el.remove();
       lab.htmlPaint = "replaced";
+      if (paint.control && el && !lab.ready) watchDrawnControl(Bokeh, el);
     }));
     return views;
+  }
+
+  // After the layer went, the drawn document's copy of the control moves nothing until Python is live (its
+  // moves are replayed then, patches.js): a move of it brings the layer back, live, at that position.
+  function watchDrawnControl(Bokeh, el) {
+    const doc = Bokeh.documents[Bokeh.documents.length - 1];
+    const {table} = early;
+    const slider = doc && [...doc.all_models].find((m) => m.title === table.label && "value" in m.properties
+                                                            && "start" in m.properties && "end" in m.properties);
+    if (!slider) return;
+    doc.on_change((event) => {
+      if (lab.ready || event.model !== slider || event.attr !== "value") return;
+      // the nearest position the build drew (the dial's s moves by 0.1 once live, by 1 here)
+      let i = 0;
+      table.positions.forEach((p, k) => { if (Math.abs(p - slider.value) < Math.abs(table.positions[i] - slider.value)) i = k; });
+      if (!paint.kept) {
+        const main = document.getElementById("main");
+        if (!main) return;
+        main.prepend(el);
+        paint.kept = true;
+        root.classList.add("sdpa-early");
+        lab.htmlPaint = "kept";
+      }
+      paint.control.move(i);
+    }, false);
   }
 
   let handing = null;

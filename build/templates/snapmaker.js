@@ -60,6 +60,7 @@ export function sdpaSnapshotMaker({lab, worker: WORKER, newWorker, snapshotKey, 
       : !(await snapshotKey()) ? "the page was not opened over a secure (https) connection"
       : null;
     const why = !WORKER.snapshots ? "this build loads Pyodide from its CDN, unpatched"
+      : lab.snapshotsOff ? "turned off for this page (window.sdpaLabLimits.snapshots = false: a test harness)"
       : missing
       || (blocked ? `a snapshot of this version did not restore in this browser; not tried again before ${blocked.toISOString()}`
       : connection.saveData ? "the browser asks to save data"

@@ -98,3 +98,28 @@ def test_python_takes_over_at_the_readers_value(site, served, browser):
     page.wait_for_function(f"() => ({LIVE_HEADLINES_JS})().includes({said!r})", timeout=30_000)
     assert errors == []
     context.close()
+
+
+def test_a_move_of_the_drawn_control_before_python_brings_the_layer_back_live(site, served, browser):
+    """BokehJS has drawn the page (the layer went) but Python is not live: a move of the drawn slider (its model's
+    value, as its handle sets it) brings the layer back at that position, live, and the address follows."""
+    context = browser.new_context(viewport={"width": 412, "height": 823}, service_workers="block")
+    context.route(re.compile(r".*/worker\.js(\?.*)?$"), lambda r: r.abort())     # Python never comes
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{served}?view=variance", wait_until="commit")
+    page.wait_for_function("() => window.sdpaLab && sdpaLab.htmlPaint === 'replaced' && sdpaLab.early", timeout=60_000)
+    label = page.evaluate("sdpaLab.early && document.querySelector('#sdpa-html-paint') === null")
+    assert label, "the layer did not go when BokehJS drew"
+    moved = page.evaluate("""() => { const doc = Bokeh.documents[Bokeh.documents.length - 1];
+      const s = [...doc.all_models].find((m) => m.title && m.title.startsWith('d_k (') && 'start' in m.properties);
+      s.value = s.end; return s.end; }""")
+    page.wait_for_function("() => sdpaLab.htmlPaint === 'kept' && sdpaLab.early.at !== null && sdpaLab.early.moves > 0",
+                           timeout=10_000)
+    assert page.evaluate("sdpaLab.early.index") == moved
+    assert page.locator(f"{LAYER} .sdpa-hp-early input[type=range]").input_value() == str(moved)
+    assert "d_k=4096" in page.url and page.evaluate("sdpaLab.ready") is False
+    assert page.locator(f"{LAYER} .sdpa-view-variance .sdpa-headline").first.is_visible()
+    assert errors == []
+    context.close()

@@ -60,6 +60,14 @@ test("a visit restored from a snapshot makes none", async () => {
   assert.deepEqual(m.summary(), {snapshot: {state: "used"}, notes: [], workers: []});
 });
 
+test("a page whose harness turned snapshots off makes none, and says nothing", async () => {
+  const m = maker(page());
+  m.lab.snapshotsOff = true;
+  await m.made.make();
+  assert.deepEqual(m.summary(), {snapshot: {state: "unavailable",
+    why: "turned off for this page (window.sdpaLabLimits.snapshots = false: a test harness)"}, notes: [], workers: []});
+});
+
 test("a snapshot the worker stored is recorded, and the worker goes", async () => {
   const at = page();
   const m = maker(at);

@@ -69,6 +69,15 @@ class Runtime:
                                "Bokeh.documents[Bokeh.documents.length - 1].all_models.size > 50")
 
 
+@pytest.fixture
+def context(context):
+    """pytest-playwright's context, with the site's warm-boot snapshot not made after each live boot (a second
+    Python in the background, 3-5 s of CPU per boot, for a test of the page, not of the warm boot: those are in
+    tests/build/test_site_snapshot.py and test_site_browser.py, with contexts of their own)."""
+    context.add_init_script("window.sdpaLabLimits = Object.assign({snapshots: false}, window.sdpaLabLimits || {});")
+    return context
+
+
 @pytest.fixture(scope="session", params=["panel serve", "site"])
 def runtime(request):
     """The page under `panel serve`, then the built Pyodide site (skipped, saying why, without a distribution)."""
