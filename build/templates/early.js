@@ -21,9 +21,11 @@ export function sdpaEarlyOf(early, key, search, settingKeys) {
 }
 
 // The address at a position: the control's key set to the value the live page writes there, or removed
-// where that is the view's default (null), the rest of the address as it was.
-export function sdpaEarlySearch(search, table, index) {
+// where that is the view's default (null), the rest of the address as it was; the view named, as the live
+// page names it (the bare address is the answer, but a link with a setting and no view is the tour's).
+export function sdpaEarlySearch(search, table, index, view) {
   const query = new URLSearchParams(search);
+  if (!query.has("view")) query.set("view", view);
   const value = table.query[index];
   if (value === null) query.delete(table.key);
   else query.set(table.key, value);
@@ -96,11 +98,13 @@ export function sdpaEarlyControl({early, layer, lab, fetchState, history = windo
     index: early.index,
     moved: false,         // the reader moved it (the live page must take over at its value)
     ready: Promise.resolve(),
+    // the layer came back over BokehJS's slider, which hid it and so took its focus: the keys go on here
+    focus() { input.focus({preventScroll: true}); },
     async move(i, {byReader = true} = {}) {
       control.index = i;
       if (byReader) {
         control.moved = true;
-        history.replaceState(history.state, "", `${location.pathname}${sdpaEarlySearch(location.search, table, i)}${location.hash}`);
+        history.replaceState(history.state, "", `${location.pathname}${sdpaEarlySearch(location.search, table, i, early.view)}${location.hash}`);
       }
       label(i);
       try {

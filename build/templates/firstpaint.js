@@ -165,14 +165,16 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
     // the layer goes once Python has answered (settled) or after HANDOFF_MS
     handoff(jsdoc, moves = 0) {
       if (!paint.control) return false;
+      handedOff = true;          // the drawn slider's moves are Python's from here on
       let sent = moves > 0;
       if (paint.control.moved) {
-        for (const m of jsdoc.all_models) {
-          const p = m.properties;
-          if (p && p.search && p.pathname && p.hash && p.reload && m.search !== location.search) {
-            m.search = location.search;
-            sent = true;
-          }
+        // the layer's value goes to Python as a move of the live slider, after the moves replayed from BokehJS's
+        // draw (the patch queue keeps one event per property, the last): the newest value wins
+        const slider = drawnSlider(jsdoc);
+        const value = early.table.positions[paint.control.index];
+        if (slider && slider.value !== value) {
+          slider.setv("value_throttled" in slider.properties ? {value, value_throttled: value} : {value});
+          sent = true;
         }
       }
       // nothing to answer: the live page is at the value already
@@ -242,14 +244,18 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
 
   // After the layer went, the drawn document's copy of the control moves nothing until Python is live (its
   // moves are replayed then, patches.js): a move of it brings the layer back, live, at that position.
+  function drawnSlider(doc) {
+    return doc && [...doc.all_models].find((m) => m.title === early.table.label && "value" in m.properties
+                                                 && "start" in m.properties && "end" in m.properties);
+  }
+
   function watchDrawnControl(Bokeh, el) {
     const doc = Bokeh.documents[Bokeh.documents.length - 1];
     const {table} = early;
-    const slider = doc && [...doc.all_models].find((m) => m.title === table.label && "value" in m.properties
-                                                            && "start" in m.properties && "end" in m.properties);
+    const slider = drawnSlider(doc);
     if (!slider) return;
     doc.on_change((event) => {
-      if (lab.ready || event.model !== slider || event.attr !== "value") return;
+      if (lab.ready || handedOff || event.model !== slider || event.attr !== "value") return;
       // the nearest position the build drew (the dial's s moves by 0.1 once live, by 1 here)
       let i = 0;
       table.positions.forEach((p, k) => { if (Math.abs(p - slider.value) < Math.abs(table.positions[i] - slider.value)) i = k; });
@@ -260,12 +266,13 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
         paint.kept = true;
         root.classList.add("sdpa-early");
         lab.htmlPaint = "kept";
+        paint.control.focus();
       }
       paint.control.move(i);
     }, false);
   }
 
-  let handing = null;
+  let handing = null, handedOff = false;
   function release() {
     if (handing === null) return;
     clearTimeout(handing);

@@ -113,7 +113,7 @@ def test_a_move_of_the_drawn_control_before_python_brings_the_layer_back_live(si
     label = page.evaluate("sdpaLab.early && document.querySelector('#sdpa-html-paint') === null")
     assert label, "the layer did not go when BokehJS drew"
     moved = page.evaluate("""() => { const doc = Bokeh.documents[Bokeh.documents.length - 1];
-      const s = [...doc.all_models].find((m) => m.title && m.title.startsWith('d_k (') && 'start' in m.properties);
+      const s = [...doc.all_models].find((m) => typeof m.title === 'string' && m.title.startsWith('d_k (') && 'start' in m.properties);
       s.value = s.end; return s.end; }""")
     page.wait_for_function("() => sdpaLab.htmlPaint === 'kept' && sdpaLab.early.at !== null && sdpaLab.early.moves > 0",
                            timeout=10_000)

@@ -39,9 +39,11 @@ test("a link gets the live control only where its view has states and it sets no
 
 test("the address at a position writes the live page's value, and drops it at the default", () => {
   const w = page();
-  assert.equal(w.sdpaEarlySearch("?view=playground", TABLE, 3), "?view=playground&d_k=8");
-  assert.equal(w.sdpaEarlySearch("?view=playground&d_k=8&embed=0", TABLE, 2), "?view=playground&embed=0");
-  assert.equal(w.sdpaEarlySearch("", TABLE, 2), "");
+  assert.equal(w.sdpaEarlySearch("?view=playground", TABLE, 3, "playground"), "?view=playground&d_k=8");
+  assert.equal(w.sdpaEarlySearch("?view=playground&d_k=8&embed=0", TABLE, 2, "playground"), "?view=playground&embed=0");
+  // the bare address is the answer; with a setting and no view a link is the tour's: the view is named
+  assert.equal(w.sdpaEarlySearch("", TABLE, 3, "answer"), "?view=answer&d_k=8");
+  assert.equal(w.sdpaEarlySearch("", TABLE, 2, "answer"), "?view=answer");
 });
 
 test("a state swaps the view's figures and sentences in place, and the controls stay", () => {
