@@ -11,6 +11,7 @@ from build import offline, runtime
 from tools import serve
 from build.bundle import bundle
 from sitebuild import NO_DIST, pyodide_dist
+from waits import until
 
 pytestmark = pytest.mark.ui
 
@@ -162,9 +163,9 @@ def test_offline_heals_after_cache_storage_is_cleared(offline_site, served, brow
     # the service worker answers a miss from the network and stores that file again
     page.evaluate("fetch('./icons/icon.svg').then((r) => r.text())")
     cache = offline.CACHE
-    page.wait_for_function(f"caches.open({cache!r}).then((c) => c.keys())"
-                           ".then((keys) => keys.length === 1 && keys[0].url.includes('icons/icon.svg?sha256='))",
-                           timeout=10_000)
+    until(page, f"() => caches.open({cache!r}).then((c) => c.keys())"
+          ".then((keys) => keys.length === 1 && keys[0].url.includes('icons/icon.svg?sha256='))", timeout=10,
+          what="the icon stored again, alone")
 
     page.reload()
     wait_ready(page)
@@ -216,7 +217,8 @@ def test_a_damaged_file_in_the_offline_copy_is_never_served_and_heals(offline_si
     context.set_offline(False)
     # online, served intact (from the network), and stored again intact
     assert page.evaluate(fetch_icon) == len(icon)
-    page.wait_for_function(f"({HELD_JS})({[cache, 'icons/icon.svg']!r}).then((n) => n === {len(icon)})", timeout=10_000)
+    until(page, f"() => ({HELD_JS})({[cache, 'icons/icon.svg']!r}).then((n) => n === {len(icon)})", timeout=10,
+          what="the icon stored again, whole")
     page.reload()
     wait_ready(page)
     page.wait_for_function("window.sdpaLab.offlineReady", timeout=60_000)

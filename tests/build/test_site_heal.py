@@ -8,6 +8,7 @@ import pytest
 from build import offline
 from sitebuild import NO_DIST, pyodide_dist
 from test_site_snapshot import open_page, wait_ready
+from waits import until
 
 pytestmark = pytest.mark.ui
 
@@ -35,8 +36,8 @@ def test_a_damaged_file_of_the_offline_copy_heals_on_a_plain_reload(site, served
     wait_ready(page)
     path, sha256, _ = next(f for f in site.config["prefetch"] if f[0].endswith(".wasm"))
     url = f"{live_site}{path}?sha256={sha256}"
-    page.wait_for_function(f"caches.open({offline.CACHE!r}).then((c) => c.match({url!r})).then(Boolean)",
-                           timeout=120_000)
+    until(page, f"() => caches.open({offline.CACHE!r}).then((c) => c.match({url!r})).then(Boolean)", timeout=120,
+          what="the first visit keeps the wasm in the offline copy")
     # the background worker that makes the warm-boot snapshot reads the offline copy too (and would heal it
     # first): damage it once that worker is done
     page.wait_for_function("sdpaLab.snapshot && sdpaLab.snapshot.state !== 'making'", timeout=240_000)
@@ -45,10 +46,9 @@ def test_a_damaged_file_of_the_offline_copy_heals_on_a_plain_reload(site, served
     page.reload()
     wait_ready(page)
     assert page.evaluate("sdpaLab.healed") == [path]
-    # kept again, whole, once the page is live
-    page.wait_for_function(f"""caches.open({offline.CACHE!r}).then((c) => c.match({url!r}))
-                               .then((r) => r && r.arrayBuffer()).then((b) => !!b && b.byteLength > 0)""",
-                           timeout=120_000)
-    assert page.evaluate(ENTRY, [offline.CACHE, url, False]) == sha256
+    # kept again, whole, once the page is live (the worker stores what it checked after "keep-offline", which follows
+    # "ready"; the wait this replaces passed on the promise itself, before anything was stored: tests/waits.py)
+    until(page, f"async (arg) => (await ({ENTRY})(arg)) === {sha256!r}", [offline.CACHE, url, False], timeout=120,
+          what="the healed file kept again, whole")
     assert [e for e in errors if "offline copy was damaged" not in e] == [], errors
     context.close()
