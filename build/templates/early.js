@@ -132,6 +132,11 @@ export function sdpaEarlyControl({early, layer, lab, fetchState, history = windo
   input.value = String(early.index);
   input.setAttribute("aria-valuetext", table.shown[early.index]);
   input.addEventListener("input", () => control.move(Number(input.value)));
+  // the positions one notch either side are fetched now, while the big downloads (BokehJS, Python) are only
+  // starting: the reader's first move finds its state here, not queued behind them
+  for (const i of [early.index - 1, early.index + 1]) {
+    if (i >= 0 && i < table.files.length) state(i).catch(() => null);
+  }
   found.label.classList.add("sdpa-hp-early");
   // attached: when the control became live (ms since navigation; benchmarks/measure_early.py)
   lab.early = {view: early.view, index: early.index, value: table.shown[early.index], at: null, moves: 0,

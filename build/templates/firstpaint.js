@@ -80,7 +80,7 @@ const HANDOFF_MS = 5000;
 
 // An early state's markup (early.js), checked by its hash.
 async function fetchState(file) {
-  const r = await fetch(`./${file.path}`, {integrity: file.integrity});
+  const r = await fetch(`./${file.path}`, {integrity: file.integrity, priority: "high"});
   if (!r.ok) throw new Error(`HTTP ${r.status}`);
   return r.text();
 }
