@@ -71,7 +71,7 @@ export function sdpaEarlySlider(view, label) {
 }
 
 // Make the control live in `layer` (the HTML layer's element). `fetchState(file)`: the file's text, checked
-// by its hash. Returns {move(i), moved, index, ready} or null when the layer has no such control.
+// by its hash. Returns {move(i), focus(), moved, index} or null when the layer has no such control.
 export function sdpaEarlyControl({early, layer, lab, fetchState, history = window.history, location = window.location,
                                   doc = document}) {
   const view = layer && [...layer.querySelectorAll('[class*="sdpa-view-"]')].find((el) => el.classList.contains(`sdpa-view-${early.view}`));
@@ -97,7 +97,6 @@ export function sdpaEarlyControl({early, layer, lab, fetchState, history = windo
   const control = {
     index: early.index,
     moved: false,         // the reader moved it (the live page must take over at its value)
-    ready: Promise.resolve(),
     // the layer came back over BokehJS's slider, which hid it and so took its focus: the keys go on here
     focus() { input.focus({preventScroll: true}); },
     async move(i, {byReader = true} = {}) {

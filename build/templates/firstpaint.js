@@ -160,9 +160,8 @@ export function sdpaFirstPaintOf({lab, firstPaint, search, inSlices = (Bokeh, dr
       paint.drawing = drawDocument(Bokeh, docsText, renderItems);
       return paint.drawing;
     },
-    // Python is live (boot.js, before its first patch goes): where the layer was kept, the live page
-    // takes over at the layer's value, the address carrying it (Panel's Location model, as on Back);
-    // the layer goes once Python has answered (settled) or after HANDOFF_MS
+    // Python is live (boot.js, before its first patch goes): the live page takes over at the layer's value,
+    // sent as a move of the live slider; a kept layer goes once Python has answered (settled) or after HANDOFF_MS
     handoff(jsdoc, moves = 0) {
       if (!paint.control) return false;
       handedOff = true;          // the drawn slider's moves are Python's from here on
